@@ -1,0 +1,30 @@
+# Two commands a new machine needs: `make train` and `make test`; each creates .venv if missing.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# The CPU wheel of torch lies on this machine's disk; installing it first means the package's own
+# range (torch>=2.4) is already met and pip never pulls a multi-GB CUDA build.
+TORCH_SPEC ?= torch==2.13.0
+
+.PHONY: venv test lint bench-attention clean
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet $(TORCH_SPEC)
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+test: venv
+	$(BIN)/ruff check seqforecast tests scripts
+	$(BIN)/python -m pytest -q
+
+lint: venv
+	$(BIN)/ruff check seqforecast tests scripts
+
+bench-attention: venv
+	$(BIN)/python scripts/bench_attention.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

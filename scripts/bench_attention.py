@@ -1,0 +1,291 @@
+"""Forward + backward speed and peak memory of every attention backend, side by side with torch.
+
+    python scripts/bench_attention.py                       # the README table
+    python scripts/bench_attention.py --lengths 256 1024 --repeats 3
+
+Each (case, length) runs in a fresh Python process, so one case's allocations and caches cannot
+colour the next. A case builds its module and a [B, L, d_model] input, then times
+`out = attn(x, x, causal=True); out.sum().backward()`: one warm-up step, then repeats, reporting
+the median. Peak memory is the process's resident-set high-water mark (VmHWM, reset through
+/proc/self/clear_refs just before the warm-up) above the resident set at that moment, so it
+counts what the step itself allocates. Cases whose estimated memory would not fit are skipped and
+say so. The table is printed and written as JSON (--out).
+
+References, in the same run: torch's fused `scaled_dot_product_attention` (causal, full; no
+projections) and `torch.nn.MultiheadAttention` (causal mask, need_weights=False).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+DEFAULTS = dict(batch=4, d_model=64, heads=4, block_size=16)
+CASES = {
+    # name: (description, quadratic memory factor or None when memory is linear in L)
+    "sdpa_causal": ("F.scaled_dot_product_attention, causal, full (reference)", None),
+    "torch_mha": ("torch.nn.MultiheadAttention, causal, need_weights=False", None),
+    "vanilla": ("seqforecast vanilla, causal, need_weights=False", None),
+    "einsum": ("seqforecast einsum, causal, need_weights=False", None),
+    "diff_block16": ("seqforecast diff, block_size=16, causal", None),
+    "diff_full": ("seqforecast diff, block_size=0, causal", 2 * 5),
+}
+
+
+# --------------------------------------------------------------------------- worker side
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def _build_step(case: str, length: int, cfg: dict):
+    import torch
+    import torch.nn.functional as F
+
+    from seqforecast.attention import build_attention
+
+    batch, d_model, heads = cfg["batch"], cfg["d_model"], cfg["heads"]
+    if case == "sdpa_causal":
+        shape = (batch, heads, length, d_model // heads)
+        q, k, v = (torch.randn(shape, requires_grad=True) for _ in range(3))
+
+        def step():
+            F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
+
+        return step
+
+    x = torch.randn(batch, length, d_model, requires_grad=True)
+    if case == "torch_mha":
+        mha = torch.nn.MultiheadAttention(d_model, heads, batch_first=True)
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(length)
+
+        def step():
+            out, _ = mha(x, x, x, attn_mask=mask, is_causal=True, need_weights=False)
+            out.sum().backward()
+
+        return step
+
+    if case == "diff_block16":
+        attn = build_attention("diff", d_model, heads, block_size=cfg["block_size"])
+    elif case == "diff_full":
+        attn = build_attention("diff", d_model, heads, block_size=0)
+    else:
+        attn = build_attention(case, d_model, heads)
+
+    def step():
+        out, _ = attn(x, x, causal=True, need_weights=False)
+        out.sum().backward()
+
+    return step
+
+
+def run_case(case: str, length: int, cfg: dict, repeats: int, min_seconds: float) -> dict:
+    import torch
+
+    torch.manual_seed(0)
+    step = _build_step(case, length, cfg)
+    baseline_kib = _status_kib("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # reset the high-water mark to the current resident set
+    start = time.perf_counter()
+    step()  # warm-up: first-call allocations and kernel selection
+    warmup_s = time.perf_counter() - start
+    times = []
+    deadline = time.perf_counter() + min_seconds
+    while len(times) < repeats or (time.perf_counter() < deadline and warmup_s < 1.0):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    peak_kib = _status_kib("VmHWM") - baseline_kib
+    median = statistics.median(times)
+    return {
+        "case": case,
+        "length": length,
+        "status": "ok",
+        "median_s": median,
+        "tokens_per_s": cfg["batch"] * length / median,
+        "peak_mib": peak_kib / 1024,
+        "repeats": len(times),
+        "threads": torch.get_num_threads(),
+    }
+
+
+# --------------------------------------------------------------------------- driver side
+
+
+def _available_bytes() -> int:
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _skip_reason(case: str, length: int, cfg: dict) -> str | None:
+    factor = CASES[case][1]
+    if factor is None:
+        return None
+    # Score-sized float32 tensors alive at once in forward + backward.
+    need = factor * cfg["batch"] * cfg["heads"] * length * length * 4
+    if need > 0.6 * _available_bytes():
+        return f"skipped: needs ~{need / 2**30:.0f} GiB, {_available_bytes() / 2**30:.0f} GiB free"
+    return None
+
+
+def _spawn(case: str, length: int, cfg: dict, args) -> dict:
+    skip = _skip_reason(case, length, cfg)
+    if skip:
+        return {"case": case, "length": length, "status": skip}
+    spec = json.dumps(
+        dict(case=case, length=length, cfg=cfg, repeats=args.repeats, min_seconds=args.min_seconds)
+    )
+    repo = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=repo + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    try:
+        proc = subprocess.run(
+            [sys.executable, __file__, "--worker", spec],
+            capture_output=True,
+            text=True,
+            timeout=args.timeout,
+            env=env,
+        )
+    except subprocess.TimeoutExpired:
+        return {"case": case, "length": length, "status": f"skipped: over {args.timeout}s"}
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"case": case, "length": length, "status": f"failed: {last}"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _lookup(results, case, length):
+    for r in results:
+        if r["case"] == case and r["length"] == length and r["status"] == "ok":
+            return r
+    return None
+
+
+def evaluate_targets(results) -> list[dict]:
+    """The issue's targets, each a ratio of two measured cases and the bound it must meet."""
+    checks = [  # (target, (case, L), (case, L), key, bound, at_least)
+        *(
+            (
+                f"diff block 16 tokens/s >= {goal}x SDPA causal at L={n}",
+                ("diff_block16", n),
+                ("sdpa_causal", n),
+                "tokens_per_s",
+                goal,
+                True,
+            )
+            for n, goal in ((4096, 2.0), (16384, 5.0))
+        ),
+        (
+            "diff block 16 peak memory at L=16384 <= 5x L=4096",
+            ("diff_block16", 16384),
+            ("diff_block16", 4096),
+            "peak_mib",
+            5.0,
+            False,
+        ),
+        *(
+            (
+                f"{case} tokens/s >= 0.8x nn.MultiheadAttention at L=1024",
+                (case, 1024),
+                ("torch_mha", 1024),
+                "tokens_per_s",
+                0.8,
+                True,
+            )
+            for case in ("vanilla", "einsum")
+        ),
+    ]
+    targets = []
+    for target, num, den, key, bound, at_least in checks:
+        a, b = _lookup(results, *num), _lookup(results, *den)
+        value = None if a is None or b is None else a[key] / b[key]
+        met = None if value is None else (value >= bound if at_least else value <= bound)
+        targets.append(dict(target=target, value=value, met=met))
+    return targets
+
+
+def format_table(results, lengths) -> str:
+    lines = [
+        "| case | " + " | ".join(f"L={n} tok/s (peak MiB)" for n in lengths) + " |",
+        "|---|" + "---|" * len(lengths),
+    ]
+    for case in CASES:
+        cells = []
+        for n in lengths:
+            r = next((r for r in results if r["case"] == case and r["length"] == n), None)
+            if r is None:
+                cells.append("-")
+            elif r["status"] != "ok":
+                cells.append(r["status"])
+            else:
+                cells.append(f"{r['tokens_per_s']:,.0f} ({r['peak_mib']:,.0f})")
+        lines.append(f"| {case} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lengths", type=int, nargs="+", default=[256, 1024, 4096, 16384])
+    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    parser.add_argument("--repeats", type=int, default=3, help="minimum timed steps per case")
+    parser.add_argument("--min-seconds", type=float, default=2.0, help="time fast cases this long")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds before a case is skipped")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/attention.json"))
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.worker:
+        spec = json.loads(args.worker)
+        print(json.dumps(run_case(**spec)))
+        return 0
+
+    cfg = dict(DEFAULTS)
+    results = []
+    for length in args.lengths:
+        for case in args.cases:
+            r = _spawn(case, length, cfg, args)
+            results.append(r)
+            shown = f"{r['tokens_per_s']:,.0f} tok/s" if r["status"] == "ok" else r["status"]
+            print(f"{case:>13} L={length:<6} {shown}", file=sys.stderr, flush=True)
+
+    targets = evaluate_targets(results)
+    print(format_table(results, args.lengths))
+    print()
+    for t in targets:
+        value = "n/a" if t["value"] is None else f"{t['value']:.2f}"
+        verdict = {True: "met", False: "MISSED", None: "not measured"}[t["met"]]
+        print(f"- {t['target']}: {value} ({verdict})")
+
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    report = dict(
+        command="python " + " ".join([Path(__file__).name, *(argv or sys.argv[1:])]),
+        machine=dict(
+            platform=platform.platform(), cpus=os.cpu_count(), python=sys.version.split()[0]
+        ),
+        config=cfg,
+        cases={k: v[0] for k, v in CASES.items()},
+        results=results,
+        targets=targets,
+    )
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\nwrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

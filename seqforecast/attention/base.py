@@ -1,0 +1,119 @@
+"""Shared body of the `vanilla` and `einsum` backends.
+
+Both hold their projections as `q_proj`, `k_proj`, `v_proj`, `out_proj` (the names and layout of
+`torch.nn.MultiheadAttention`, so copied weights give the same function). A subclass writes only
+the explicit score path, `_attend`, which also returns the per-head weights. When no weights are
+asked for, torch's fused `scaled_dot_product_attention` computes the same function without
+materialising the score matrix.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ._common import ShapeCache, check_dropout, check_inputs, combine_masks
+
+
+class ProjectedAttention(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True):
+        super().__init__()
+        check_dropout(dropout)
+        self.d_model = d_model
+        self.n_heads = n_heads
+        self.head_dim = d_model // n_heads
+        self.scale = 1.0 / math.sqrt(self.head_dim)
+        self.dropout = dropout
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        self._masks = ShapeCache()
+        self._reset_parameters()
+
+    def _reset_parameters(self) -> None:
+        # As nn.MultiheadAttention: Xavier-uniform input projections, zero biases.
+        for proj in (self.q_proj, self.k_proj, self.v_proj):
+            nn.init.xavier_uniform_(proj.weight)
+        for proj in (self.q_proj, self.k_proj, self.v_proj, self.out_proj):
+            if proj.bias is not None:
+                nn.init.zeros_(proj.bias)
+
+    def forward(
+        self,
+        query: Tensor,
+        key_value: Tensor,
+        causal: bool = False,
+        key_padding_mask: Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        check_inputs(query, key_value, key_padding_mask, self.d_model)
+        q = self.q_proj(query)  # [B, Lq, E]
+        k = self.k_proj(key_value)  # [B, Lk, E]
+        v = self.v_proj(key_value)  # [B, Lk, E]
+        q_len, k_len = q.shape[1], k.shape[1]
+        padding = None if key_padding_mask is None else key_padding_mask[:, None, None, :]
+        blocked = combine_masks(  # True = may not attend; broadcasts to [B, H, Lq, Lk]
+            self._causal_mask(q_len, k_len, q.device) if causal else None, padding
+        )
+        dropout = self.dropout if self.training else 0.0
+        if need_weights:
+            out, weights = self._attend(q, k, v, blocked, padding is not None, dropout)
+        else:
+            out, weights = self._fused(q, k, v, causal, blocked, padding is not None, dropout), None
+        return self.out_proj(out), weights
+
+    def _attend(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        blocked: Tensor | None,
+        rows_may_be_empty: bool,
+        dropout: float,
+    ) -> tuple[Tensor, Tensor]:
+        """Explicit path, also returning the per-head weights.
+
+        q [B, Lq, E], k and v [B, Lk, E] -> (out [B, Lq, E], weights [B, H, Lq, Lk]).
+        """
+        raise NotImplementedError
+
+    def _fused(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        causal: bool,
+        blocked: Tensor | None,
+        has_padding: bool,
+        dropout: float,
+    ) -> Tensor:
+        batch, q_len, _ = q.shape
+        # [B, L, E] -> [B, H, L, head_dim]
+        qh, kh, vh = (
+            t.view(batch, t.shape[1], self.n_heads, self.head_dim).transpose(1, 2)
+            for t in (q, k, v)
+        )
+        if not has_padding:
+            out = F.scaled_dot_product_attention(qh, kh, vh, dropout_p=dropout, is_causal=causal)
+        else:
+            # A row with every key padded attends everywhere (finite) and is zeroed after.
+            empty = blocked.all(dim=-1, keepdim=True)
+            allowed = ~(blocked & ~empty)
+            out = F.scaled_dot_product_attention(qh, kh, vh, attn_mask=allowed, dropout_p=dropout)
+            out = out.masked_fill(empty, 0.0)
+        # [B, H, Lq, head_dim] -> [B, Lq, E]
+        return out.transpose(1, 2).reshape(batch, q_len, self.d_model)
+
+    def _causal_mask(self, q_len: int, k_len: int, device: torch.device) -> Tensor:
+        """[Lq, Lk], True where key j lies after query i (j > i)."""
+        return self._masks.get(
+            ("causal", q_len, k_len, device),
+            lambda: torch.ones(q_len, k_len, dtype=torch.bool, device=device).triu(1),
+        )
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, n_heads={self.n_heads}, dropout={self.dropout}"

@@ -1,0 +1,229 @@
+"""`diff`: differential attention (Ye et al. 2024), optionally block-local, as in seed 003.
+
+Per head, q and k are projected to two halves of head_dim each, and
+
+    weights = softmax(q1 k1^T / sqrt(d)) - lambda * softmax(q2 k2^T / sqrt(d))
+    out     = head_norm(weights @ v) * (1 - lambda_init)
+
+Options (each a config value):
+- lambda_mode: "scalar" (one learnable scalar, the seed's form, initialised at lambda_init) or
+  "reparam" (the paper's: exp(lq1 . lk1) - exp(lq2 . lk2) + lambda_init).
+- lambda_init: None = 0.8 - 0.6 * exp(-0.3 * (layer - 1)), from the 1-based `layer` index.
+- head_norm: per-head RMSNorm of the output, scaled by (1 - lambda_init).
+- block_size: 0 = full attention. Otherwise, in self-attention, query block [i, i+bs) sees keys
+  [i-bs, i+2bs) (see block_local.py). Cross-attention (`cross_attention=True`) processes its
+  queries against all keys: the same function as full attention, computed in one matmul.
+- talking_heads: learned head-to-head mixing of the scores before the softmax and of the
+  weights after it (Shazeer et al. 2020), both initialised to the identity.
+- distance_decay, past_bias: the seed's position terms on the scores (position.py).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from . import block_local
+from ._common import ShapeCache, check_dropout, check_inputs, combine_masks, masked_softmax_
+from .position import RelativePositionTerms
+from .registry import register_attention
+
+LAMBDA_MODES = ("scalar", "reparam")
+
+
+def default_lambda_init(layer: int) -> float:
+    """The paper's depth schedule, `layer` counted from 1."""
+    return 0.8 - 0.6 * math.exp(-0.3 * (layer - 1))
+
+
+class _Geometry(NamedTuple):
+    """Shape-only tensors of one layout, broadcasting against the scores' last two dims."""
+
+    blocked: Tensor | None  # bool, True = outside the sequence/window, or in the future
+    distance: Tensor  # |i - j|
+    past: Tensor  # 1.0 where j < i
+
+
+def _mix_heads(x: Tensor, mixing: Tensor) -> Tensor:
+    """Talking heads: x [B, H, ...] -> [B, H, ...], out[:, g] = sum_h mixing[g, h] * x[:, h]."""
+    return torch.einsum("gh,bh...->bg...", mixing, x)
+
+
+@register_attention("diff")
+class DifferentialAttention(nn.Module):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        dropout: float = 0.0,
+        bias: bool = False,
+        block_size: int = 0,
+        cross_attention: bool = False,
+        lambda_mode: str = "reparam",
+        lambda_init: float | None = None,
+        layer: int = 1,
+        head_norm: bool = True,
+        talking_heads: bool = False,
+        distance_decay: bool = False,
+        past_bias: bool = False,
+    ):
+        super().__init__()
+        if lambda_mode not in LAMBDA_MODES:
+            raise ValueError(f"lambda_mode={lambda_mode!r}; allowed: {', '.join(LAMBDA_MODES)}")
+        if not isinstance(block_size, int) or block_size < 0:
+            raise ValueError(f"block_size={block_size!r} must be an integer >= 0 (0 = full)")
+        if not isinstance(layer, int) or layer < 1:
+            raise ValueError(f"layer={layer!r} must be an integer >= 1 (counted from 1)")
+        check_dropout(dropout)
+        self.d_model = d_model
+        self.n_heads = n_heads
+        self.head_dim = d_model // n_heads
+        self.scale = 1.0 / math.sqrt(self.head_dim)
+        self.dropout = dropout
+        self.block_size = block_size
+        self.cross_attention = cross_attention
+        self.lambda_mode = lambda_mode
+        self.lambda_init = default_lambda_init(layer) if lambda_init is None else float(lambda_init)
+
+        # q and k carry two halves per head: [E] -> [H, 2, head_dim].
+        self.q_proj = nn.Linear(d_model, 2 * d_model, bias=bias)
+        self.k_proj = nn.Linear(d_model, 2 * d_model, bias=bias)
+        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+
+        if lambda_mode == "scalar":
+            self.lambda_scalar = nn.Parameter(torch.tensor(self.lambda_init))
+        else:
+            self.lambda_q1, self.lambda_k1, self.lambda_q2, self.lambda_k2 = (
+                nn.Parameter(torch.randn(self.head_dim) * 0.1) for _ in range(4)
+            )
+        self.head_norm = nn.RMSNorm(self.head_dim, eps=1e-5) if head_norm else None
+        if talking_heads:
+            self.talk_before = nn.Parameter(torch.eye(n_heads))
+            self.talk_after = nn.Parameter(torch.eye(n_heads))
+        else:
+            self.talk_before = self.talk_after = None
+        self.position = (
+            RelativePositionTerms(distance_decay, past_bias)
+            if distance_decay or past_bias
+            else None
+        )
+        self._geometry_cache = ShapeCache()
+
+    def lambda_value(self) -> Tensor:
+        """The current lambda, a 0-dim tensor."""
+        if self.lambda_mode == "scalar":
+            return self.lambda_scalar
+        return (
+            torch.exp(torch.dot(self.lambda_q1, self.lambda_k1))
+            - torch.exp(torch.dot(self.lambda_q2, self.lambda_k2))
+            + self.lambda_init
+        )
+
+    def forward(
+        self,
+        query: Tensor,
+        key_value: Tensor,
+        causal: bool = False,
+        key_padding_mask: Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        check_inputs(query, key_value, key_padding_mask, self.d_model)
+        batch, q_len, _ = query.shape
+        k_len = key_value.shape[1]
+        windowed = self.block_size > 0 and not self.cross_attention
+        if windowed and q_len != k_len:
+            raise ValueError(
+                f"block-local self-attention needs query and key_value of one length, got "
+                f"{q_len} and {k_len}; build with cross_attention=True for cross-attention"
+            )
+        heads, head_dim = self.n_heads, self.head_dim
+        # [B, L, 2E] -> [B, H, 2, L, head_dim]
+        q = self.q_proj(query).view(batch, q_len, heads, 2, head_dim).permute(0, 2, 3, 1, 4)
+        k = self.k_proj(key_value).view(batch, k_len, heads, 2, head_dim).permute(0, 2, 3, 1, 4)
+        # [B, L, E] -> [B, H, L, head_dim]
+        v = self.v_proj(key_value).view(batch, k_len, heads, head_dim).transpose(1, 2)
+
+        q = q * self.scale  # on q, the smallest tensor it can go on
+        lookahead = 0 if causal else 1  # a causal window never needs the next block
+        if windowed:
+            bs = self.block_size
+            # [B, H, 2, nb, bs, d] @ [B, H, 2, nb, d, width] -> [B, H, 2, nb, bs, width]
+            scores = block_local.query_blocks(q, bs) @ block_local.key_windows_transposed(
+                k, bs, lookahead
+            )
+            v = block_local.key_windows(v, bs, lookahead)  # [B, H, nb, width, d]
+            padding = (
+                None
+                if key_padding_mask is None  # [B, nb, width] -> [B, 1, 1, nb, 1, width]
+                else block_local.mask_windows(key_padding_mask, bs, lookahead)[
+                    :, None, None, :, None, :
+                ]
+            )
+        else:
+            scores = q @ k.transpose(-1, -2)  # [B, H, 2, Lq, Lk]
+            padding = None if key_padding_mask is None else key_padding_mask[:, None, None, None, :]
+
+        geometry = self._geometry(q_len, k_len, windowed, causal, scores.device, scores.dtype)
+        if self.position is not None:
+            scores = self.position(scores, geometry.distance, geometry.past)
+        if self.talk_before is not None:
+            # Mixing happens before masking: every mask is shared by all heads, so masked
+            # positions stay masked and no -inf ever enters the mix (no NaN).
+            scores = _mix_heads(scores, self.talk_before)
+        probs = masked_softmax_(
+            scores, combine_masks(geometry.blocked, padding), key_padding_mask is not None
+        )
+        # p1 - lambda * p2 in one op: [B, H, *, Lq', Lk']. unbind, not indexing: its backward
+        # stacks the two gradients instead of zero-filling a full-size tensor for each.
+        p1, p2 = probs.unbind(2)
+        weights = torch.addcmul(p1, p2, -self.lambda_value())
+        if self.talk_after is not None:
+            weights = _mix_heads(weights, self.talk_after)
+        dropped = F.dropout(weights, self.dropout) if self.dropout and self.training else weights
+        out = dropped @ v  # [B, H, *, Lq', d]
+        if windowed:
+            out = block_local.blocks_to_sequence(out, q_len)  # [B, H, nb, bs, d] -> [B, H, Lq, d]
+        if self.head_norm is not None:
+            out = self.head_norm(out) * (1.0 - self.lambda_init)
+        # [B, H, Lq, d] -> [B, Lq, E]
+        out = self.out_proj(out.transpose(1, 2).reshape(batch, q_len, self.d_model))
+
+        if not need_weights:
+            return out, None
+        if windowed:
+            weights = block_local.windows_to_dense(weights, q_len)
+        return out, weights
+
+    def _geometry(
+        self, q_len: int, k_len: int, windowed: bool, causal: bool, device, dtype
+    ) -> _Geometry:
+        def build() -> _Geometry:
+            if windowed:
+                q_pos, k_pos = block_local.window_positions(
+                    q_len, self.block_size, 0 if causal else 1, device
+                )
+                blocked = (k_pos < 0) | (k_pos >= k_len)  # [nb, 1, width]
+            else:
+                q_pos = torch.arange(q_len, device=device)[:, None]  # [Lq, 1]
+                k_pos = torch.arange(k_len, device=device)[None, :]  # [1, Lk]
+                blocked = None
+            if causal:
+                blocked = combine_masks(blocked, k_pos > q_pos)
+            distance = (q_pos - k_pos).abs().to(dtype)
+            past = (k_pos < q_pos).to(dtype)
+            return _Geometry(blocked, distance, past)
+
+        key = (q_len, k_len, windowed, causal, device, dtype)
+        return self._geometry_cache.get(key, build)
+
+    def extra_repr(self) -> str:
+        return (
+            f"d_model={self.d_model}, n_heads={self.n_heads}, block_size={self.block_size}, "
+            f"cross_attention={self.cross_attention}, lambda_mode={self.lambda_mode}, "
+            f"lambda_init={self.lambda_init:.3f}, dropout={self.dropout}"
+        )

@@ -1,0 +1,42 @@
+"""`vanilla`: multi-head attention by batched matmul, heads folded into the bmm batch."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ._common import masked_softmax_
+from .base import ProjectedAttention
+from .registry import register_attention
+
+
+@register_attention("vanilla")
+class VanillaAttention(ProjectedAttention):
+    def _attend(self, q, k, v, blocked, rows_may_be_empty, dropout) -> tuple[Tensor, Tensor]:
+        batch, q_len, _ = q.shape
+        k_len = k.shape[1]
+        heads, head_dim = self.n_heads, self.head_dim
+
+        def fold_heads(t: Tensor) -> Tensor:
+            # [B, L, E] -> [B * H, L, head_dim]
+            length = t.shape[1]
+            return (
+                t.view(batch, length, heads, head_dim)
+                .transpose(1, 2)
+                .reshape(batch * heads, length, head_dim)
+            )
+
+        scores = torch.bmm(fold_heads(q) * self.scale, fold_heads(k).transpose(1, 2))
+        weights = masked_softmax_(  # [B, H, Lq, Lk]
+            scores.view(batch, heads, q_len, k_len), blocked, rows_may_be_empty
+        )
+        dropped = F.dropout(weights, dropout) if dropout else weights
+        out = torch.bmm(dropped.reshape(batch * heads, q_len, k_len), fold_heads(v))
+        # [B * H, Lq, head_dim] -> [B, Lq, E]
+        out = (
+            out.view(batch, heads, q_len, head_dim)
+            .transpose(1, 2)
+            .reshape(batch, q_len, self.d_model)
+        )
+        return out, weights
