@@ -10,11 +10,13 @@ out, weights = attn(query, key_value, causal=True, key_padding_mask=None, need_w
 from . import diff, einsum, vanilla  # noqa: F401
 from .diff import DifferentialAttention
 from .einsum import EinsumAttention
-from .position import RelativePositionTerms
+from .position import AttentionPosition, RelativePositionTerms, RotaryEmbedding
 from .registry import attention_options, available_attention, build_attention, register_attention
 from .vanilla import VanillaAttention
 
 __all__ = [
+    "AttentionPosition",
+    "RotaryEmbedding",
     "DifferentialAttention",
     "EinsumAttention",
     "RelativePositionTerms",

@@ -3,8 +3,10 @@
 Both hold their projections as `q_proj`, `k_proj`, `v_proj`, `out_proj` (the names and layout of
 `torch.nn.MultiheadAttention`, so copied weights give the same function). A subclass writes only
 the explicit score path, `_attend`, which also returns the per-head weights. When no weights are
-asked for, torch's fused `scaled_dot_product_attention` computes the same function without
-materialising the score matrix.
+asked for and no position term acts on the scores, torch's fused `scaled_dot_product_attention`
+computes the same function without materialising the score matrix.
+
+An optional `position` (see position.py) rotates q and k, or adds its terms to the scores.
 """
 
 from __future__ import annotations
@@ -16,10 +18,18 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._common import ShapeCache, check_dropout, check_inputs, combine_masks
+from .position import AttentionPosition, relative_geometry
 
 
 class ProjectedAttention(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        position: AttentionPosition | None = None,
+    ):
         super().__init__()
         check_dropout(dropout)
         self.d_model = d_model
@@ -31,6 +41,7 @@ class ProjectedAttention(nn.Module):
         self.k_proj = nn.Linear(d_model, d_model, bias=bias)
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.position = position
         self._masks = ShapeCache()
         self._reset_parameters()
 
@@ -54,17 +65,36 @@ class ProjectedAttention(nn.Module):
         q = self.q_proj(query)  # [B, Lq, E]
         k = self.k_proj(key_value)  # [B, Lk, E]
         v = self.v_proj(key_value)  # [B, Lk, E]
-        q_len, k_len = q.shape[1], k.shape[1]
+        batch, q_len, k_len = q.shape[0], q.shape[1], k.shape[1]
+        if self.position is not None:
+            # [B, L, E] -> [B, L, H, head_dim] -> rotated -> [B, L, E]
+            q = self.position.rotate(q.view(batch, q_len, self.n_heads, -1)).flatten(2)
+            k = self.position.rotate(k.view(batch, k_len, self.n_heads, -1)).flatten(2)
         padding = None if key_padding_mask is None else key_padding_mask[:, None, None, :]
         blocked = combine_masks(  # True = may not attend; broadcasts to [B, H, Lq, Lk]
             self._causal_mask(q_len, k_len, q.device) if causal else None, padding
         )
         dropout = self.dropout if self.training else 0.0
-        if need_weights:
+        if need_weights or (self.position is not None and self.position.acts_on_scores):
             out, weights = self._attend(q, k, v, blocked, padding is not None, dropout)
         else:
             out, weights = self._fused(q, k, v, causal, blocked, padding is not None, dropout), None
-        return self.out_proj(out), weights
+        return self.out_proj(out), (weights if need_weights else None)
+
+    def _score_terms(self, scores: Tensor) -> Tensor:
+        """The position module's terms on raw scores [B, H, Lq, Lk] (identity without one)."""
+        if self.position is None or not self.position.acts_on_scores:
+            return scores
+        q_len, k_len = scores.shape[-2:]
+        distance, past = self._masks.get(
+            ("geometry", q_len, k_len, scores.device, scores.dtype),
+            lambda: relative_geometry(
+                torch.arange(q_len, device=scores.device)[:, None],
+                torch.arange(k_len, device=scores.device)[None, :],
+                scores.dtype,
+            ),
+        )
+        return self.position.score_terms(scores, distance, past)
 
     def _attend(
         self,

@@ -15,7 +15,9 @@ Options (each a config value):
   queries against all keys: the same function as full attention, computed in one matmul.
 - talking_heads: learned head-to-head mixing of the scores before the softmax and of the
   weights after it (Shazeer et al. 2020), both initialised to the identity.
-- distance_decay, past_bias: the seed's position terms on the scores (position.py).
+- distance_decay, past_bias: the seed's position terms on the scores (position.py); a
+  shorthand for `position=RelativePositionTerms(distance_decay, past_bias)`.
+- position: any AttentionPosition (rotary, relative terms), as for every backend.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from torch import Tensor, nn
 
 from . import block_local
 from ._common import ShapeCache, check_dropout, check_inputs, combine_masks, masked_softmax_
-from .position import RelativePositionTerms
+from .position import AttentionPosition, RelativePositionTerms, relative_geometry
 from .registry import register_attention
 
 LAMBDA_MODES = ("scalar", "reparam")
@@ -70,6 +72,7 @@ class DifferentialAttention(nn.Module):
         talking_heads: bool = False,
         distance_decay: bool = False,
         past_bias: bool = False,
+        position: AttentionPosition | None = None,
     ):
         super().__init__()
         if lambda_mode not in LAMBDA_MODES:
@@ -107,11 +110,11 @@ class DifferentialAttention(nn.Module):
             self.talk_after = nn.Parameter(torch.eye(n_heads))
         else:
             self.talk_before = self.talk_after = None
-        self.position = (
-            RelativePositionTerms(distance_decay, past_bias)
-            if distance_decay or past_bias
-            else None
-        )
+        if (distance_decay or past_bias) and position is not None:
+            raise ValueError("give either distance_decay/past_bias or position, not both")
+        if distance_decay or past_bias:
+            position = RelativePositionTerms(distance_decay, past_bias)
+        self.position = position
         self._geometry_cache = ShapeCache()
 
     def lambda_value(self) -> Tensor:
@@ -142,9 +145,14 @@ class DifferentialAttention(nn.Module):
                 f"{q_len} and {k_len}; build with cross_attention=True for cross-attention"
             )
         heads, head_dim = self.n_heads, self.head_dim
-        # [B, L, 2E] -> [B, H, 2, L, head_dim]
-        q = self.q_proj(query).view(batch, q_len, heads, 2, head_dim).permute(0, 2, 3, 1, 4)
-        k = self.k_proj(key_value).view(batch, k_len, heads, 2, head_dim).permute(0, 2, 3, 1, 4)
+        # [B, L, 2E] -> [B, L, H * 2, head_dim]: each half of each head is a chunk
+        q = self.q_proj(query).view(batch, q_len, heads * 2, head_dim)
+        k = self.k_proj(key_value).view(batch, k_len, heads * 2, head_dim)
+        if self.position is not None:
+            q, k = self.position.rotate(q), self.position.rotate(k)
+        # [B, L, H * 2, head_dim] -> [B, H, 2, L, head_dim]
+        q = q.view(batch, q_len, heads, 2, head_dim).permute(0, 2, 3, 1, 4)
+        k = k.view(batch, k_len, heads, 2, head_dim).permute(0, 2, 3, 1, 4)
         # [B, L, E] -> [B, H, L, head_dim]
         v = self.v_proj(key_value).view(batch, k_len, heads, head_dim).transpose(1, 2)
 
@@ -169,8 +177,8 @@ class DifferentialAttention(nn.Module):
             padding = None if key_padding_mask is None else key_padding_mask[:, None, None, None, :]
 
         geometry = self._geometry(q_len, k_len, windowed, causal, scores.device, scores.dtype)
-        if self.position is not None:
-            scores = self.position(scores, geometry.distance, geometry.past)
+        if self.position is not None and self.position.acts_on_scores:
+            scores = self.position.score_terms(scores, geometry.distance, geometry.past)
         if self.talk_before is not None:
             # Mixing happens before masking: every mask is shared by all heads, so masked
             # positions stay masked and no -inf ever enters the mix (no NaN).
@@ -214,9 +222,7 @@ class DifferentialAttention(nn.Module):
                 blocked = None
             if causal:
                 blocked = combine_masks(blocked, k_pos > q_pos)
-            distance = (q_pos - k_pos).abs().to(dtype)
-            past = (k_pos < q_pos).to(dtype)
-            return _Geometry(blocked, distance, past)
+            return _Geometry(blocked, *relative_geometry(q_pos, k_pos, dtype))
 
         key = (q_len, k_len, windowed, causal, device, dtype)
         return self._geometry_cache.get(key, build)

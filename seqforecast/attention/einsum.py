@@ -20,7 +20,7 @@ class EinsumAttention(ProjectedAttention):
         q = q.view(batch, q_len, self.n_heads, self.head_dim)
         k = k.view(batch, k_len, self.n_heads, self.head_dim)
         v = v.view(batch, k_len, self.n_heads, self.head_dim)
-        scores = torch.einsum("bqhd,bkhd->bhqk", q * self.scale, k)
+        scores = self._score_terms(torch.einsum("bqhd,bkhd->bhqk", q * self.scale, k))
         weights = masked_softmax_(scores, blocked, rows_may_be_empty)  # [B, H, Lq, Lk]
         dropped = F.dropout(weights, dropout) if dropout else weights
         out = torch.einsum("bhqk,bkhd->bqhd", dropped, v)

@@ -28,9 +28,8 @@ class VanillaAttention(ProjectedAttention):
             )
 
         scores = torch.bmm(fold_heads(q) * self.scale, fold_heads(k).transpose(1, 2))
-        weights = masked_softmax_(  # [B, H, Lq, Lk]
-            scores.view(batch, heads, q_len, k_len), blocked, rows_may_be_empty
-        )
+        scores = self._score_terms(scores.view(batch, heads, q_len, k_len))
+        weights = masked_softmax_(scores, blocked, rows_may_be_empty)  # [B, H, Lq, Lk]
         dropped = F.dropout(weights, dropout) if dropout else weights
         out = torch.bmm(dropped.reshape(batch * heads, q_len, k_len), fold_heads(v))
         # [B * H, Lq, head_dim] -> [B, Lq, E]

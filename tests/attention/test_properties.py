@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from seqforecast.attention import build_attention
+from seqforecast.attention import RelativePositionTerms, RotaryEmbedding, build_attention
 
 from .helpers import randomize_
 
@@ -20,11 +20,19 @@ CONFIGS = {
         "diff",
         {"block_size": 3, "lambda_mode": "scalar", "head_norm": False},
     ),
+    "vanilla-rope": ("vanilla", {"position": "rope"}),
+    "einsum-relative": ("einsum", {"position": "relative"}),
+    "diff-block3-rope": ("diff", {"block_size": 3, "position": "rope"}),
 }
 
 
 def _build(config_id, d_model=16, heads=4, **extra):
     name, options = CONFIGS[config_id]
+    options = dict(options)
+    if options.get("position") == "rope":
+        options["position"] = RotaryEmbedding(head_dim=d_model // heads)
+    elif options.get("position") == "relative":
+        options["position"] = RelativePositionTerms()
     return randomize_(build_attention(name, d_model, heads, **options, **extra)).eval()
 
 

@@ -50,7 +50,8 @@ def test_bad_options_name_the_key_and_what_is_allowed(name, d_model, heads, opti
 def test_options_are_listed():
     assert "block_size" in attention_options("diff")
     assert "talking_heads" in attention_options("diff")
-    assert attention_options("vanilla") == ["dropout", "bias"]
+    assert attention_options("vanilla") == ["dropout", "bias", "position"]
+    assert "position" in attention_options("diff")
 
 
 @pytest.mark.parametrize("name", ["vanilla", "einsum", "diff"])
