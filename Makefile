@@ -6,7 +6,10 @@ BIN := $(VENV)/bin
 # range (torch>=2.4) is already met and pip never pulls a multi-GB CUDA build.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: venv test lint bench-attention clean
+# Extra arguments for the training CLI, e.g. make train ARGS="attention=diff block_size=16"
+ARGS ?=
+
+.PHONY: venv train test lint bench-attention clean
 
 venv: $(VENV)/.installed
 
@@ -15,6 +18,9 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet $(TORCH_SPEC)
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
+
+train: venv
+	$(BIN)/python -m seqforecast.train $(ARGS)
 
 test: venv
 	$(BIN)/ruff check seqforecast tests scripts

@@ -1,0 +1,20 @@
+"""Compose the training config from Python, as the CLI would (Hydra's compose API)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+from .schema import register_schemas
+
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+
+
+def compose_config(overrides: Sequence[str] = (), config_name: str = "train") -> DictConfig:
+    """The composed config for `overrides` (e.g. ["attention=diff", "block_size=16"])."""
+    register_schemas()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose(config_name, overrides=list(overrides))

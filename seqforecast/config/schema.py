@@ -1,0 +1,181 @@
+"""Structured-config schemas: the type of every config value, registered with Hydra.
+
+The YAML files under configs/ hold the values; these dataclasses hold the types. Merging the
+two makes a wrong type or an unknown key Hydra's one-line error naming the key. Groups whose
+options differ in their keys (attention, pos_encoding, data) have one schema per option,
+stored as `schema/<group>/<option>` and pulled in by each option's YAML defaults list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+# ---------------------------------------------------------------- attention
+
+
+@dataclass
+class VanillaAttentionConfig:
+    name: str = MISSING
+    dropout: float = MISSING
+    bias: bool = MISSING
+
+
+@dataclass
+class EinsumAttentionConfig(VanillaAttentionConfig):
+    pass
+
+
+@dataclass
+class DiffAttentionConfig:
+    name: str = MISSING
+    dropout: float = MISSING
+    bias: bool = MISSING
+    block_size: int = MISSING
+    lambda_mode: str = MISSING
+    lambda_init: float | None = None
+    head_norm: bool = MISSING
+    talking_heads: bool = MISSING
+    distance_decay: bool = MISSING
+    past_bias: bool = MISSING
+
+
+# ---------------------------------------------------------------- positional encodings
+
+
+@dataclass
+class AddedEncodingConfig:  # sinusoidal, learned
+    name: str = MISSING
+    max_len: int = MISSING
+    dropout: float = MISSING
+
+
+@dataclass
+class NoEncodingConfig:
+    name: str = MISSING
+    dropout: float = MISSING
+
+
+@dataclass
+class RelativeEncodingConfig(NoEncodingConfig):
+    distance_decay: bool = MISSING
+    past_bias: bool = MISSING
+
+
+@dataclass
+class RopeEncodingConfig(NoEncodingConfig):
+    base: float = MISSING
+
+
+# ---------------------------------------------------------------- data
+
+
+@dataclass
+class SigmoidSeedDataConfig:
+    name: str = MISSING
+    in_len: int = MISSING
+    out_len: int = MISSING
+    train_size: int = MISSING
+    val_size: int = MISSING
+    val_seed: int = MISSING
+
+
+@dataclass
+class SigmoidDataConfig(SigmoidSeedDataConfig):
+    slope_range: list[float] = MISSING
+    shift_range: list[float] = MISSING
+    amplitude_range: list[float] = MISSING
+    offset_range: list[float] = MISSING
+    noise: float = MISSING
+
+
+# ---------------------------------------------------------------- single-schema groups
+
+
+@dataclass
+class FFNConfig:
+    activation: str = MISSING
+    gated: bool = MISSING
+    d_ff: int | None = None
+    bias: bool = MISSING
+    bias_gate: bool = MISSING
+    dropout: float = MISSING
+
+
+@dataclass
+class ModelConfig:
+    d_model: int = MISSING
+    n_heads: int = MISSING
+    encoder_layers: int = MISSING
+    decoder_layers: int = MISSING
+    norm_first: bool = MISSING
+    dropout: float = MISSING
+    decoding: str = MISSING
+    label_len: int = MISSING
+    instance_norm: str = MISSING
+
+
+@dataclass
+class TrainerConfig:
+    epochs: int = MISSING
+    batch_size: int = MISSING
+    lr: float = MISSING
+    weight_decay: float = MISSING
+    warmup_frac: float = MISSING
+    min_lr_frac: float = MISSING
+    grad_clip: float = MISSING
+    patience: int = MISSING
+    eval_batch_size: int = MISSING
+    device: str = MISSING
+    num_threads: int = MISSING
+
+
+@dataclass
+class TrainConfig:
+    # Shorthands users type at the root; the groups read them by interpolation.
+    seed: int = MISSING
+    block_size: int = MISSING
+    d_model: int = MISSING
+    n_heads: int = MISSING
+    epochs: int = MISSING
+    lr: float = MISSING
+    batch_size: int = MISSING
+    in_len: int = MISSING
+    out_len: int = MISSING
+    device: str = MISSING
+    # Groups: per-option schemas (Any here) or one schema for the whole group.
+    attention: Any = MISSING
+    pos_encoding: Any = MISSING
+    data: Any = MISSING
+    ffn: FFNConfig = MISSING
+    model: ModelConfig = MISSING
+    trainer: TrainerConfig = MISSING
+
+
+PER_OPTION_SCHEMAS = {
+    "attention": {
+        "vanilla": VanillaAttentionConfig,
+        "einsum": EinsumAttentionConfig,
+        "diff": DiffAttentionConfig,
+    },
+    "pos_encoding": {
+        "sinusoidal": AddedEncodingConfig,
+        "learned": AddedEncodingConfig,
+        "none": NoEncodingConfig,
+        "relative": RelativeEncodingConfig,
+        "rope": RopeEncodingConfig,
+    },
+    "data": {"sigmoid": SigmoidDataConfig, "sigmoid_seed": SigmoidSeedDataConfig},
+}
+
+
+def register_schemas() -> None:
+    """Store every schema in Hydra's ConfigStore (idempotent)."""
+    store = ConfigStore.instance()
+    store.store(name="train_schema", node=TrainConfig)
+    for group, options in PER_OPTION_SCHEMAS.items():
+        for option, node in options.items():
+            store.store(group=f"schema/{group}", name=option, node=node)

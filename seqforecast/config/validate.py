@@ -1,0 +1,161 @@
+"""Semantic checks on a composed config: each failure is one line naming the key, the value
+and what is allowed. Types and unknown keys are the schemas' job (schema.py)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from ..attention import available_attention
+from ..attention.diff import LAMBDA_MODES
+from ..data.synthetic import GENERATORS
+from ..model.ffn import ACTIVATIONS
+from ..model.positional import POSITIONAL_ENCODINGS
+from ..model.transformer import DECODING, INSTANCE_NORMS
+
+DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+
+
+class ConfigError(ValueError):
+    """A config value out of its allowed range; str(err) is the one line to show."""
+
+
+def _check(ok: bool, key: str, value, allowed: str) -> None:
+    if not ok:
+        raise ConfigError(f"{key}={value!r} is not allowed: {allowed}")
+
+
+def _choice(cfg: Mapping, key: str, options) -> None:
+    value = _get(cfg, key)
+    _check(value in options, key, value, "choose one of " + ", ".join(options))
+
+
+def _at_least(cfg: Mapping, key: str, low: float) -> None:
+    value = _get(cfg, key)
+    _check(value >= low, key, value, f"must be >= {low}")
+
+
+def _probability(cfg: Mapping, key: str) -> None:
+    value = _get(cfg, key)
+    _check(0.0 <= value < 1.0, key, value, "must be in [0, 1)")
+
+
+def _range(cfg: Mapping, key: str) -> None:
+    value = _get(cfg, key)
+    ok = len(value) == 2 and value[0] <= value[1]
+    _check(ok, key, value, "must be [low, high] with low <= high")
+
+
+def _get(cfg: Mapping, key: str):
+    node = cfg
+    for part in key.split("."):
+        node = node[part]
+    return node
+
+
+def validate_config(cfg) -> None:
+    """Raise ConfigError for the first value out of range."""
+    if isinstance(cfg, DictConfig):
+        try:
+            cfg = OmegaConf.to_container(cfg, resolve=True)
+        except OmegaConfBaseException as err:
+            raise ConfigError(str(err).splitlines()[0]) from None
+
+    _at_least(cfg, "seed", 0)
+    _at_least(cfg, "block_size", 0)
+
+    # model
+    for key in ("model.d_model", "model.n_heads", "model.encoder_layers", "model.decoder_layers"):
+        _at_least(cfg, key, 1)
+    d_model, n_heads = cfg["model"]["d_model"], cfg["model"]["n_heads"]
+    _check(
+        d_model % n_heads == 0,
+        "model.d_model",
+        d_model,
+        f"must be a multiple of model.n_heads={n_heads}",
+    )
+    _probability(cfg, "model.dropout")
+    _choice(cfg, "model.decoding", DECODING)
+    _choice(cfg, "model.instance_norm", INSTANCE_NORMS)
+    in_len = cfg["data"]["in_len"]
+    low = 1 if cfg["model"]["decoding"] == "autoregressive" else 0
+    label_len = cfg["model"]["label_len"]
+    _check(
+        low <= label_len <= in_len,
+        "model.label_len",
+        label_len,
+        f"must be in [{low}, data.in_len={in_len}]"
+        + (" for autoregressive decoding" if low else ""),
+    )
+
+    # attention
+    _choice(cfg, "attention.name", available_attention())
+    _probability(cfg, "attention.dropout")
+    if cfg["attention"]["name"] == "diff":
+        _at_least(cfg, "attention.block_size", 0)
+        _choice(cfg, "attention.lambda_mode", LAMBDA_MODES)
+
+    # positional encoding
+    _choice(cfg, "pos_encoding.name", POSITIONAL_ENCODINGS)
+    _probability(cfg, "pos_encoding.dropout")
+    pos = cfg["pos_encoding"]
+    if "max_len" in pos:
+        needed = in_len + cfg["data"]["out_len"]
+        _check(
+            pos["max_len"] >= needed,
+            "pos_encoding.max_len",
+            pos["max_len"],
+            f"must be >= data.in_len + data.out_len = {needed}",
+        )
+    if pos["name"] == "rope":
+        head_dim = d_model // n_heads
+        _check(
+            head_dim % 2 == 0,
+            "pos_encoding",
+            "rope",
+            f"rope needs an even head dim, d_model/n_heads = {head_dim}",
+        )
+        _check(pos["base"] > 1, "pos_encoding.base", pos["base"], "must be > 1")
+
+    # feed-forward
+    _choice(cfg, "ffn.activation", list(ACTIVATIONS))
+    _probability(cfg, "ffn.dropout")
+    d_ff = cfg["ffn"]["d_ff"]
+    _check(d_ff is None or d_ff >= 1, "ffn.d_ff", d_ff, "must be >= 1, or null for 4 * d_model")
+
+    # data
+    _choice(cfg, "data.name", list(GENERATORS))
+    for key in ("data.in_len", "data.out_len", "data.train_size", "data.val_size"):
+        _at_least(cfg, key, 1)
+    _check(
+        cfg["data"]["val_seed"] != cfg["seed"],
+        "data.val_seed",
+        cfg["data"]["val_seed"],
+        f"must differ from seed={cfg['seed']} (validation series differ from training)",
+    )
+    if cfg["data"]["name"] == "sigmoid":
+        for key in ("slope_range", "shift_range", "amplitude_range", "offset_range"):
+            _range(cfg, f"data.{key}")
+        _at_least(cfg, "data.noise", 0.0)
+
+    # trainer
+    for key in ("trainer.epochs", "trainer.batch_size", "trainer.eval_batch_size"):
+        _at_least(cfg, key, 1)
+    lr = cfg["trainer"]["lr"]
+    _check(lr > 0, "trainer.lr", lr, "must be > 0")
+    for key in ("trainer.weight_decay", "trainer.grad_clip", "trainer.patience"):
+        _at_least(cfg, key, 0)
+    _at_least(cfg, "trainer.num_threads", 0)
+    _probability(cfg, "trainer.warmup_frac")
+    min_lr = cfg["trainer"]["min_lr_frac"]
+    _check(0.0 <= min_lr <= 1.0, "trainer.min_lr_frac", min_lr, "must be in [0, 1]")
+    device = cfg["trainer"]["device"]
+    _check(
+        bool(DEVICE_PATTERN.match(device)),
+        "trainer.device",
+        device,
+        "choose one of auto, cpu, cuda, cuda:N, mps",
+    )

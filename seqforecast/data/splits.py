@@ -1,0 +1,79 @@
+"""Training, validation and test data as tensors on the training device, and their batches."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from .synthetic import GENERATORS, test_curve
+
+# Arguments every generator takes from the caller rather than from the data config.
+_CALL_ARGS = {"batch", "in_len", "out_len", "generator", "device"}
+
+
+@dataclass
+class Split:
+    """Windows of one split: src [N, in_len, F] and target [N, out_len, F]."""
+
+    src: Tensor
+    target: Tensor
+
+    def __len__(self) -> int:
+        return self.src.shape[0]
+
+    def batches(
+        self, batch_size: int, generator: torch.Generator | None = None
+    ) -> Iterator[tuple[Tensor, Tensor]]:
+        """All windows in batches of `batch_size` (the last may be smaller); shuffled when a
+        generator is given, in order otherwise."""
+        n = len(self)
+        if generator is None:
+            order = None
+        else:
+            order = torch.randperm(n, generator=generator, device=generator.device)
+            order = order.to(self.src.device)
+        for start in range(0, n, batch_size):
+            if order is None:
+                yield self.src[start : start + batch_size], self.target[start : start + batch_size]
+            else:
+                index = order[start : start + batch_size]
+                yield self.src[index], self.target[index]
+
+
+@dataclass
+class ForecastData:
+    train: Split
+    val: Split
+    test: Split  # the held-out test curve
+    n_features: int
+
+
+def generator_options(data_cfg: Mapping) -> dict:
+    """The config values the chosen generator accepts as keyword arguments."""
+    fn = GENERATORS[data_cfg["name"]]
+    accepted = set(inspect.signature(fn).parameters) - _CALL_ARGS
+    return {k: v for k, v in data_cfg.items() if k in accepted}
+
+
+def synthetic_data(data_cfg: Mapping, seed: int, device: torch.device) -> ForecastData:
+    """Generate the training set from `seed`, validation from the fixed `val_seed`."""
+    fn = GENERATORS[data_cfg["name"]]
+    options = {
+        k: tuple(v) if isinstance(v, Sequence) and not isinstance(v, str) else v
+        for k, v in generator_options(data_cfg).items()
+    }
+    in_len, out_len = data_cfg["in_len"], data_cfg["out_len"]
+
+    def draw(size: int, seed_value: int) -> Split:
+        gen = torch.Generator(device=device).manual_seed(seed_value)
+        src, target = fn(size, in_len, out_len, generator=gen, device=device, **options)
+        return Split(src, target)
+
+    train = draw(data_cfg["train_size"], seed)
+    val = draw(data_cfg["val_size"], data_cfg["val_seed"])
+    test = Split(*test_curve(in_len, out_len, device=device))
+    return ForecastData(train=train, val=val, test=test, n_features=train.src.shape[-1])

@@ -1,0 +1,46 @@
+"""Position-wise feed-forward block (seed 002), optionally gated.
+
+plain:  down(dropout(act(up(x))))
+gated:  down(dropout(act(up(x)) * gate(x)))      GLU (sigmoid), GEGLU (gelu), SwiGLU (silu)
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+ACTIVATIONS: dict[str, type[nn.Module]] = {
+    "relu": nn.ReLU,
+    "gelu": nn.GELU,
+    "silu": nn.SiLU,
+    "sigmoid": nn.Sigmoid,
+    "tanh": nn.Tanh,
+}
+
+
+class FeedForward(nn.Module):
+    def __init__(
+        self,
+        d_model: int,
+        d_ff: int,
+        activation: str = "relu",
+        gated: bool = False,
+        bias: bool = True,
+        bias_gate: bool = True,
+        dropout: float = 0.0,
+    ):
+        super().__init__()
+        if activation not in ACTIVATIONS:
+            raise ValueError(
+                f"unknown activation {activation!r}; allowed: {', '.join(ACTIVATIONS)}"
+            )
+        self.up = nn.Linear(d_model, d_ff, bias=bias)
+        self.gate = nn.Linear(d_model, d_ff, bias=bias_gate) if gated else None
+        self.down = nn.Linear(d_ff, d_model, bias=bias)
+        self.activation = ACTIVATIONS[activation]()
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        hidden = self.activation(self.up(x))
+        if self.gate is not None:
+            hidden = hidden * self.gate(x)
+        return self.down(self.dropout(hidden))

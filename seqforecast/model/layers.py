@@ -1,0 +1,85 @@
+"""Encoder and decoder layers: attention and FFN sublayers with residuals and LayerNorm.
+
+Pre-norm (`norm_first=True`):  x + dropout(f(norm(x)))
+Post-norm:                     norm(x + dropout(f(x)))
+Attention modules come from the registry and share one call; layers pass their weights up
+when asked (`need_weights`), for attention maps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from torch import Tensor, nn
+
+
+class Residual(nn.Module):
+    def __init__(self, d_model: int, dropout: float, norm_first: bool):
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+        if self.norm_first:
+            return x + self.dropout(sublayer(self.norm(x)))
+        return self.norm(x + self.dropout(sublayer(x)))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(
+        self, self_attn: nn.Module, ffn: nn.Module, d_model: int, dropout: float, norm_first: bool
+    ):
+        super().__init__()
+        self.self_attn = self_attn
+        self.ffn = ffn
+        self.attn_residual = Residual(d_model, dropout, norm_first)
+        self.ffn_residual = Residual(d_model, dropout, norm_first)
+
+    def forward(self, x: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+        """x [B, L, d_model] -> (x, self-attention weights [B, H, L, L] or None)."""
+        maps = {}
+
+        def attend(h: Tensor) -> Tensor:
+            out, maps["self"] = self.self_attn(h, h, need_weights=need_weights)
+            return out
+
+        x = self.attn_residual(x, attend)
+        return self.ffn_residual(x, self.ffn), maps["self"]
+
+
+class DecoderLayer(nn.Module):
+    def __init__(
+        self,
+        self_attn: nn.Module,
+        cross_attn: nn.Module,
+        ffn: nn.Module,
+        d_model: int,
+        dropout: float,
+        norm_first: bool,
+    ):
+        super().__init__()
+        self.self_attn = self_attn
+        self.cross_attn = cross_attn
+        self.ffn = ffn
+        self.self_residual = Residual(d_model, dropout, norm_first)
+        self.cross_residual = Residual(d_model, dropout, norm_first)
+        self.ffn_residual = Residual(d_model, dropout, norm_first)
+
+    def forward(
+        self, x: Tensor, memory: Tensor, causal: bool, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """x [B, Lt, d_model], memory [B, Ls, d_model] -> (x, self weights, cross weights)."""
+        maps = {}
+
+        def attend_self(h: Tensor) -> Tensor:
+            out, maps["self"] = self.self_attn(h, h, causal=causal, need_weights=need_weights)
+            return out
+
+        def attend_memory(h: Tensor) -> Tensor:
+            out, maps["cross"] = self.cross_attn(h, memory, need_weights=need_weights)
+            return out
+
+        x = self.self_residual(x, attend_self)
+        x = self.cross_residual(x, attend_memory)
+        return self.ffn_residual(x, self.ffn), maps["self"], maps["cross"]

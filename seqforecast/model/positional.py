@@ -1,0 +1,110 @@
+"""Positional encodings, by name.
+
+Two kinds:
+- added to the embeddings before the first layer: `sinusoidal` (seed 002's table),
+  `learned` (one trained vector per position), `none`;
+- acting inside every attention: `relative` (the seed 003 distance decay and past bias) and
+  `rope` (rotary q/k). These give the attention backends an `AttentionPosition` and add
+  nothing to the embeddings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+import torch
+from torch import Tensor, nn
+
+from ..attention.position import AttentionPosition, RelativePositionTerms, RotaryEmbedding
+
+ADDED_TO_EMBEDDINGS = ("sinusoidal", "learned", "none")
+INSIDE_ATTENTION = ("relative", "rope")
+POSITIONAL_ENCODINGS = ADDED_TO_EMBEDDINGS + INSIDE_ATTENTION
+
+
+def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
+    """[max_len, d_model]: sin on even channels, cos on odd, frequencies 10000^(-2i/d)."""
+    position = torch.arange(max_len, dtype=torch.float32)[:, None]
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float32)
+    angle = position * torch.exp(two_i * -(math.log(10000.0) / d_model))  # [max_len, ceil(d/2)]
+    table = torch.zeros(max_len, d_model)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return table
+
+
+class _AddedEncoding(nn.Module):
+    """x [B, L, d_model] -> x + table[offset : offset + L], then dropout.
+
+    `offset` places a sequence on the shared time axis: the decoder's first step is
+    `in_len - label_len`, so encoder and decoder positions of one time step match.
+    """
+
+    def __init__(self, max_len: int, dropout: float):
+        super().__init__()
+        self.max_len = max_len
+        self.dropout = nn.Dropout(dropout)
+
+    def table(self, start: int, stop: int) -> Tensor:
+        raise NotImplementedError
+
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        stop = offset + x.shape[1]
+        if stop > self.max_len:
+            raise ValueError(f"position {stop - 1} exceeds pos_encoding.max_len={self.max_len}")
+        return self.dropout(x + self.table(offset, stop))
+
+
+class SinusoidalEncoding(_AddedEncoding):
+    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0):
+        super().__init__(max_len, dropout)
+        self.register_buffer("encodings", sinusoidal_table(max_len, d_model), persistent=False)
+
+    def table(self, start: int, stop: int) -> Tensor:
+        return self.encodings[start:stop]
+
+
+class LearnedEncoding(_AddedEncoding):
+    def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0):
+        super().__init__(max_len, dropout)
+        self.embedding = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
+
+    def table(self, start: int, stop: int) -> Tensor:
+        return self.embedding[start:stop]
+
+
+class NoEncoding(nn.Module):
+    """Nothing added (the inside-attention kinds and `none`); dropout only."""
+
+    def __init__(self, dropout: float = 0.0):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        return self.dropout(x)
+
+
+def build_input_encoding(pos_cfg: Mapping, d_model: int) -> nn.Module:
+    """The module applied to the embeddings: `forward(x, offset=0)`."""
+    name = pos_cfg["name"]
+    dropout = pos_cfg.get("dropout", 0.0)
+    if name == "sinusoidal":
+        return SinusoidalEncoding(d_model, pos_cfg["max_len"], dropout)
+    if name == "learned":
+        return LearnedEncoding(d_model, pos_cfg["max_len"], dropout)
+    if name in POSITIONAL_ENCODINGS:
+        return NoEncoding(dropout)
+    raise ValueError(f"unknown pos_encoding {name!r}; allowed: {', '.join(POSITIONAL_ENCODINGS)}")
+
+
+def attention_position_factory(
+    pos_cfg: Mapping, head_dim: int
+) -> Callable[[], AttentionPosition | None]:
+    """A factory giving each attention module its own position module (or None)."""
+    name = pos_cfg["name"]
+    if name == "relative":
+        return lambda: RelativePositionTerms(pos_cfg["distance_decay"], pos_cfg["past_bias"])
+    if name == "rope":
+        return lambda: RotaryEmbedding(head_dim, pos_cfg["base"])
+    return lambda: None

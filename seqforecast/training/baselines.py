@@ -1,0 +1,60 @@
+"""Naive forecasts every model is compared with, on the same windows.
+
+- `last_value`: repeat the last observed value.
+- `drift`: extend the line through the first and last observed values.
+- `nlinear`: NLinear (Zeng et al. 2023): subtract the last value, one linear map from in_len
+  inputs to out_len outputs shared by all series, add the last value back. Fit here by
+  least squares (closed form, float64, tiny ridge) on the training windows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+Forecaster = Callable[[Tensor], Tensor]  # src [B, in_len, F] -> [B, out_len, F]
+
+
+def last_value(src: Tensor, out_len: int) -> Tensor:
+    return src[:, -1:, :].expand(-1, out_len, -1)
+
+
+def drift(src: Tensor, out_len: int) -> Tensor:
+    in_len = src.shape[1]
+    slope = (src[:, -1:] - src[:, :1]) / max(in_len - 1, 1)  # [B, 1, F]
+    steps = torch.arange(1, out_len + 1, device=src.device, dtype=src.dtype)[None, :, None]
+    return src[:, -1:] + slope * steps
+
+
+class NLinear:
+    def __init__(self, weight: Tensor, bias: Tensor):
+        self.weight = weight  # [in_len, out_len]
+        self.bias = bias  # [out_len]
+
+    @classmethod
+    def fit(cls, src: Tensor, target: Tensor, ridge: float = 1e-6) -> NLinear:
+        """Least squares on windows src [N, in_len, F], target [N, out_len, F]."""
+        last = src[:, -1:, :]
+        # Channel-independent: every (window, feature) pair is one sample. [N * F, in_len]
+        x = (src - last).transpose(1, 2).reshape(-1, src.shape[1]).double()
+        y = (target - last).transpose(1, 2).reshape(-1, target.shape[1]).double()
+        x = torch.cat([x, torch.ones(len(x), 1, dtype=x.dtype, device=x.device)], dim=1)
+        gram = x.T @ x + ridge * torch.eye(x.shape[1], dtype=x.dtype, device=x.device)
+        solution = torch.linalg.solve(gram, x.T @ y)  # [in_len + 1, out_len]
+        return cls(solution[:-1].to(src.dtype), solution[-1].to(src.dtype))
+
+    def __call__(self, src: Tensor) -> Tensor:
+        last = src[:, -1:, :]
+        centred = (src - last).transpose(1, 2)  # [B, F, in_len]
+        return (centred @ self.weight + self.bias).transpose(1, 2) + last
+
+
+def fit_baselines(train_src: Tensor, train_target: Tensor) -> dict[str, Forecaster]:
+    out_len = train_target.shape[1]
+    return {
+        "last_value": lambda src: last_value(src, out_len),
+        "drift": lambda src: drift(src, out_len),
+        "nlinear": NLinear.fit(train_src, train_target),
+    }

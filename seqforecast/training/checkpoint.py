@@ -1,0 +1,37 @@
+"""Checkpoints: written atomically, read with `weights_only=True`, refused with one clear line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from .files import atomic_write
+
+FORMAT = "seqforecast-checkpoint-1"
+
+
+class CheckpointError(RuntimeError):
+    """str(err) names the file and what is wrong with it."""
+
+
+def save_checkpoint(path: Path, state: dict) -> None:
+    """Atomic: a crash mid-write leaves the previous checkpoint intact."""
+    atomic_write(path, lambda f: torch.save({"format": FORMAT, **state}, f))
+
+
+def load_checkpoint(path: Path, map_location="cpu") -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint file")
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as err:  # any unreadable file: truncated, foreign, or unsafe to unpickle
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise CheckpointError(
+            f"{path}: not a readable seqforecast checkpoint (truncated, or not a torch file "
+            f"that loads with weights_only=True): {reason}"
+        ) from None
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: not a seqforecast checkpoint (format != {FORMAT})")
+    return state

@@ -1,0 +1,134 @@
+"""The training CLI end to end, in subprocesses, with its files read back."""
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from seqforecast.training import load_checkpoint
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = ["experiment=quick", "data.train_size=64", "data.val_size=16"]
+
+
+def run_cli(args, cwd, module="seqforecast.train", check=True):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("HYDRA_FULL_ERROR", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=cwd, env=env, capture_output=True, text=True
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture
+def cwd(tmp_path):
+    path = tmp_path / "cwd"
+    path.mkdir()
+    return path
+
+
+def read_metrics(run_dir: Path) -> dict:
+    return json.loads((run_dir / "metrics.json").read_text())
+
+
+def test_train_writes_metrics_checkpoints_and_config(tmp_path, cwd):
+    run_dir = tmp_path / "run"
+    proc = run_cli([*TINY, f"hydra.run.dir={run_dir}"], cwd)
+    assert "test curve: model MSE below" in proc.stdout + proc.stderr
+    assert list(cwd.iterdir()) == [], "nothing is written to the current directory"
+
+    metrics = read_metrics(run_dir)
+    for split in ("test", "val"):
+        assert set(metrics[split]) == {"model", "last_value", "drift", "nlinear"}
+        for row in metrics[split].values():
+            assert set(row) == {"mse", "mae", "rmse"}
+            assert all(math.isfinite(v) and v >= 0 for v in row.values())
+        assert set(metrics["model_over_baseline_mse"][split]) == {"last_value", "drift", "nlinear"}
+    assert metrics["run"]["epochs_run"] == 2
+
+    best = load_checkpoint(run_dir / "checkpoints" / "best.pt")
+    last = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+    assert last["epoch"] == 2 and best["epoch"] == metrics["run"]["best_epoch"]
+    assert "attention:" in best["config"]
+    assert (run_dir / ".hydra" / "config.yaml").is_file()
+    assert "epoch 2/2" in (run_dir / "train.log").read_text()
+
+
+def test_same_seed_gives_identical_metrics(tmp_path, cwd):
+    runs = {}
+    for name, seed in (("a", 3), ("b", 3), ("c", 4)):
+        run_cli([*TINY, f"seed={seed}", "attention=diff", f"hydra.run.dir={tmp_path / name}"], cwd)
+        metrics = read_metrics(tmp_path / name)
+        runs[name] = {k: metrics[k] for k in ("test", "val")}
+    assert runs["a"] == runs["b"]
+    assert runs["a"] != runs["c"]
+
+
+def test_multirun_writes_one_run_dir_per_job_under_outputs(cwd):
+    run_cli(["--multirun", *TINY, "attention=vanilla,diff", "block_size=4"], cwd)
+    assert [p.name for p in cwd.iterdir()] == ["outputs"]
+    sweeps = list((cwd / "outputs" / "multirun").glob("*/*"))
+    assert len(sweeps) == 1
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}/\d{2}-\d{2}-\d{2}", "/".join(sweeps[0].parts[-2:]))
+    jobs = sorted(p.name for p in sweeps[0].iterdir() if p.is_dir())
+    assert len(jobs) == 2  # named <job number>_<its overrides>
+    assert jobs[0].startswith("0_attention=vanilla,") and jobs[1].startswith("1_attention=diff,")
+    for job in jobs:
+        assert read_metrics(sweeps[0] / job)["test"]["model"]["mse"] >= 0
+
+
+def test_single_run_goes_to_outputs_date_time(cwd):
+    run_cli([*TINY, "epochs=1"], cwd)
+    runs = list((cwd / "outputs").glob("*/*"))
+    assert len(runs) == 1
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}/\d{2}-\d{2}-\d{2}", "/".join(runs[0].parts[-2:]))
+    assert (runs[0] / "metrics.json").is_file()
+
+
+@pytest.mark.parametrize(
+    "override,key",
+    [
+        ("attention=nope", "attention"),
+        ("block_size=-1", "block_size"),
+        ("d_model=30 n_heads=4", "d_model"),
+        ("d_model=abc", "d_model"),
+        ("model.label_len=99", "model.label_len"),
+    ],
+)
+def test_bad_values_exit_non_zero_with_a_message_naming_the_key(tmp_path, cwd, override, key):
+    args = [*TINY, *override.split(), f"hydra.run.dir={tmp_path / 'run'}"]
+    proc = run_cli(args, cwd, check=False)
+    assert proc.returncode != 0
+    assert key in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "run" / "metrics.json").exists()
+
+
+def test_help_lists_groups_and_options(cwd):
+    out = run_cli(["--help"], cwd).stdout
+    assert "attention: diff, einsum, vanilla" in out
+    assert "pos_encoding: learned, none, relative, rope, sinusoidal" in out
+    assert "ffn: geglu, gelu, glu, relu, swiglu" in out
+    assert "python -m seqforecast.train --multirun" in out
+
+
+def test_cfg_job_prints_the_composed_config(cwd):
+    out = run_cli(["--cfg", "job", "attention=diff", "block_size=16"], cwd).stdout
+    assert "name: diff" in out
+    assert "block_size: 16" in out
+    assert list(cwd.iterdir()) == []
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="needs a machine without CUDA")
+def test_an_absent_device_is_one_line(tmp_path, cwd):
+    proc = run_cli([*TINY, "device=cuda", f"hydra.run.dir={tmp_path / 'run'}"], cwd, check=False)
+    assert proc.returncode == 2
+    assert "error: trainer.device='cuda': CUDA is not available here" in proc.stderr
+    assert "Traceback" not in proc.stderr

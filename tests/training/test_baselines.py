@@ -1,0 +1,54 @@
+"""Baselines and metrics on series where the right answer is known."""
+
+import math
+
+import pytest
+import torch
+
+from seqforecast.training import NLinear, drift, fit_baselines, forecast_metrics, last_value
+
+
+def test_last_value_repeats_the_last_observation():
+    src = torch.randn(3, 5, 2)
+    out = last_value(src, 4)
+    assert out.shape == (3, 4, 2)
+    assert torch.equal(out, src[:, -1:].expand(-1, 4, -1))
+
+
+def test_drift_continues_a_straight_line_exactly():
+    t = torch.arange(10.0)
+    line = (2.0 + 0.5 * t)[None, :, None]
+    torch.testing.assert_close(drift(line[:, :6], 4), line[:, 6:])
+
+
+def test_nlinear_recovers_an_exact_linear_relation():
+    gen = torch.Generator().manual_seed(0)
+    src = torch.randn(200, 8, 1, generator=gen)
+    weight = torch.randn(8, 3, generator=gen)
+    bias = torch.randn(3, generator=gen)
+    last = src[:, -1:]
+    target = ((src - last)[..., 0] @ weight + bias)[..., None] + last
+    model = NLinear.fit(src, target)
+    # The last input is always 0 after centring, so its weight is not identifiable.
+    torch.testing.assert_close(model.weight[:-1], weight[:-1], atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(model.bias, bias, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(model(src), target, atol=1e-4, rtol=1e-4)
+
+
+def test_nlinear_is_shared_across_features():
+    src = torch.randn(50, 6, 3)
+    target = src[:, -1:, :].expand(-1, 2, -1) * 1.0
+    fitted = fit_baselines(src, target)
+    assert set(fitted) == {"last_value", "drift", "nlinear"}
+    torch.testing.assert_close(fitted["nlinear"](src), target, atol=1e-5, rtol=1e-5)
+
+
+def test_metrics_values():
+    pred = torch.tensor([[[1.0], [2.0]]])
+    target = torch.tensor([[[0.0], [4.0]]])
+    m = forecast_metrics(pred, target)
+    assert m["mse"] == pytest.approx((1 + 4) / 2)
+    assert m["mae"] == pytest.approx(1.5)
+    assert m["rmse"] == pytest.approx(math.sqrt(2.5))
+    with pytest.raises(ValueError):
+        forecast_metrics(pred, target[:, :1])
