@@ -9,7 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 # Extra arguments for the training CLI, e.g. make train ARGS="attention=diff block_size=16"
 ARGS ?=
 
-.PHONY: venv train test lint bench-attention clean
+.PHONY: venv train test lint tensorboard bench-attention clean
 
 venv: $(VENV)/.installed
 
@@ -25,6 +25,9 @@ train: venv
 test: venv
 	$(BIN)/ruff check seqforecast tests scripts
 	$(BIN)/python -m pytest -q
+
+tensorboard: venv
+	$(BIN)/tensorboard --logdir outputs
 
 lint: venv
 	$(BIN)/ruff check seqforecast tests scripts

@@ -35,7 +35,13 @@ def main(cfg: DictConfig) -> float:
         if cfg.attention.name != "diff" and cfg.block_size:
             log.warning("block_size=%s has no effect with attention=%s", cfg.block_size,
                         cfg.attention.name)  # fmt: skip
-        return run_training(cfg, Path(HydraConfig.get().runtime.output_dir))
+        runtime = HydraConfig.get().runtime
+        choices = {
+            group: str(option)
+            for group, option in runtime.choices.items()
+            if not group.startswith(("hydra", "schema"))
+        }
+        return run_training(cfg, Path(runtime.output_dir), choices)
     except ConfigError as err:  # a value only the run could check (e.g. an absent device)
         fail(str(err))
 

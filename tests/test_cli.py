@@ -2,29 +2,14 @@
 
 import json
 import math
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from seqforecast.training import load_checkpoint
 
-REPO = Path(__file__).resolve().parents[1]
-TINY = ["experiment=quick", "data.train_size=64", "data.val_size=16"]
-
-
-def run_cli(args, cwd, module="seqforecast.train", check=True):
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    env.pop("HYDRA_FULL_ERROR", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", module, *args], cwd=cwd, env=env, capture_output=True, text=True
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
+from .cli_helpers import TINY, run_cli
 
 
 @pytest.fixture

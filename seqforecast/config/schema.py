@@ -134,6 +134,11 @@ class TrainerConfig:
 
 
 @dataclass
+class LogConfig:
+    attention_every: int = MISSING
+
+
+@dataclass
 class TrainConfig:
     # Shorthands users type at the root; the groups read them by interpolation.
     seed: int = MISSING
@@ -153,6 +158,7 @@ class TrainConfig:
     ffn: FFNConfig = MISSING
     model: ModelConfig = MISSING
     trainer: TrainerConfig = MISSING
+    log: LogConfig = MISSING
 
 
 PER_OPTION_SCHEMAS = {

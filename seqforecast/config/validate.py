@@ -152,6 +152,7 @@ def validate_config(cfg) -> None:
     _probability(cfg, "trainer.warmup_frac")
     min_lr = cfg["trainer"]["min_lr_frac"]
     _check(0.0 <= min_lr <= 1.0, "trainer.min_lr_frac", min_lr, "must be in [0, 1]")
+    _at_least(cfg, "log.attention_every", 0)
     device = cfg["trainer"]["device"]
     _check(
         bool(DEVICE_PATTERN.match(device)),

@@ -18,6 +18,7 @@ from tqdm import tqdm
 from ..data import ForecastData
 from .checkpoint import save_checkpoint
 from .metrics import forecast_metrics, predict
+from .monitor import Monitor
 from .schedule import warmup_cosine
 
 log = logging.getLogger(__name__)
@@ -27,6 +28,7 @@ BEST, LAST = "best.pt", "last.pt"
 
 @dataclass
 class TrainResult:
+    steps: int
     best_val_mse: float
     best_epoch: int
     epochs_run: int
@@ -54,8 +56,12 @@ def train_model(
     checkpoint_dir: Path,
     seed: int,
     config_yaml: str,
+    monitor: Monitor | None = None,
 ) -> TrainResult:
     """Train `model` in place; on return it holds the best validation weights."""
+    monitor = monitor or Monitor()
+    # Series steps one window feeds the model (input + forecast), for tokens/s.
+    window_tokens = data.train.src.shape[1] + data.train.target.shape[1]
     epochs, batch_size = trainer_cfg["epochs"], trainer_cfg["batch_size"]
     steps_per_epoch = math.ceil(len(data.train) / batch_size)
     optimizer = make_optimizer(model, trainer_cfg["lr"], trainer_cfg["weight_decay"])
@@ -81,21 +87,36 @@ def train_model(
             disable=None,
         )
         for src, target in step_bar:
+            started = time.perf_counter()
             loss = F.mse_loss(model(src, target), target)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            if trainer_cfg["grad_clip"] > 0:
-                nn.utils.clip_grad_norm_(model.parameters(), trainer_cfg["grad_clip"])
+            # The norm before clipping; max_norm=inf only measures it.
+            max_norm = trainer_cfg["grad_clip"] or math.inf
+            grad_norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm).item()
+            lr = scheduler.get_last_lr()[0]
             optimizer.step()
             scheduler.step()
             step += 1
-            total += loss.item() * len(src)
+            loss_value = loss.item()
+            total += loss_value * len(src)
             count += len(src)
-            step_bar.set_postfix(loss=f"{loss.item():.4g}")
+            step_bar.set_postfix(loss=f"{loss_value:.4g}")
+            seconds = time.perf_counter() - started
+            monitor.on_step(
+                step,
+                {
+                    "loss": loss_value,
+                    "lr": lr,
+                    "grad_norm": grad_norm,
+                    "tokens_per_s": len(src) * window_tokens / seconds,
+                },
+            )
 
         val = forecast_metrics(
             predict(model, data.val.src, trainer_cfg["eval_batch_size"]), data.val.target
         )
+        monitor.on_epoch_end(epoch, step, model, val)
         record = {
             "epoch": epoch,
             "step": step,
@@ -137,6 +158,7 @@ def train_model(
 
     model.load_state_dict(best["state"])
     return TrainResult(
+        steps=step,
         best_val_mse=best["mse"],
         best_epoch=best["epoch"],
         epochs_run=len(history),

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 from torch import nn
 
 from ..data import ForecastData
-from .baselines import fit_baselines
+from .baselines import Forecaster
 from .files import atomic_write_text
 from .metrics import METRICS, forecast_metrics, predict
 
 
-def evaluate(model: nn.Module, data: ForecastData, batch_size: int) -> dict:
+def evaluate(
+    model: nn.Module, data: ForecastData, batch_size: int, baselines: Mapping[str, Forecaster]
+) -> dict:
     """{split: {forecaster: {mse, mae, rmse}}} for the test curve and the validation set,
     the model first, then every baseline on the same windows."""
-    baselines = fit_baselines(data.train.src, data.train.target)
     results = {}
     for split_name, split in (("test", data.test), ("val", data.val)):
         rows = {"model": forecast_metrics(predict(model, split.src, batch_size), split.target)}

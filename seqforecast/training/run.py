@@ -1,28 +1,33 @@
 """One training run, start to end: data, model, training, evaluation, files in the run dir.
 
-Run dir contents: checkpoints/best.pt and last.pt, metrics.json, and Hydra's own
+Run dir contents: checkpoints/best.pt and last.pt, metrics.json, the TensorBoard event file,
+figures/<point>/ (attention.npz, one PNG per attention layer, forecast.png), and Hydra's own
 .hydra/ (composed config, overrides) and train.log.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
 from ..data import synthetic_data
 from ..model import build_model
+from .baselines import fit_baselines
 from .loop import train_model
+from .monitor import RunMonitor, flatten
 from .report import evaluate, format_table, ratios, write_metrics
 from .runtime import configure_threads, resolve_device, seed_everything
 
 log = logging.getLogger(__name__)
 
 
-def run_training(cfg: DictConfig, run_dir: Path) -> float:
-    """Train, evaluate on the test curve and validation set, write metrics.json.
-    Returns the best validation MSE (what a sweeper minimises)."""
+def run_training(cfg: DictConfig, run_dir: Path, choices: Mapping[str, str] | None = None) -> float:
+    """Train, evaluate on the test curve and validation set, write metrics.json and the
+    TensorBoard events. `choices` (group -> option) join the hparams. Returns the best
+    validation MSE (what a sweeper minimises)."""
     run_dir = Path(run_dir)
     plain = OmegaConf.to_container(cfg, resolve=True)
     trainer_cfg = plain["trainer"]
@@ -32,6 +37,7 @@ def run_training(cfg: DictConfig, run_dir: Path) -> float:
 
     data = synthetic_data(plain["data"], cfg.seed, device)
     model = build_model(plain, n_features=data.n_features).to(device)
+    baselines = fit_baselines(data.train.src, data.train.target)
     n_params = sum(p.numel() for p in model.parameters())
     log.info(
         "model: %s attention, %s positions, %s FFN, %d parameters, on %s",
@@ -40,24 +46,39 @@ def run_training(cfg: DictConfig, run_dir: Path) -> float:
         n_params, device,
     )  # fmt: skip
 
-    result = train_model(
-        model,
+    config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
+    monitor = RunMonitor(
+        run_dir,
         data,
-        trainer_cfg,
-        run_dir / "checkpoints",
-        seed=cfg.seed,
-        config_yaml=OmegaConf.to_yaml(cfg, resolve=True),
+        baselines,
+        attention_every=plain["log"]["attention_every"],
+        signed_maps=plain["attention"]["name"] == "diff",
+        eval_batch_size=trainer_cfg["eval_batch_size"],
     )
-    results = evaluate(model, data, trainer_cfg["eval_batch_size"])
-    run_info = {
-        "best_epoch": result.best_epoch,
-        "epochs_run": result.epochs_run,
-        "stopped_early": result.stopped_early,
-        "train_seconds": round(result.seconds, 3),
-        "parameters": n_params,
-        "device": str(device),
-    }
-    write_metrics(run_dir / "metrics.json", results, run_info)
+    try:  # the writer is closed (and its events readable) even when the run fails
+        monitor.on_start(model, config_yaml)
+        result = train_model(
+            model,
+            data,
+            trainer_cfg,
+            run_dir / "checkpoints",
+            seed=cfg.seed,
+            config_yaml=config_yaml,
+            monitor=monitor,
+        )
+        results = evaluate(model, data, trainer_cfg["eval_batch_size"], baselines)
+        run_info = {
+            "best_epoch": result.best_epoch,
+            "epochs_run": result.epochs_run,
+            "stopped_early": result.stopped_early,
+            "train_seconds": round(result.seconds, 3),
+            "parameters": n_params,
+            "device": str(device),
+        }
+        write_metrics(run_dir / "metrics.json", results, run_info)
+        monitor.on_end(model, result.steps, results, {**flatten(plain), **(choices or {})})
+    finally:
+        monitor.close()
 
     log.info("results (best epoch %d of %d):\n%s", result.best_epoch, result.epochs_run,
              format_table(results))  # fmt: skip

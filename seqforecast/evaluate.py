@@ -1,0 +1,67 @@
+"""python -m seqforecast.evaluate run_dir=outputs/<date>/<time> [checkpoint=best|last] [device=...]
+
+Re-evaluates a run from its saved config and checkpoint (loaded with weights_only=True): the
+same table as training printed (identical numbers on CPU for checkpoint=best), metrics and
+figures written to <run_dir>/evaluate/<checkpoint>/.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .config import ConfigError
+from .training.baselines import fit_baselines
+from .training.checkpoint import CheckpointError
+from .training.monitor import save_visuals
+from .training.report import evaluate, format_table, write_metrics
+from .training.restore import LoadedRun, RunError, load_run
+
+USAGE = __doc__.strip().splitlines()[0]
+KEYS = {"run_dir": None, "checkpoint": "best", "device": None}
+
+
+def parse_args(argv: list[str]) -> dict:
+    args = dict(KEYS)
+    for item in argv:
+        key, sep, value = item.partition("=")
+        if not sep or key not in KEYS:
+            raise RunError(f"unexpected argument {item!r}; usage: {USAGE}")
+        args[key] = value
+    if not args["run_dir"]:
+        raise RunError(f"run_dir is required; usage: {USAGE}")
+    return args
+
+
+def reevaluate(run: LoadedRun, checkpoint: str) -> dict:
+    train, config = run.data.train, run.config
+    baselines = fit_baselines(train.src, train.target)
+    results = evaluate(run.model, run.data, config["trainer"]["eval_batch_size"], baselines)
+    out_dir = run.run_dir / "evaluate" / checkpoint
+    info = {"checkpoint": checkpoint, "epoch": run.checkpoint["epoch"]}
+    write_metrics(out_dir / "metrics.json", results, info)
+    signed = config["attention"]["name"] == "diff"
+    save_visuals(out_dir, run.model, run.data, baselines, signed, f"{checkpoint} checkpoint")
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__.strip())
+        return 0
+    try:
+        args = parse_args(argv)
+        run = load_run(Path(args["run_dir"]), args["checkpoint"], args["device"])
+        results = reevaluate(run, args["checkpoint"])
+    except (RunError, CheckpointError, ConfigError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"{args['checkpoint']} checkpoint (epoch {run.checkpoint['epoch']}) of {run.run_dir}")
+    print(format_table(results))
+    print(f"written to {run.run_dir / 'evaluate' / args['checkpoint']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""What a run shows: TensorBoard scalars, attention maps and forecast figures, hparams.
+
+Everything goes into the run dir itself: the event file, and for users without TensorBoard
+the same maps as `.npz` (raw arrays) and `.png` under `figures/<point>/`, where a point is
+`epoch_000` (before training), every `log.attention_every` epochs, and `final` (the best
+weights, logged one step after the last).
+
+TensorBoard tags: train/loss, train/lr, train/grad_norm, train/tokens_per_s (per step);
+val/mse, val/mae, test/mse, test/mae, baseline/<name>/mse, lambda/<stack>/layer<i> (per
+epoch); attention/<stack>/layer<i> and test/forecast (images); config (text); hparams with
+final/* metrics, written into this run's own event file (no sub-run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from tensorboard.compat.proto.summary_pb2 import Summary
+from torch import nn
+from torch.utils.tensorboard import SummaryWriter
+from torch.utils.tensorboard.summary import hparams
+
+from ..data import ForecastData
+from .baselines import Forecaster
+from .figures import attention_figure, forecast_figure, render
+from .files import atomic_write
+from .metrics import forecast_metrics, predict
+from .probe import probe, save_maps_npz
+
+
+class Monitor:
+    """The loop's hooks; this base does nothing (a run without logging)."""
+
+    def on_step(self, step: int, scalars: Mapping[str, float]) -> None:
+        pass
+
+    def on_epoch_end(self, epoch: int, step: int, model: nn.Module, val: Mapping) -> None:
+        pass
+
+
+def diff_lambdas(model: nn.Module) -> dict[str, float]:
+    """{'<stack>/layer<i>': lambda} for every attention that has one (diff)."""
+    found = {}
+    for i, layer in enumerate(getattr(model, "encoder", []), start=1):
+        if hasattr(layer.self_attn, "lambda_value"):
+            found[f"encoder/layer{i}"] = layer.self_attn.lambda_value().item()
+    for i, layer in enumerate(getattr(model, "decoder", []), start=1):
+        for stack, attn in (("decoder_self", layer.self_attn), ("cross", layer.cross_attn)):
+            if hasattr(attn, "lambda_value"):
+                found[f"{stack}/layer{i}"] = attn.lambda_value().item()
+    return found
+
+
+def save_visuals(
+    directory: Path,
+    model: nn.Module,
+    data: ForecastData,
+    baselines: Mapping[str, Forecaster],
+    signed: bool,
+    label: str,
+) -> dict[str, Summary.Image]:
+    """Probe the model on the test curve; write attention.npz and one PNG per layer and the
+    forecast PNG into `directory`. Returns {tag: the same PNG as a TensorBoard image}."""
+    directory.mkdir(parents=True, exist_ok=True)
+    forecast, maps = probe(model, data.test.src)
+    atomic_write(directory / "attention.npz", lambda f: save_maps_npz(f, maps))
+    images = {}
+    for m in maps:
+        title = f"{m.stack} layer {m.layer} ({label})"
+        images[f"attention/{m.stack}/layer{m.layer}"] = _draw(
+            attention_figure(m.weights, m.query_steps, m.key_steps, title, signed),
+            directory / f"{m.name}.png",
+        )
+    src, target = data.test.src[0, :, 0].cpu().numpy(), data.test.target[0, :, 0].cpu().numpy()
+    lines = {"model": forecast[0, :, 0].cpu().numpy()}
+    lines.update({name: f(data.test.src)[0, :, 0].cpu().numpy() for name, f in baselines.items()})
+    images["test/forecast"] = _draw(
+        forecast_figure(src, target, lines, f"test curve ({label})"), directory / "forecast.png"
+    )
+    return images
+
+
+def _draw(fig, path: Path) -> Summary.Image:
+    png, width, height = render(fig)
+    atomic_write(path, lambda f: f.write(png))
+    return Summary.Image(height=height, width=width, colorspace=4, encoded_image_string=png)
+
+
+def flatten(config: Mapping, prefix: str = "") -> dict:
+    """Nested config -> {'a.b': value} with values TensorBoard's hparams accept."""
+    flat = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, name + "."))
+        elif isinstance(value, (bool, int, float, str)):
+            flat[name] = value
+        else:  # None, lists
+            flat[name] = str(value)
+    return flat
+
+
+class RunMonitor(Monitor):
+    """Writes one run's TensorBoard events and figures into its run dir."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        data: ForecastData,
+        baselines: Mapping[str, Forecaster],
+        attention_every: int,
+        signed_maps: bool,
+        eval_batch_size: int,
+    ):
+        self.run_dir = Path(run_dir)
+        self.data = data
+        self.baselines = baselines
+        self.attention_every = attention_every
+        self.signed_maps = signed_maps
+        self.eval_batch_size = eval_batch_size
+        self.writer = SummaryWriter(log_dir=str(self.run_dir))
+        self.baseline_test_mse = {
+            name: forecast_metrics(f(data.test.src), data.test.target)["mse"]
+            for name, f in baselines.items()
+        }
+
+    # -- hooks -----------------------------------------------------------------------------
+
+    def on_start(self, model: nn.Module, config_yaml: str) -> None:
+        # TensorBoard's text plugin renders markdown: indent to show YAML verbatim.
+        self.writer.add_text("config", "    " + config_yaml.replace("\n", "\n    "), 0)
+        self._visuals(model, step=0, point="epoch_000", label="before training")
+
+    def on_step(self, step: int, scalars: Mapping[str, float]) -> None:
+        for name, value in scalars.items():
+            self.writer.add_scalar(f"train/{name}", value, step)
+
+    def on_epoch_end(self, epoch: int, step: int, model: nn.Module, val: Mapping) -> None:
+        test = forecast_metrics(
+            predict(model, self.data.test.src, self.eval_batch_size), self.data.test.target
+        )
+        for name in ("mse", "mae"):
+            self.writer.add_scalar(f"val/{name}", val[name], step)
+            self.writer.add_scalar(f"test/{name}", test[name], step)
+        for name, mse in self.baseline_test_mse.items():
+            self.writer.add_scalar(f"baseline/{name}/mse", mse, step)
+        for name, value in diff_lambdas(model).items():
+            self.writer.add_scalar(f"lambda/{name}", value, step)
+        if self.attention_every and epoch % self.attention_every == 0:
+            self._visuals(model, step, f"epoch_{epoch:03d}", f"epoch {epoch}")
+        self.writer.flush()
+
+    def on_end(self, model: nn.Module, step: int, results: Mapping, hparam_values: Mapping):
+        """Final visuals of the best weights, and the hparams row with the final metrics."""
+        self._visuals(model, step + 1, "final", "best weights")
+        metrics = {
+            f"final/{split}_{name}": results[split]["model"][name]
+            for split in ("test", "val")
+            for name in ("mse", "mae", "rmse")
+        }
+        for summary in hparams(dict(hparam_values), metrics):
+            self.writer.file_writer.add_summary(summary, step + 1)
+        for tag, value in metrics.items():
+            self.writer.add_scalar(tag, value, step + 1)
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.flush()
+        self.writer.close()
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _visuals(self, model: nn.Module, step: int, point: str, label: str) -> None:
+        images = save_visuals(
+            self.run_dir / "figures" / point,
+            model,
+            self.data,
+            self.baselines,
+            self.signed_maps,
+            label,
+        )
+        for tag, image in images.items():  # the PNG as drawn, not decoded and re-encoded
+            summary = Summary(value=[Summary.Value(tag=tag, image=image)])
+            self.writer.file_writer.add_summary(summary, step)

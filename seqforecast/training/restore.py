@@ -1,0 +1,64 @@
+"""Load a finished (or stopped) run back: its saved config, its data, a checkpoint's weights."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+from torch import nn
+
+from ..config.validate import validate_config
+from ..data import ForecastData, synthetic_data
+from ..model import build_model
+from .checkpoint import load_checkpoint
+from .runtime import resolve_device, seed_everything
+
+CHECKPOINTS = ("best", "last")
+
+
+class RunError(RuntimeError):
+    """A run dir that cannot be loaded; str(err) is the one line to show."""
+
+
+@dataclass
+class LoadedRun:
+    run_dir: Path
+    config: dict  # the composed config, resolved
+    data: ForecastData
+    model: nn.Module  # in eval mode, holding the checkpoint's weights
+    checkpoint: dict
+
+
+def load_run(run_dir: Path, checkpoint: str = "best", device: str | None = None) -> LoadedRun:
+    run_dir = Path(run_dir)
+    if checkpoint not in CHECKPOINTS:
+        raise RunError(f"checkpoint={checkpoint!r} is not allowed: choose one of best, last")
+    if not run_dir.is_dir():
+        raise RunError(f"run_dir={str(run_dir)!r}: no such directory")
+    config_path = run_dir / ".hydra" / "config.yaml"
+    if not config_path.is_file():
+        raise RunError(f"{config_path}: missing; is {run_dir} a seqforecast run dir?")
+    try:
+        config = OmegaConf.to_container(OmegaConf.load(config_path), resolve=True)
+    except OmegaConfBaseException as err:
+        raise RunError(f"{config_path}: unreadable config: {str(err).splitlines()[0]}") from None
+    validate_config(config)
+
+    ckpt_path = run_dir / "checkpoints" / f"{checkpoint}.pt"
+    if not ckpt_path.is_file():
+        raise RunError(f"{ckpt_path}: no {checkpoint} checkpoint in this run dir")
+    state = load_checkpoint(ckpt_path)
+
+    torch_device = resolve_device(device or config["trainer"]["device"])
+    seed_everything(config["seed"])
+    data = synthetic_data(config["data"], config["seed"], torch_device)
+    model = build_model(config, n_features=data.n_features).to(torch_device)
+    try:
+        model.load_state_dict(state["model"])
+    except (RuntimeError, KeyError) as err:
+        first = str(err).strip().splitlines()
+        detail = first[1].strip() if len(first) > 1 else first[0]
+        raise RunError(f"{ckpt_path} does not match {config_path}: {detail}") from None
+    return LoadedRun(run_dir, config, data, model.eval(), state)

@@ -1,0 +1,168 @@
+"""What a run shows (TensorBoard events, maps, figures) and re-evaluating a run, end to end."""
+
+import json
+import math
+import shutil
+
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tensorboard.plugins.hparams import plugin_data_pb2
+
+from .cli_helpers import TINY, run_cli
+
+BLOCK = 4
+HEADS = 2  # experiment=quick
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """One tiny diff run with block-local windows and causal (autoregressive) decoding."""
+    base = tmp_path_factory.mktemp("tb")
+    run_dir = base / "run"
+    run_cli(
+        [
+            *TINY,
+            "attention=diff",
+            f"block_size={BLOCK}",
+            "model.decoding=autoregressive",
+            "log.attention_every=1",
+            f"hydra.run.dir={run_dir}",
+        ],
+        cwd=base,
+    )
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def events(run_dir):
+    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "images": 0, "tensors": 0})
+    acc.Reload()
+    return acc
+
+
+SCALARS = [
+    "train/loss", "train/lr", "train/grad_norm", "train/tokens_per_s",
+    "val/mse", "val/mae", "test/mse", "test/mae",
+    "baseline/last_value/mse", "baseline/drift/mse", "baseline/nlinear/mse",
+    "lambda/encoder/layer1", "lambda/decoder_self/layer1", "lambda/cross/layer1",
+]  # fmt: skip
+
+
+def test_scalars_exist_and_are_finite(events):
+    tags = set(events.Tags()["scalars"])
+    missing = [t for t in SCALARS if t not in tags]
+    assert not missing
+    for tag in SCALARS:
+        values = [e.value for e in events.Scalars(tag)]
+        assert values and all(math.isfinite(v) for v in values), tag
+    # Per step: 64 windows at batch size 64 is one step per epoch, for 2 epochs.
+    assert [e.step for e in events.Scalars("train/loss")] == [1, 2]
+    assert len(events.Scalars("val/mse")) == 2
+
+
+def test_one_image_per_attention_layer_and_stack(events):
+    images = set(events.Tags()["images"])
+    for stack in ("encoder", "decoder_self", "cross"):
+        tag = f"attention/{stack}/layer1"
+        assert tag in images
+        shots = events.Images(tag)
+        assert [s.step for s in shots][0] == 0  # before training, then each epoch, then final
+        assert len(shots) == 4
+        assert shots[0].width >= 300 and shots[0].height >= 150
+    assert len(events.Images("test/forecast")) == 4
+
+
+def test_hparams_live_in_the_run_dir_itself(run_dir, events):
+    nested = [p for p in run_dir.rglob("events.out.tfevents*") if p.parent != run_dir]
+    assert nested == [], "no extra sub-run"
+    content = events.PluginTagToContent("hparams")
+    experiment = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/experiment"])
+    metrics = {m.name.tag for m in experiment.experiment.metric_infos}
+    assert {"final/test_mse", "final/val_mse"} <= metrics
+    start = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"])
+    hparams = start.session_start_info.hparams
+    assert hparams["attention"].string_value == "diff"
+    assert hparams["attention.block_size"].number_value == BLOCK
+    assert hparams["ffn"].string_value == "gelu"
+    final = events.Scalars("final/test_mse")[0].value
+    metrics_json = json.loads((run_dir / "metrics.json").read_text())
+    assert final == pytest.approx(metrics_json["test"]["model"]["mse"], rel=1e-6)
+
+
+def test_config_text_is_logged(events):
+    text = events.Tensors("config/text_summary")[0].tensor_proto.string_val[0].decode()
+    assert "block_size: 4" in text and "name: diff" in text
+
+
+def test_npz_maps_have_head_query_key_shapes_and_respect_masks(run_dir):
+    for point in ("epoch_000", "epoch_001", "epoch_002", "final"):
+        maps = np.load(run_dir / "figures" / point / "attention.npz")
+        assert sorted(maps.files) == ["cross_layer1", "decoder_self_layer1", "encoder_layer1"]
+        encoder, dec_self, cross = (
+            maps["encoder_layer1"],
+            maps["decoder_self_layer1"],
+            maps["cross_layer1"],
+        )
+        in_len, label_len, out_len = 12, 4, 6
+        assert encoder.shape == (HEADS, in_len, in_len)
+        # The last generation step reads label_len + out_len - 1 values.
+        assert dec_self.shape == (HEADS, label_len + out_len - 1, label_len + out_len - 1)
+        assert cross.shape == (HEADS, label_len + out_len - 1, in_len)
+        # Causal decoder self-attention: nothing above the diagonal.
+        assert (np.triu(dec_self, k=1) == 0).all()
+        assert (np.tril(dec_self) != 0).any()
+        # Block-local encoder: zero outside each query block's window.
+        block = np.arange(in_len) // BLOCK
+        outside = np.abs(block[:, None] - block[None, :]) > 1
+        assert (encoder[:, outside] == 0).all() and (encoder[:, ~outside] != 0).any()
+        for name in ("encoder_layer1", "decoder_self_layer1", "cross_layer1", "forecast"):
+            assert (run_dir / "figures" / point / f"{name}.png").stat().st_size > 1000
+
+
+def test_evaluate_reproduces_metrics_exactly(run_dir, tmp_path):
+    proc = run_cli([f"run_dir={run_dir}"], tmp_path, module="seqforecast.evaluate")
+    trained = json.loads((run_dir / "metrics.json").read_text())
+    again = json.loads((run_dir / "evaluate" / "best" / "metrics.json").read_text())
+    assert again["test"] == trained["test"] and again["val"] == trained["val"]
+    assert f"{trained['test']['model']['mse']:>14.6g}" in proc.stdout
+    assert (run_dir / "evaluate" / "best" / "attention.npz").is_file()
+    assert (run_dir / "evaluate" / "best" / "forecast.png").is_file()
+    last = run_cli(
+        [f"run_dir={run_dir}", "checkpoint=last"], tmp_path, module="seqforecast.evaluate"
+    )
+    assert "last checkpoint (epoch 2)" in last.stdout
+
+
+def test_evaluate_refuses_a_run_without_checkpoint_or_with_a_mismatch(run_dir, tmp_path):
+    broken = tmp_path / "broken"
+    shutil.copytree(run_dir, broken)
+    (broken / "checkpoints" / "best.pt").unlink()
+    proc = run_cli([f"run_dir={broken}"], tmp_path, module="seqforecast.evaluate", check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0
+    assert "best.pt: no best checkpoint in this run dir" in proc.stderr
+
+    config = broken / ".hydra" / "config.yaml"
+    config.write_text(config.read_text().replace("d_model: 16", "d_model: 32"))
+    proc = run_cli(
+        [f"run_dir={broken}", "checkpoint=last"],
+        tmp_path,
+        module="seqforecast.evaluate",
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "last.pt does not match" in proc.stderr and "config.yaml" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+    proc = run_cli(
+        [f"run_dir={tmp_path / 'nope'}"], tmp_path, module="seqforecast.evaluate", check=False
+    )
+    assert proc.returncode == 2 and "no such directory" in proc.stderr
+    proc = run_cli(
+        [f"run_dir={run_dir}", "checkpoint=worst"],
+        tmp_path,
+        module="seqforecast.evaluate",
+        check=False,
+    )
+    assert proc.returncode == 2 and "checkpoint='worst' is not allowed" in proc.stderr
