@@ -151,6 +151,7 @@ class TrainConfig:
     in_len: int = MISSING
     out_len: int = MISSING
     device: str = MISSING
+    resume: str | None = None
     # Groups: per-option schemas (Any here) or one schema for the whole group.
     attention: Any = MISSING
     pos_encoding: Any = MISSING

@@ -26,21 +26,16 @@ class Split:
         return self.src.shape[0]
 
     def batches(
-        self, batch_size: int, generator: torch.Generator | None = None
+        self, batch_size: int, order: Tensor | None = None, start: int = 0
     ) -> Iterator[tuple[Tensor, Tensor]]:
-        """All windows in batches of `batch_size` (the last may be smaller); shuffled when a
-        generator is given, in order otherwise."""
+        """(src, target) batches of `batch_size` windows (the last may be smaller), taken in
+        `order` (a permutation of the windows; in sequence when None), from batch `start` on."""
         n = len(self)
-        if generator is None:
-            order = None
-        else:
-            order = torch.randperm(n, generator=generator, device=generator.device)
-            order = order.to(self.src.device)
-        for start in range(0, n, batch_size):
+        for begin in range(start * batch_size, n, batch_size):
             if order is None:
-                yield self.src[start : start + batch_size], self.target[start : start + batch_size]
+                yield self.src[begin : begin + batch_size], self.target[begin : begin + batch_size]
             else:
-                index = order[start : start + batch_size]
+                index = order[begin : begin + batch_size].to(self.src.device)
                 yield self.src[index], self.target[index]
 
 

@@ -1,5 +1,12 @@
 """The training loop: AdamW, warm-up + cosine LR, gradient clipping, early stopping on
-validation MSE, best and last checkpoints in the run dir."""
+validation MSE, best and last checkpoints in the run dir, exact resume.
+
+Everything the loop needs to continue is in `last.pt`: weights, optimizer, LR schedule, the
+loop counters and early-stopping state (`LoopState`), the batch-order generator and every
+global RNG. It is written at each epoch end and, on SIGINT/SIGTERM, at the step boundary where
+the run stops (then also with the epoch's batch order and the next batch). Resuming from it
+on CPU reproduces the uninterrupted run bit for bit.
+"""
 
 from __future__ import annotations
 
@@ -7,23 +14,29 @@ import logging
 import math
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from torch import Tensor, nn
 from tqdm import tqdm
 
 from ..data import ForecastData
-from .checkpoint import save_checkpoint
+from .checkpoint import load_checkpoint, save_checkpoint
+from .interrupts import TrainingInterrupted, stop_on_signals
 from .metrics import forecast_metrics, predict
 from .monitor import Monitor
+from .rng import capture_rng, restore_rng
 from .schedule import warmup_cosine
 
 log = logging.getLogger(__name__)
 
 BEST, LAST = "best.pt", "last.pt"
+
+
+class NonFiniteLoss(RuntimeError):
+    """Training diverged; str(err) names the epoch and step."""
 
 
 @dataclass
@@ -35,6 +48,25 @@ class TrainResult:
     stopped_early: bool
     seconds: float
     history: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class LoopState:
+    """The loop's counters and early-stopping state; what `last.pt` carries besides weights."""
+
+    epoch: int = 0  # epochs completed
+    step: int = 0  # optimizer steps taken
+    best_mse: float = math.inf
+    best_epoch: int = 0  # 0: no best checkpoint yet
+    since_best: int = 0
+    stopped_early: bool = False
+    seconds: float = 0.0  # training time over all sessions
+    history: list[dict] = field(default_factory=list)
+    # Inside an epoch (after an interrupt): its batch order, the next batch, the loss so far.
+    order: Tensor | None = None
+    next_batch: int = 0
+    loss_sum: float = 0.0
+    seen: int = 0
 
 
 def make_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
@@ -57,9 +89,12 @@ def train_model(
     seed: int,
     config_yaml: str,
     monitor: Monitor | None = None,
+    resume: dict | None = None,
 ) -> TrainResult:
-    """Train `model` in place; on return it holds the best validation weights."""
+    """Train `model` in place (from `resume`, a loaded last.pt, when given); on return it
+    holds the best validation weights. Raises NonFiniteLoss or TrainingInterrupted."""
     monitor = monitor or Monitor()
+    checkpoint_dir = Path(checkpoint_dir)
     # Series steps one window feeds the model (input + forecast), for tokens/s.
     window_tokens = data.train.src.shape[1] + data.train.target.shape[1]
     epochs, batch_size = trainer_cfg["epochs"], trainer_cfg["batch_size"]
@@ -69,100 +104,148 @@ def train_model(
         optimizer, epochs * steps_per_epoch, trainer_cfg["warmup_frac"], trainer_cfg["min_lr_frac"]
     )
     shuffle = torch.Generator().manual_seed(seed)  # batch order: on the CPU, device-independent
-    best = {"mse": math.inf, "epoch": 0, "state": None}
-    history: list[dict] = []
-    patience, since_best, step = trainer_cfg["patience"], 0, 0
-    start = time.perf_counter()
+    state, best_weights = LoopState(), None
+    if resume is not None:
+        model.load_state_dict(resume["model"])
+        optimizer.load_state_dict(resume["optimizer"])
+        scheduler.load_state_dict(resume["scheduler"])
+        shuffle.set_state(resume["shuffle"])
+        state = LoopState(**resume["loop"])
+        if state.best_epoch:
+            best_weights = load_checkpoint(checkpoint_dir / BEST)["model"]
+        restore_rng(resume["rng"])  # last: nothing above may draw from them
+        log.info("resuming after epoch %d, step %d", state.epoch, state.step)
 
-    epoch_bar = tqdm(range(1, epochs + 1), desc="epochs", file=sys.stderr, disable=None)
-    for epoch in epoch_bar:
-        model.train()
-        total, count = 0.0, 0
-        step_bar = tqdm(
-            data.train.batches(batch_size, shuffle),
-            total=steps_per_epoch,
-            desc=f"epoch {epoch}",
-            leave=False,
-            file=sys.stderr,
-            disable=None,
+    def save(name: str) -> None:
+        save_checkpoint(
+            checkpoint_dir / name,
+            {
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "shuffle": shuffle.get_state(),
+                "rng": capture_rng(),
+                "loop": asdict(state),
+                "epoch": state.epoch,
+                "step": state.step,
+                "config": config_yaml,
+            },
         )
-        for src, target in step_bar:
-            started = time.perf_counter()
-            loss = F.mse_loss(model(src, target), target)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            # The norm before clipping; max_norm=inf only measures it.
-            max_norm = trainer_cfg["grad_clip"] or math.inf
-            grad_norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm).item()
-            lr = scheduler.get_last_lr()[0]
-            optimizer.step()
-            scheduler.step()
-            step += 1
-            loss_value = loss.item()
-            total += loss_value * len(src)
-            count += len(src)
-            step_bar.set_postfix(loss=f"{loss_value:.4g}")
-            seconds = time.perf_counter() - started
-            monitor.on_step(
-                step,
-                {
-                    "loss": loss_value,
-                    "lr": lr,
-                    "grad_norm": grad_norm,
-                    "tokens_per_s": len(src) * window_tokens / seconds,
-                },
+
+    session_start = time.perf_counter()
+    seconds_before = state.seconds
+    epoch_bar = tqdm(
+        total=epochs, initial=state.epoch, desc="epochs", file=sys.stderr, disable=None
+    )
+    with stop_on_signals() as stop, epoch_bar:
+        while state.epoch < epochs and not state.stopped_early:
+            epoch = state.epoch + 1
+            if state.order is None:
+                state.order = torch.randperm(len(data.train), generator=shuffle)
+                state.next_batch, state.loss_sum, state.seen = 0, 0.0, 0
+            model.train()
+            step_bar = tqdm(
+                data.train.batches(batch_size, state.order, state.next_batch),
+                total=steps_per_epoch,
+                initial=state.next_batch,
+                desc=f"epoch {epoch}",
+                leave=False,
+                file=sys.stderr,
+                disable=None,
             )
+            for src, target in step_bar:
+                started = time.perf_counter()
+                loss = F.mse_loss(model(src, target), target)
+                loss_value = loss.item()
+                if not math.isfinite(loss_value):
+                    raise _diverged(f"loss {loss_value}", epoch, state)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                # The norm before clipping; max_norm=inf only measures it.
+                max_norm = trainer_cfg["grad_clip"] or math.inf
+                grad_norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm).item()
+                if not math.isfinite(grad_norm):
+                    raise _diverged(f"gradient norm {grad_norm}", epoch, state)
+                lr = scheduler.get_last_lr()[0]
+                optimizer.step()
+                scheduler.step()
+                state.step += 1
+                state.next_batch += 1
+                state.loss_sum += loss_value * len(src)
+                state.seen += len(src)
+                step_bar.set_postfix(loss=f"{loss_value:.4g}")
+                seconds = time.perf_counter() - started
+                monitor.on_step(
+                    state.step,
+                    {
+                        "loss": loss_value,
+                        "lr": lr,
+                        "grad_norm": grad_norm,
+                        "tokens_per_s": len(src) * window_tokens / seconds,
+                    },
+                )
+                if stop:
+                    state.seconds = seconds_before + time.perf_counter() - session_start
+                    save(LAST)
+                    raise TrainingInterrupted(stop.signum, epoch, state.step)
 
-        val = forecast_metrics(
-            predict(model, data.val.src, trainer_cfg["eval_batch_size"]), data.val.target
-        )
-        monitor.on_epoch_end(epoch, step, model, val)
-        record = {
-            "epoch": epoch,
-            "step": step,
-            "train_loss": total / count,
-            "val_mse": val["mse"],
-            "lr": scheduler.get_last_lr()[0],
-        }
-        history.append(record)
-        improved = val["mse"] < best["mse"]
-        if improved:
-            best.update(mse=val["mse"], epoch=epoch)
-            best["state"] = {k: v.detach().clone() for k, v in model.state_dict().items()}
-            since_best = 0
-        else:
-            since_best += 1
-        epoch_bar.set_postfix(loss=f"{record['train_loss']:.4g}", val_mse=f"{val['mse']:.4g}")
-        log.info(
-            "epoch %d/%d  train_loss %.6g  val_mse %.6g  lr %.3g%s",
-            epoch, epochs, record["train_loss"], val["mse"], record["lr"],
-            "  (best)" if improved else "",
-        )  # fmt: skip
+            val = forecast_metrics(
+                predict(model, data.val.src, trainer_cfg["eval_batch_size"]), data.val.target
+            )
+            if not math.isfinite(val["mse"]):
+                raise _diverged(f"validation MSE {val['mse']}", epoch, state)
+            monitor.on_epoch_end(epoch, state.step, model, val)
+            record = {
+                "epoch": epoch,
+                "step": state.step,
+                "train_loss": state.loss_sum / state.seen,
+                "val_mse": val["mse"],
+                "lr": scheduler.get_last_lr()[0],
+            }
+            state.history.append(record)
+            state.epoch, state.order = epoch, None
+            improved = val["mse"] < state.best_mse
+            if improved:
+                state.best_mse, state.best_epoch, state.since_best = val["mse"], epoch, 0
+                best_weights = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            else:
+                state.since_best += 1
+            patience = trainer_cfg["patience"]
+            state.stopped_early = bool(patience) and state.since_best >= patience
+            state.seconds = seconds_before + time.perf_counter() - session_start
+            epoch_bar.update(1)
+            epoch_bar.set_postfix(loss=f"{record['train_loss']:.4g}", val_mse=f"{val['mse']:.4g}")
+            log.info(
+                "epoch %d/%d  train_loss %.6g  val_mse %.6g  lr %.3g%s",
+                epoch, epochs, record["train_loss"], val["mse"], record["lr"],
+                "  (best)" if improved else "",
+            )  # fmt: skip
+            if improved:
+                save(BEST)
+            save(LAST)
+            if state.stopped_early:
+                log.info("early stop: no val_mse improvement for %d epochs", patience)
+            if stop:
+                raise TrainingInterrupted(stop.signum, epoch, state.step)
 
-        state = {
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            "epoch": epoch,
-            "step": step,
-            "best_val_mse": best["mse"],
-            "best_epoch": best["epoch"],
-            "config": config_yaml,
-        }
-        if improved:
-            save_checkpoint(checkpoint_dir / BEST, state)
-        save_checkpoint(checkpoint_dir / LAST, state)
-        if patience and since_best >= patience:
-            log.info("early stop: no val_mse improvement for %d epochs", patience)
-            break
-
-    model.load_state_dict(best["state"])
+    model.load_state_dict(best_weights)
     return TrainResult(
-        steps=step,
-        best_val_mse=best["mse"],
-        best_epoch=best["epoch"],
-        epochs_run=len(history),
-        stopped_early=len(history) < epochs,
-        seconds=time.perf_counter() - start,
-        history=history,
+        steps=state.step,
+        best_val_mse=state.best_mse,
+        best_epoch=state.best_epoch,
+        epochs_run=state.epoch,
+        stopped_early=state.stopped_early,
+        seconds=state.seconds,
+        history=state.history,
+    )
+
+
+def _diverged(what: str, epoch: int, state: LoopState) -> NonFiniteLoss:
+    kept = (
+        f"best.pt (epoch {state.best_epoch}) and last.pt (epoch {state.epoch}) are untouched"
+        if state.best_epoch
+        else "no checkpoint was written"
+    )
+    return NonFiniteLoss(
+        f"non-finite {what} at epoch {epoch}, step {state.step + 1}: training stopped; {kept}"
     )

@@ -112,14 +112,17 @@ class RunMonitor(Monitor):
         attention_every: int,
         signed_maps: bool,
         eval_batch_size: int,
+        purge_step: int | None = None,
     ):
+        """`purge_step`: when resuming, the first step not covered by the checkpoint; events
+        a stopped session wrote from there on are dropped, so no step appears twice."""
         self.run_dir = Path(run_dir)
         self.data = data
         self.baselines = baselines
         self.attention_every = attention_every
         self.signed_maps = signed_maps
         self.eval_batch_size = eval_batch_size
-        self.writer = SummaryWriter(log_dir=str(self.run_dir))
+        self.writer = SummaryWriter(log_dir=str(self.run_dir), purge_step=purge_step)
         self.baseline_test_mse = {
             name: forecast_metrics(f(data.test.src), data.test.target)["mse"]
             for name, f in baselines.items()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from torch import nn
 
@@ -31,19 +31,37 @@ class LoadedRun:
     checkpoint: dict
 
 
-def load_run(run_dir: Path, checkpoint: str = "best", device: str | None = None) -> LoadedRun:
+def saved_config(run_dir: Path) -> DictConfig:
+    """The composed config a run saved in .hydra/config.yaml (interpolations kept)."""
     run_dir = Path(run_dir)
-    if checkpoint not in CHECKPOINTS:
-        raise RunError(f"checkpoint={checkpoint!r} is not allowed: choose one of best, last")
     if not run_dir.is_dir():
         raise RunError(f"run_dir={str(run_dir)!r}: no such directory")
     config_path = run_dir / ".hydra" / "config.yaml"
     if not config_path.is_file():
         raise RunError(f"{config_path}: missing; is {run_dir} a seqforecast run dir?")
     try:
-        config = OmegaConf.to_container(OmegaConf.load(config_path), resolve=True)
+        config = OmegaConf.load(config_path)
+        OmegaConf.to_container(config, resolve=True)  # every interpolation resolves
     except OmegaConfBaseException as err:
         raise RunError(f"{config_path}: unreadable config: {str(err).splitlines()[0]}") from None
+    return config
+
+
+def saved_choices(run_dir: Path) -> dict[str, str]:
+    """Group -> option the run was composed from (from .hydra/hydra.yaml; empty if absent)."""
+    path = Path(run_dir) / ".hydra" / "hydra.yaml"
+    if not path.is_file():
+        return {}
+    choices = OmegaConf.load(path).hydra.runtime.choices
+    return {g: str(o) for g, o in choices.items() if not g.startswith(("hydra", "schema"))}
+
+
+def load_run(run_dir: Path, checkpoint: str = "best", device: str | None = None) -> LoadedRun:
+    run_dir = Path(run_dir)
+    if checkpoint not in CHECKPOINTS:
+        raise RunError(f"checkpoint={checkpoint!r} is not allowed: choose one of best, last")
+    config_path = run_dir / ".hydra" / "config.yaml"
+    config = OmegaConf.to_container(saved_config(run_dir), resolve=True)
     validate_config(config)
 
     ckpt_path = run_dir / "checkpoints" / f"{checkpoint}.pt"

@@ -19,15 +19,22 @@ from .baselines import fit_baselines
 from .loop import train_model
 from .monitor import RunMonitor, flatten
 from .report import evaluate, format_table, ratios, write_metrics
+from .restore import RunError
 from .runtime import configure_threads, resolve_device, seed_everything
 
 log = logging.getLogger(__name__)
 
 
-def run_training(cfg: DictConfig, run_dir: Path, choices: Mapping[str, str] | None = None) -> float:
+def run_training(
+    cfg: DictConfig,
+    run_dir: Path,
+    choices: Mapping[str, str] | None = None,
+    resume: dict | None = None,
+) -> float:
     """Train, evaluate on the test curve and validation set, write metrics.json and the
-    TensorBoard events. `choices` (group -> option) join the hparams. Returns the best
-    validation MSE (what a sweeper minimises)."""
+    TensorBoard events. `choices` (group -> option) join the hparams; `resume` is the run's
+    loaded last.pt to continue from. Returns the best validation MSE (what a sweeper
+    minimises)."""
     run_dir = Path(run_dir)
     plain = OmegaConf.to_container(cfg, resolve=True)
     trainer_cfg = plain["trainer"]
@@ -47,6 +54,11 @@ def run_training(cfg: DictConfig, run_dir: Path, choices: Mapping[str, str] | No
     )  # fmt: skip
 
     config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
+    if resume is not None and resume["config"] != config_yaml:
+        raise RunError(
+            f"{run_dir / 'checkpoints' / 'last.pt'} was written by another config than "
+            f"{run_dir / '.hydra' / 'config.yaml'}; it cannot be resumed"
+        )
     monitor = RunMonitor(
         run_dir,
         data,
@@ -54,9 +66,11 @@ def run_training(cfg: DictConfig, run_dir: Path, choices: Mapping[str, str] | No
         attention_every=plain["log"]["attention_every"],
         signed_maps=plain["attention"]["name"] == "diff",
         eval_batch_size=trainer_cfg["eval_batch_size"],
+        purge_step=None if resume is None else resume["step"] + 1,
     )
     try:  # the writer is closed (and its events readable) even when the run fails
-        monitor.on_start(model, config_yaml)
+        if resume is None:
+            monitor.on_start(model, config_yaml)
         result = train_model(
             model,
             data,
@@ -65,6 +79,7 @@ def run_training(cfg: DictConfig, run_dir: Path, choices: Mapping[str, str] | No
             seed=cfg.seed,
             config_yaml=config_yaml,
             monitor=monitor,
+            resume=resume,
         )
         results = evaluate(model, data, trainer_cfg["eval_batch_size"], baselines)
         run_info = {

@@ -1,0 +1,49 @@
+"""Where a run goes: a new dir, or, with resume=<run_dir>|last, the dir of the run it continues.
+
+Hydra resolves `hydra.run.dir` before the task starts, so the choice is made by two
+resolvers the run dir settings call (configs/hydra/default.yaml). When resuming, Hydra must
+not rewrite the run's saved .hydra/ config, so `hydra.output_subdir` becomes null.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+OUTPUTS = Path("outputs")
+LAST_CHECKPOINT = Path("checkpoints") / "last.pt"
+
+
+def newest_run(outputs: Path = OUTPUTS) -> Path | None:
+    """The run dir under `outputs` whose last checkpoint was written most recently."""
+    candidates = list(outputs.glob(f"**/{LAST_CHECKPOINT}"))
+    if not candidates:
+        return None
+    return max(candidates, key=lambda p: p.stat().st_mtime).parents[1]
+
+
+def resume_target(resume: str) -> Path:
+    """The run dir `resume` names; ValueError (one line) when there is nothing to resume."""
+    if resume == "last":
+        path = newest_run()
+        if path is None:
+            raise ValueError(f"resume=last: no run under {OUTPUTS}/ has {LAST_CHECKPOINT}")
+        return path
+    path = Path(resume)
+    if not (path / LAST_CHECKPOINT).is_file():
+        raise ValueError(f"resume={resume}: {path / LAST_CHECKPOINT} does not exist")
+    return path
+
+
+def _run_dir(resume: str | None, default: str) -> str:
+    return default if resume is None else str(resume_target(resume))
+
+
+def _output_subdir(resume: str | None) -> str | None:
+    return ".hydra" if resume is None else None
+
+
+def register_resolvers() -> None:
+    OmegaConf.register_new_resolver("seqforecast_run_dir", _run_dir, replace=True)
+    OmegaConf.register_new_resolver("seqforecast_output_subdir", _output_subdir, replace=True)

@@ -1,0 +1,264 @@
+"""Runs survive crashes, interrupts and bad input: exact resume, safe checkpoints, one-line
+errors, isolated sweep failures. Every test drives the CLI in subprocesses."""
+# ruff: noqa: E501  (the bad-input table keeps each expected message on its line)
+
+import json
+import os
+import pickle
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from seqforecast.training import load_checkpoint
+
+from .cli_helpers import REPO, TINY, run_cli
+
+# Long enough (12 epochs of 16 steps) that a signal lands mid-run, short enough for CI.
+RUN = ["experiment=quick", "epochs=12", "data.train_size=1024", "attention=diff", "block_size=4"]
+
+
+def start(args, cwd) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.Popen(
+        [sys.executable, "-m", "seqforecast.train", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for(path: Path, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert proc.poll() is None, f"run ended before writing {path}: {proc.communicate()}"
+        assert time.monotonic() < deadline, f"no {path} after {timeout}s"
+        time.sleep(0.02)
+
+
+def results(run_dir: Path) -> dict:
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    return {"test": metrics["test"], "val": metrics["val"]}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> Path:
+    base = tmp_path_factory.mktemp("uninterrupted")
+    run_cli([*RUN, f"hydra.run.dir={base / 'run'}"], base)
+    return base / "run"
+
+
+def test_sigkill_then_resume_ends_bit_for_bit_like_the_uninterrupted_run(uninterrupted, tmp_path):
+    run_dir = tmp_path / "run"
+    proc = start([*RUN, f"hydra.run.dir={run_dir}"], tmp_path)
+    wait_for(run_dir / "checkpoints" / "last.pt", proc)
+    proc.kill()  # SIGKILL: no handler, no cleanup
+    proc.communicate()
+    assert not (run_dir / "metrics.json").exists(), "killed before the end"
+    killed_at = load_checkpoint(run_dir / "checkpoints" / "last.pt")["epoch"]
+    assert killed_at < 12
+
+    out = run_cli([f"resume={run_dir}"], tmp_path)
+    assert f"resuming after epoch {killed_at}" in out.stdout
+    assert results(run_dir) == results(uninterrupted)
+    assert json.loads((run_dir / "status.json").read_text())["status"] == "completed"
+
+
+@pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_at_a_step_boundary_with_a_resumable_checkpoint(
+    uninterrupted, tmp_path, signum, code
+):
+    run_dir = tmp_path / "run"
+    proc = start([*RUN, f"hydra.run.dir={run_dir}"], tmp_path)
+    wait_for(run_dir / "checkpoints" / "last.pt", proc)
+    proc.send_signal(signum)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == code
+    assert f"Resume with: python -m seqforecast.train resume={run_dir}" in stderr
+    assert "Traceback" not in stderr
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["status"] == "interrupted" and signal.Signals(signum).name in status["reason"]
+
+    state = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+    assert state["step"] > 0 and state["epoch"] < 12
+    events = EventAccumulator(str(run_dir))
+    events.Reload()
+    steps = [e.step for e in events.Scalars("train/loss")]
+    assert steps and steps[-1] == state["step"]
+
+    run_cli([f"resume={run_dir}"], tmp_path)
+    assert results(run_dir) == results(uninterrupted)
+    events = EventAccumulator(str(run_dir))
+    events.Reload()
+    steps = [e.step for e in events.Scalars("train/loss")]
+    assert steps == list(range(1, 12 * 16 + 1)), "every step once, in order"
+
+
+def _copy_run(uninterrupted: Path, tmp_path: Path) -> Path:
+    run_dir = tmp_path / "copy"
+    shutil.copytree(uninterrupted, run_dir)
+    return run_dir
+
+
+class _RunsCode:
+    def __reduce__(self):
+        return (os.system, ("echo pwned",))
+
+
+@pytest.mark.parametrize("damage", ["truncated", "random bytes", "code-running pickle"])
+def test_resume_refuses_a_damaged_checkpoint_in_one_line(uninterrupted, tmp_path, damage):
+    run_dir = _copy_run(uninterrupted, tmp_path)
+    last = run_dir / "checkpoints" / "last.pt"
+    if damage == "truncated":
+        last.write_bytes(last.read_bytes()[:1000])
+    elif damage == "random bytes":
+        last.write_bytes(os.urandom(4096))
+    else:
+        last.write_bytes(pickle.dumps(_RunsCode(), protocol=2))
+    before = (run_dir / "metrics.json").read_text()
+    proc = run_cli([f"resume={run_dir}"], tmp_path, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"error: {last}: not a readable seqforecast checkpoint")
+    assert proc.stderr.count("\n") == 1 and "pwned" not in proc.stdout
+    assert (run_dir / "metrics.json").read_text() == before, "nothing already written is lost"
+
+
+def test_resume_refuses_a_checkpoint_from_another_config(uninterrupted, tmp_path):
+    other = tmp_path / "other"
+    run_cli([*TINY, "epochs=1", "d_model=8", f"hydra.run.dir={other}"], tmp_path)
+    run_dir = _copy_run(uninterrupted, tmp_path)
+    shutil.copy(other / "checkpoints" / "last.pt", run_dir / "checkpoints" / "last.pt")
+    proc = run_cli([f"resume={run_dir}"], tmp_path, check=False)
+    assert proc.returncode == 2
+    assert "was written by another config than" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_resume_takes_the_saved_config_only(uninterrupted, tmp_path):
+    run_dir = _copy_run(uninterrupted, tmp_path)
+    proc = run_cli([f"resume={run_dir}", "epochs=20"], tmp_path, check=False)
+    assert proc.returncode == 2
+    assert "drop the other overrides: epochs=20" in proc.stderr
+
+
+def test_resume_last_picks_the_newest_run_under_outputs(tmp_path):
+    run_cli([*TINY, "epochs=1"], tmp_path)
+    (run_dir,) = (tmp_path / "outputs").glob("*/*")
+    out = run_cli(["resume=last"], tmp_path)
+    assert f"resuming {run_dir}" in out.stdout
+    assert len(list((tmp_path / "outputs").glob("*/*"))) == 1, "no new run dir"
+
+
+def test_non_finite_loss_stops_with_epoch_and_step(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = run_cli(
+        [*TINY, "lr=1e30", "trainer.grad_clip=0", f"hydra.run.dir={run_dir}"], tmp_path, check=False
+    )
+    assert proc.returncode == 3
+    assert proc.stderr.startswith("error: non-finite ")  # loss or validation MSE
+    assert "at epoch 1, step" in proc.stderr and proc.stderr.count("\n") == 1
+    assert "Traceback" not in proc.stderr
+    assert json.loads((run_dir / "status.json").read_text())["status"] == "failed"
+
+
+def test_sweep_failures_are_recorded_and_the_other_jobs_complete(tmp_path):
+    args = ["--multirun", *TINY, "model.label_len=4,99", "lr=0.002,1e30", "trainer.grad_clip=0"]
+    proc = run_cli(args, tmp_path, check=False)
+    assert proc.returncode != 0  # the sweep reports that some jobs failed
+    (sweep,) = (tmp_path / "outputs" / "multirun").glob("*/*")
+    summary = json.loads((sweep / "summary.json").read_text())
+    by_job = {job["job"].split("_")[0]: job for job in summary["jobs"]}
+    assert summary["counts"] == {"completed": 1, "failed": 3}
+    assert by_job["0"]["status"] == "completed"
+    assert by_job["1"]["reason"].startswith("non-finite ")
+    assert (
+        "model.label_len=99" in by_job["2"]["reason"]
+        and "model.label_len=99" in by_job["3"]["reason"]
+    )
+    good = next(sweep.glob("0_*"))
+    assert json.loads((good / "metrics.json").read_text())["test"]["model"]["mse"] >= 0
+    assert (good / "checkpoints" / "best.pt").is_file()
+    for job in ("1", "2", "3"):
+        status = json.loads((next(sweep.glob(f"{job}_*")) / "status.json").read_text())
+        assert status["status"] == "failed"
+
+
+# ----------------------------------------------------------------------------- bad input
+
+BAD_INPUTS = [  # (arguments, text stderr must contain; the key, its value, what is allowed)
+    ("attention=nope", "attention"),
+    ("pos_encoding=bogus", "pos_encoding"),
+    ("ffn=swishy", "ffn"),
+    ("data=sines", "data"),
+    ("d_model=abc", "d_model"),
+    ("epochs=1.5", "epochs"),
+    ("lr=fast", "lr"),
+    ("model.norm_first=maybe", "model.norm_first"),
+    ("attention.foo=1", "attention.foo"),
+    ("model.bogus=3", "model.bogus"),
+    ("d_model=30 n_heads=4", "model.d_model=30 is not allowed: must be a multiple of model.n_heads=4"),
+    ("n_heads=0", "model.n_heads=0 is not allowed: must be >= 1"),
+    ("d_model=-8", "model.d_model=-8"),
+    ("block_size=-1", "block_size=-1 is not allowed: must be >= 0"),
+    ("attention=diff attention.block_size=-2", "attention.block_size=-2"),
+    ("attention=diff attention.lambda_mode=exp", "attention.lambda_mode='exp' is not allowed: choose one of scalar, reparam"),
+    ("in_len=0", "data.in_len=0"),
+    ("out_len=0", "data.out_len=0"),
+    ("model.label_len=99", "model.label_len=99 is not allowed: must be in [0, data.in_len=12]"),
+    ("model.decoding=beam", "model.decoding='beam' is not allowed: choose one of oneshot, autoregressive"),
+    ("model.decoding=autoregressive model.label_len=0", "model.label_len=0 is not allowed: must be in [1, data.in_len=12] for autoregressive"),
+    ("model.instance_norm=revin", "model.instance_norm='revin'"),
+    ("model.encoder_layers=0", "model.encoder_layers=0"),
+    ("model.dropout=1.5", "model.dropout=1.5 is not allowed: must be in [0, 1)"),
+    ("ffn.activation=swish", "ffn.activation='swish' is not allowed: choose one of relu, gelu"),
+    ("ffn.d_ff=0", "ffn.d_ff=0"),
+    ("pos_encoding=rope d_model=12 n_heads=4", "rope needs an even head dim, d_model/n_heads = 3"),
+    ("pos_encoding=learned pos_encoding.max_len=5", "pos_encoding.max_len=5 is not allowed: must be >= data.in_len + data.out_len = 18"),
+    ("lr=0", "trainer.lr=0.0 is not allowed: must be > 0"),
+    ("epochs=0", "trainer.epochs=0"),
+    ("batch_size=-4", "trainer.batch_size=-4"),
+    ("trainer.grad_clip=-1", "trainer.grad_clip=-1.0"),
+    ("trainer.warmup_frac=1.5", "trainer.warmup_frac=1.5"),
+    ("device=gpu", "trainer.device='gpu' is not allowed: choose one of auto, cpu, cuda, cuda:N, mps"),
+    ("data.train_size=0", "data.train_size=0"),
+    ("data.slope_range=[2,1]", "data.slope_range=[2.0, 1.0] is not allowed: must be [low, high]"),
+    ("data.noise=-1", "data.noise=-1.0"),
+    ("seed=-1", "seed=-1"),
+    ("log.attention_every=-1", "log.attention_every=-1"),
+    ("resume=/nonexistent/run", "resume=/nonexistent/run: /nonexistent/run/checkpoints/last.pt does not exist"),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def bad_input_runs(tmp_path_factory):
+    """Every bad input through the CLI, a few subprocesses at a time."""
+    base = tmp_path_factory.mktemp("bad")
+
+    def one(case):
+        index, (args, _) = case
+        run_dir = base / f"run{index}"
+        return run_cli([*TINY, *args.split(), f"hydra.run.dir={run_dir}"], base, check=False)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return list(pool.map(one, enumerate(BAD_INPUTS)))
+
+
+def test_the_bad_input_table_is_large_enough():
+    assert len(BAD_INPUTS) >= 25
+
+
+@pytest.mark.parametrize("index", range(len(BAD_INPUTS)), ids=[a for a, _ in BAD_INPUTS])
+def test_bad_input_gets_one_clear_error_and_a_non_zero_exit(bad_input_runs, index):
+    args, expected = BAD_INPUTS[index]
+    proc = bad_input_runs[index]
+    assert proc.returncode != 0, args
+    assert expected in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
