@@ -1,7 +1,8 @@
 """python -m seqforecast.train [group=option ...] [key=value ...]
+torchrun --nproc_per_node=N -m seqforecast.train trainer.strategy=ddp [...]
 
 Thin: Hydra composes the config; the config is checked; `run_training` does the rest. This
-module decides only how a run ends:
+module decides only where a run goes and how it ends:
 
 - completed: status.json says so; the Hydra task returns the best validation MSE;
 - bad input (config values, checkpoints, run dirs): one line on stderr, exit 2;
@@ -10,6 +11,8 @@ module decides only how a run ends:
 
 In --multirun a failing job raises instead of exiting, so Hydra records it as failed and runs
 the other jobs; the sweep's summary.json lists every job's status (seqforecast/callbacks.py).
+Under torchrun, rank 0 picks the run dir for all ranks before Hydra starts, and only rank 0
+writes to it.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ from pathlib import Path
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from .config import ConfigError, register_schemas, validate_config
-from .config.resume import register_resolvers, resume_target
+from .config.rundir import new_run_dir, register_resolvers, resume_target
 from .training.checkpoint import CheckpointError, load_checkpoint
+from .training.distributed import Distributed, from_env, init_from_env, shutdown
 from .training.interrupts import TrainingInterrupted
 from .training.loop import LAST, NonFiniteLoss
 from .training.restore import RunError, saved_choices, saved_config
@@ -38,48 +42,58 @@ register_schemas()
 register_resolvers()
 
 BAD_INPUT = (ConfigError, RunError, CheckpointError)
+BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 
 
 class JobFailed(RuntimeError):
     """A sweep job's expected failure, re-raised for Hydra to record; str() is the reason."""
 
 
-def fail(message: str, code: int) -> None:
+def fail(message: str, code: int, ctx: Distributed) -> None:
     """One line on stderr (and in the job log), a non-zero exit, no traceback."""
-    log.error(message)
-    print(f"error: {message}", file=sys.stderr)
+    if ctx.is_main:
+        log.error(message)
+        print(f"error: {message}", file=sys.stderr)
     sys.exit(code)
 
 
 @hydra.main(version_base="1.3", config_path="../configs", config_name="train")
 def main(cfg: DictConfig) -> float:
+    ctx = from_env()
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     overrides = list(hydra_cfg.overrides.task)
+
+    def status(state: str, reason: str | None = None, **extra) -> None:
+        if ctx.is_main:
+            write_status(run_dir, state, reason, overrides=overrides, **extra)
+
     try:
-        value = _train(cfg, run_dir, hydra_cfg, overrides, multirun)
+        value = _train(cfg, run_dir, hydra_cfg, overrides, multirun, ctx)
     except TrainingInterrupted as err:
-        write_status(run_dir, "interrupted", str(err), overrides=overrides)
-        message = (
-            f"{err}; checkpoint saved. Resume with: python -m seqforecast.train resume={run_dir}"
-        )
-        log.warning(message)
-        print(message, file=sys.stderr)
+        status("interrupted", str(err))
+        if ctx.is_main:
+            message = (
+                f"{err}; checkpoint saved. "
+                f"Resume with: python -m seqforecast.train resume={run_dir}"
+            )
+            log.warning(message)
+            print(message, file=sys.stderr)
         sys.exit(err.exit_code)
     except (*BAD_INPUT, NonFiniteLoss) as err:
-        write_status(run_dir, "failed", str(err), overrides=overrides)
+        status("failed", str(err))
         if multirun:
             raise JobFailed(str(err)) from None
-        fail(str(err), 3 if isinstance(err, NonFiniteLoss) else 2)
+        fail(str(err), 3 if isinstance(err, NonFiniteLoss) else 2, ctx)
     except Exception as err:  # a bug: record it, keep the traceback
-        write_status(run_dir, "failed", f"{type(err).__name__}: {err}", overrides=overrides)
+        status("failed", f"{type(err).__name__}: {err}")
         raise
-    write_status(run_dir, "completed", overrides=overrides, best_val_mse=value)
+    status("completed", best_val_mse=value)
     return value
 
 
-def _train(cfg: DictConfig, run_dir: Path, hydra_cfg, overrides: list[str], multirun: bool):
+def _train(cfg, run_dir: Path, hydra_cfg, overrides: list[str], multirun: bool, ctx):
     resume_state = None
     choices = {
         group: str(option)
@@ -95,15 +109,23 @@ def _train(cfg: DictConfig, run_dir: Path, hydra_cfg, overrides: list[str], mult
                 f"resume={cfg.resume} continues a run with its saved config; "
                 f"drop the other overrides: {' '.join(extra)}"
             )
-        cfg, choices = saved_config(run_dir), saved_choices(run_dir)
-        resume_state = load_checkpoint(run_dir / "checkpoints" / LAST)
+        # Rank 0 reads the run dir; the other ranks (maybe on other machines) get it sent.
+        saved = None
+        if ctx.is_main:
+            state = load_checkpoint(run_dir / "checkpoints" / LAST)
+            saved = (OmegaConf.to_yaml(saved_config(run_dir)), saved_choices(run_dir), state)
+        config_yaml, choices, resume_state = ctx.broadcast(saved)
+        cfg = OmegaConf.create(config_yaml)
         log.info("resuming %s from its last checkpoint (epoch %d, step %d)", run_dir,
                  resume_state["epoch"], resume_state["step"])  # fmt: skip
     validate_config(cfg)
     if cfg.attention.name != "diff" and cfg.block_size:
         log.warning("block_size=%s has no effect with attention=%s", cfg.block_size,
                     cfg.attention.name)  # fmt: skip
-    return run_training(cfg, run_dir, choices, resume_state)
+    # Parallel launchers run several jobs at once: their bars would garble each other, so
+    # jobs show none and the sweep prints a line per finished job instead.
+    progress = hydra_cfg.launcher.get("_target_") == BASIC_LAUNCHER
+    return run_training(cfg, run_dir, choices, resume_state, ctx, progress)
 
 
 def check_resume_argument(argv: list[str]) -> None:
@@ -118,9 +140,42 @@ def check_resume_argument(argv: list[str]) -> None:
                 sys.exit(2)
 
 
+def distributed_argv(argv: list[str], ctx: Distributed) -> list[str]:
+    """Under torchrun: rank 0 chooses the one run dir (a resumed run's, the user's
+    hydra.run.dir, or a new outputs/<date>/<time>) and tells the others; ranks > 0 write
+    nothing there (no .hydra/, no log file)."""
+    if {"-m", "--multirun"} & set(argv):
+        fail("torchrun runs one job; sweep with a Hydra launcher instead", 2, ctx)
+    chosen: str | None = None
+    if ctx.is_main:
+        check_resume_argument(argv)
+        given = [a.partition("=")[2] for a in argv if a.startswith("hydra.run.dir=")]
+        resumed = [a.partition("=")[2] for a in argv if a.startswith("resume=")]
+        if given:
+            chosen = given[-1]
+        elif resumed and resumed[-1] not in ("", "null"):
+            chosen = str(resume_target(resumed[-1]))
+        else:
+            chosen = str(new_run_dir())
+    chosen = ctx.broadcast(chosen)
+    argv = [a for a in argv if not a.startswith("hydra.run.dir=")]
+    argv.append(f"hydra.run.dir={chosen}")
+    if not ctx.is_main:
+        argv += ["hydra.output_subdir=null", "hydra/job_logging=disabled"]
+        argv += ["hydra/hydra_logging=disabled"]
+    return argv
+
+
 def cli() -> None:
-    check_resume_argument(sys.argv[1:])
-    main()
+    ctx = init_from_env()
+    try:
+        if ctx.enabled:
+            sys.argv[1:] = distributed_argv(sys.argv[1:], ctx)
+        else:
+            check_resume_argument(sys.argv[1:])
+        main()
+    finally:
+        shutdown(ctx)
 
 
 if __name__ == "__main__":

@@ -131,6 +131,7 @@ class TrainerConfig:
     eval_batch_size: int = MISSING
     device: str = MISSING
     num_threads: int = MISSING
+    strategy: str = MISSING
 
 
 @dataclass

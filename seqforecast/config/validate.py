@@ -16,6 +16,7 @@ from ..model.ffn import ACTIVATIONS
 from ..model.positional import POSITIONAL_ENCODINGS
 from ..model.transformer import DECODING, INSTANCE_NORMS
 
+STRATEGIES = ("single", "ddp")
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
 
@@ -152,6 +153,7 @@ def validate_config(cfg) -> None:
     _probability(cfg, "trainer.warmup_frac")
     min_lr = cfg["trainer"]["min_lr_frac"]
     _check(0.0 <= min_lr <= 1.0, "trainer.min_lr_frac", min_lr, "must be in [0, 1]")
+    _choice(cfg, "trainer.strategy", STRATEGIES)
     _at_least(cfg, "log.attention_every", 0)
     device = cfg["trainer"]["device"]
     _check(

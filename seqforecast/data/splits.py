@@ -1,9 +1,9 @@
-"""Training, validation and test data as tensors on the training device, and their batches."""
+"""Training, validation and test data as tensors on the training device."""
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -24,19 +24,6 @@ class Split:
 
     def __len__(self) -> int:
         return self.src.shape[0]
-
-    def batches(
-        self, batch_size: int, order: Tensor | None = None, start: int = 0
-    ) -> Iterator[tuple[Tensor, Tensor]]:
-        """(src, target) batches of `batch_size` windows (the last may be smaller), taken in
-        `order` (a permutation of the windows; in sequence when None), from batch `start` on."""
-        n = len(self)
-        for begin in range(start * batch_size, n, batch_size):
-            if order is None:
-                yield self.src[begin : begin + batch_size], self.target[begin : begin + batch_size]
-            else:
-                index = order[begin : begin + batch_size].to(self.src.device)
-                yield self.src[index], self.target[index]
 
 
 @dataclass

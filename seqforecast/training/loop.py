@@ -3,15 +3,20 @@ validation MSE, best and last checkpoints in the run dir, exact resume.
 
 Everything the loop needs to continue is in `last.pt`: weights, optimizer, LR schedule, the
 loop counters and early-stopping state (`LoopState`), the batch-order generator and every
-global RNG. It is written at each epoch end and, on SIGINT/SIGTERM, at the step boundary where
-the run stops (then also with the epoch's batch order and the next batch). Resuming from it
-on CPU reproduces the uninterrupted run bit for bit.
+global RNG (of every rank). It is written at each epoch end and, on SIGINT/SIGTERM, at the
+step boundary where the run stops (then also with the epoch's batch order and the next batch).
+Resuming from it on CPU reproduces the uninterrupted run bit for bit.
+
+Under DDP (distributed.py) every rank runs this loop on its share of each global batch; the
+decisions that must agree (stop on a signal, stop on a non-finite loss, early stopping) are
+taken on values all ranks share, and only rank 0 writes checkpoints.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import signal
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -24,6 +29,7 @@ from tqdm import tqdm
 
 from ..data import ForecastData
 from .checkpoint import load_checkpoint, save_checkpoint
+from .distributed import SINGLE, Distributed, unwrap
 from .interrupts import TrainingInterrupted, stop_on_signals
 from .metrics import forecast_metrics, predict
 from .monitor import Monitor
@@ -90,15 +96,21 @@ def train_model(
     config_yaml: str,
     monitor: Monitor | None = None,
     resume: dict | None = None,
+    ctx: Distributed = SINGLE,
+    progress: bool = True,
 ) -> TrainResult:
-    """Train `model` in place (from `resume`, a loaded last.pt, when given); on return it
-    holds the best validation weights. Raises NonFiniteLoss or TrainingInterrupted."""
+    """Train `model` (possibly DDP-wrapped) in place, from `resume` (a loaded last.pt) when
+    given; on return it holds the best validation weights. `progress`: tqdm bars on stderr
+    (when it is a terminal). Raises NonFiniteLoss or TrainingInterrupted."""
     monitor = monitor or Monitor()
     checkpoint_dir = Path(checkpoint_dir)
+    net = unwrap(model)  # the plain model: evaluation, state dicts
     # Series steps one window feeds the model (input + forecast), for tokens/s.
     window_tokens = data.train.src.shape[1] + data.train.target.shape[1]
+    values_per_window = data.train.target[0].numel()
     epochs, batch_size = trainer_cfg["epochs"], trainer_cfg["batch_size"]
-    steps_per_epoch = math.ceil(len(data.train) / batch_size)
+    global_batch = batch_size * ctx.world_size
+    steps_per_epoch = math.ceil(len(data.train) / global_batch)
     optimizer = make_optimizer(model, trainer_cfg["lr"], trainer_cfg["weight_decay"])
     scheduler = warmup_cosine(
         optimizer, epochs * steps_per_epoch, trainer_cfg["warmup_frac"], trainer_cfg["min_lr_frac"]
@@ -106,36 +118,52 @@ def train_model(
     shuffle = torch.Generator().manual_seed(seed)  # batch order: on the CPU, device-independent
     state, best_weights = LoopState(), None
     if resume is not None:
-        model.load_state_dict(resume["model"])
+        if len(resume["rng"]) != ctx.world_size:
+            raise RuntimeError(
+                f"last.pt comes from a run on {len(resume['rng'])} process(es); resume it on "
+                f"as many (torchrun --nproc_per_node), not {ctx.world_size}"
+            )
+        net.load_state_dict(resume["model"])
         optimizer.load_state_dict(resume["optimizer"])
         scheduler.load_state_dict(resume["scheduler"])
         shuffle.set_state(resume["shuffle"])
         state = LoopState(**resume["loop"])
-        if state.best_epoch:
-            best_weights = load_checkpoint(checkpoint_dir / BEST)["model"]
-        restore_rng(resume["rng"])  # last: nothing above may draw from them
+        if state.best_epoch:  # rank 0 reads it: other machines need not see the run dir
+            best_weights = ctx.broadcast(
+                load_checkpoint(checkpoint_dir / BEST)["model"] if ctx.is_main else None
+            )
+        restore_rng(resume["rng"][ctx.rank])  # last: nothing above may draw from them
         log.info("resuming after epoch %d, step %d", state.epoch, state.step)
 
     def save(name: str) -> None:
+        rng = ctx.gather(capture_rng())  # collective: every rank calls save
+        if not ctx.is_main:
+            return
         save_checkpoint(
             checkpoint_dir / name,
             {
-                "model": model.state_dict(),
+                "model": net.state_dict(),
                 "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict(),
                 "shuffle": shuffle.get_state(),
-                "rng": capture_rng(),
+                "rng": rng,  # one state per rank
                 "loop": asdict(state),
                 "epoch": state.epoch,
                 "step": state.step,
+                "world_size": ctx.world_size,
                 "config": config_yaml,
             },
         )
 
+    def agreed_stop() -> bool:
+        """A signal counts once any rank got it, so every rank stops at the same step."""
+        return ctx.sum(torch.tensor([float(bool(stop))], dtype=torch.float64)).item() > 0
+
     session_start = time.perf_counter()
     seconds_before = state.seconds
+    show = None if progress else True  # tqdm: None = only on a terminal
     epoch_bar = tqdm(
-        total=epochs, initial=state.epoch, desc="epochs", file=sys.stderr, disable=None
+        total=epochs, initial=state.epoch, desc="epochs", file=sys.stderr, disable=show
     )
     with stop_on_signals() as stop, epoch_bar:
         while state.epoch < epochs and not state.stopped_early:
@@ -145,18 +173,28 @@ def train_model(
                 state.next_batch, state.loss_sum, state.seen = 0, 0.0, 0
             model.train()
             step_bar = tqdm(
-                data.train.batches(batch_size, state.order, state.next_batch),
+                range(state.next_batch, steps_per_epoch),
                 total=steps_per_epoch,
                 initial=state.next_batch,
                 desc=f"epoch {epoch}",
                 leave=False,
                 file=sys.stderr,
-                disable=None,
+                disable=show,
             )
-            for src, target in step_bar:
+            for batch in step_bar:
                 started = time.perf_counter()
-                loss = F.mse_loss(model(src, target), target)
-                loss_value = loss.item()
+                index = state.order[batch * global_batch : (batch + 1) * global_batch]
+                local = ctx.shard(index).to(data.train.src.device)
+                src, target = data.train.src[local], data.train.target[local]
+                # Summed squared error scaled so that the ranks' average gradient is the
+                # global batch's mean (world size 1: the plain MSE).
+                global_values = len(index) * values_per_window
+                sse = F.mse_loss(model(src, target), target, reduction="sum")
+                loss = sse * (ctx.world_size / global_values)
+                shared = ctx.sum(  # [global squared error, ranks that got a signal]
+                    torch.tensor([sse.item(), float(bool(stop))], dtype=torch.float64)
+                )
+                loss_value = shared[0].item() / global_values
                 if not math.isfinite(loss_value):
                     raise _diverged(f"loss {loss_value}", epoch, state)
                 optimizer.zero_grad(set_to_none=True)
@@ -171,8 +209,8 @@ def train_model(
                 scheduler.step()
                 state.step += 1
                 state.next_batch += 1
-                state.loss_sum += loss_value * len(src)
-                state.seen += len(src)
+                state.loss_sum += loss_value * len(index)
+                state.seen += len(index)
                 step_bar.set_postfix(loss=f"{loss_value:.4g}")
                 seconds = time.perf_counter() - started
                 monitor.on_step(
@@ -181,20 +219,22 @@ def train_model(
                         "loss": loss_value,
                         "lr": lr,
                         "grad_norm": grad_norm,
-                        "tokens_per_s": len(src) * window_tokens / seconds,
+                        "tokens_per_s": len(index) * window_tokens / seconds,
                     },
                 )
-                if stop:
+                if shared[1].item() > 0:
                     state.seconds = seconds_before + time.perf_counter() - session_start
                     save(LAST)
-                    raise TrainingInterrupted(stop.signum, epoch, state.step)
+                    raise TrainingInterrupted(stop.signum or signal.SIGTERM, epoch, state.step)
 
+            # Every rank evaluates the same weights on the same windows: equal numbers, so
+            # early stopping agrees without a message.
             val = forecast_metrics(
-                predict(model, data.val.src, trainer_cfg["eval_batch_size"]), data.val.target
+                predict(net, data.val.src, trainer_cfg["eval_batch_size"]), data.val.target
             )
             if not math.isfinite(val["mse"]):
                 raise _diverged(f"validation MSE {val['mse']}", epoch, state)
-            monitor.on_epoch_end(epoch, state.step, model, val)
+            monitor.on_epoch_end(epoch, state.step, net, val)
             record = {
                 "epoch": epoch,
                 "step": state.step,
@@ -207,7 +247,7 @@ def train_model(
             improved = val["mse"] < state.best_mse
             if improved:
                 state.best_mse, state.best_epoch, state.since_best = val["mse"], epoch, 0
-                best_weights = {k: v.detach().clone() for k, v in model.state_dict().items()}
+                best_weights = {k: v.detach().clone() for k, v in net.state_dict().items()}
             else:
                 state.since_best += 1
             patience = trainer_cfg["patience"]
@@ -225,10 +265,10 @@ def train_model(
             save(LAST)
             if state.stopped_early:
                 log.info("early stop: no val_mse improvement for %d epochs", patience)
-            if stop:
-                raise TrainingInterrupted(stop.signum, epoch, state.step)
+            if agreed_stop():
+                raise TrainingInterrupted(stop.signum or signal.SIGTERM, epoch, state.step)
 
-    model.load_state_dict(best_weights)
+    net.load_state_dict(best_weights)
     return TrainResult(
         steps=state.step,
         best_val_mse=state.best_mse,

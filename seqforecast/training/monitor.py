@@ -38,6 +38,15 @@ class Monitor:
     def on_epoch_end(self, epoch: int, step: int, model: nn.Module, val: Mapping) -> None:
         pass
 
+    def on_start(self, model: nn.Module, config_yaml: str) -> None:
+        pass
+
+    def on_end(self, model: nn.Module, step: int, results: Mapping, hparam_values: Mapping):
+        pass
+
+    def close(self) -> None:
+        pass
+
 
 def diff_lambdas(model: nn.Module) -> dict[str, float]:
     """{'<stack>/layer<i>': lambda} for every attention that has one (diff)."""

@@ -11,13 +11,16 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
+import torch
 from omegaconf import DictConfig, OmegaConf
 
+from ..config.validate import ConfigError
 from ..data import synthetic_data
 from ..model import build_model
 from .baselines import fit_baselines
+from .distributed import SINGLE, Distributed, parameter_digest, wrap
 from .loop import train_model
-from .monitor import RunMonitor, flatten
+from .monitor import Monitor, RunMonitor, flatten
 from .report import evaluate, format_table, ratios, write_metrics
 from .restore import RunError
 from .runtime import configure_threads, resolve_device, seed_everything
@@ -30,20 +33,31 @@ def run_training(
     run_dir: Path,
     choices: Mapping[str, str] | None = None,
     resume: dict | None = None,
+    ctx: Distributed = SINGLE,
+    progress: bool = True,
 ) -> float:
     """Train, evaluate on the test curve and validation set, write metrics.json and the
     TensorBoard events. `choices` (group -> option) join the hparams; `resume` is the run's
-    loaded last.pt to continue from. Returns the best validation MSE (what a sweeper
-    minimises)."""
+    loaded last.pt to continue from; under torchrun `ctx` is this rank (only rank 0 writes).
+    Returns the best validation MSE (what a sweeper minimises)."""
     run_dir = Path(run_dir)
     plain = OmegaConf.to_container(cfg, resolve=True)
     trainer_cfg = plain["trainer"]
+    if ctx.enabled and trainer_cfg["strategy"] != "ddp":
+        raise ConfigError(
+            f"trainer.strategy={trainer_cfg['strategy']!r} under torchrun with "
+            f"{ctx.world_size} processes: set trainer.strategy=ddp"
+        )
     configure_threads(trainer_cfg["num_threads"])
     device = resolve_device(trainer_cfg["device"])
-    seed_everything(cfg.seed)
+    if device.type == "cuda" and ctx.enabled:
+        device = torch.device("cuda", ctx.local_rank)
+        torch.cuda.set_device(device)
+    seed_everything(cfg.seed)  # the same data and initial weights on every rank
 
     data = synthetic_data(plain["data"], cfg.seed, device)
     model = build_model(plain, n_features=data.n_features).to(device)
+    seed_everything(cfg.seed + ctx.rank)  # each rank its own stream (dropout)
     baselines = fit_baselines(data.train.src, data.train.target)
     n_params = sum(p.numel() for p in model.parameters())
     log.info(
@@ -59,20 +73,23 @@ def run_training(
             f"{run_dir / 'checkpoints' / 'last.pt'} was written by another config than "
             f"{run_dir / '.hydra' / 'config.yaml'}; it cannot be resumed"
         )
-    monitor = RunMonitor(
-        run_dir,
-        data,
-        baselines,
-        attention_every=plain["log"]["attention_every"],
-        signed_maps=plain["attention"]["name"] == "diff",
-        eval_batch_size=trainer_cfg["eval_batch_size"],
-        purge_step=None if resume is None else resume["step"] + 1,
-    )
+    if not ctx.is_main:  # only rank 0 writes events, figures, checkpoints and metrics
+        monitor = Monitor()
+    else:
+        monitor = RunMonitor(
+            run_dir,
+            data,
+            baselines,
+            attention_every=plain["log"]["attention_every"],
+            signed_maps=plain["attention"]["name"] == "diff",
+            eval_batch_size=trainer_cfg["eval_batch_size"],
+            purge_step=None if resume is None else resume["step"] + 1,
+        )
     try:  # the writer is closed (and its events readable) even when the run fails
         if resume is None:
             monitor.on_start(model, config_yaml)
         result = train_model(
-            model,
+            wrap(model, ctx, device),
             data,
             trainer_cfg,
             run_dir / "checkpoints",
@@ -80,7 +97,12 @@ def run_training(
             config_yaml=config_yaml,
             monitor=monitor,
             resume=resume,
+            ctx=ctx,
+            progress=progress,
         )
+        digests = ctx.gather(parameter_digest(model))  # collective: every rank
+        if not ctx.is_main:
+            return result.best_val_mse
         results = evaluate(model, data, trainer_cfg["eval_batch_size"], baselines)
         run_info = {
             "best_epoch": result.best_epoch,
@@ -89,6 +111,8 @@ def run_training(
             "train_seconds": round(result.seconds, 3),
             "parameters": n_params,
             "device": str(device),
+            "world_size": ctx.world_size,
+            "ranks_hold_identical_weights": len(set(digests)) == 1,
         }
         write_metrics(run_dir / "metrics.json", results, run_info)
         monitor.on_end(model, result.steps, results, {**flatten(plain), **(choices or {})})

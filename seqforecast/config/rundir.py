@@ -1,18 +1,26 @@
-"""Where a run goes: a new dir, or, with resume=<run_dir>|last, the dir of the run it continues.
+"""Where a run goes: a new dir, or, with resume=<run_dir>|last, the dir of the run it continues;
+and what a sweep job's dir is called.
 
-Hydra resolves `hydra.run.dir` before the task starts, so the choice is made by two
-resolvers the run dir settings call (configs/hydra/default.yaml). When resuming, Hydra must
-not rewrite the run's saved .hydra/ config, so `hydra.output_subdir` becomes null.
+Hydra resolves `hydra.run.dir` before the task starts, so the choice is made by resolvers the
+run dir settings call (configs/hydra/default.yaml). When resuming, Hydra must not rewrite the
+run's saved .hydra/ config, so `hydra.output_subdir` becomes null.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
 OUTPUTS = Path("outputs")
 LAST_CHECKPOINT = Path("checkpoints") / "last.pt"
+
+
+def new_run_dir(now: datetime | None = None) -> Path:
+    """outputs/<date>/<time>, as hydra.run.dir makes it (for a run whose dir is chosen before
+    Hydra starts: rank 0 of a torchrun job)."""
+    return OUTPUTS / (now or datetime.now()).strftime("%Y-%m-%d/%H-%M-%S")
 
 
 def newest_run(outputs: Path = OUTPUTS) -> Path | None:
@@ -44,6 +52,16 @@ def _output_subdir(resume: str | None) -> str | None:
     return ".hydra" if resume is None else None
 
 
+MAX_JOB_DIRNAME = 120  # a sweep over many keys (Optuna) must stay under 255-byte names
+
+
+def _job_dirname(num: int, override_dirname: str) -> str:
+    """<job number>_<its overrides>, the overrides cut to a length any filesystem takes."""
+    name = f"{num}_{override_dirname}" if override_dirname else str(num)
+    return name[:MAX_JOB_DIRNAME]
+
+
 def register_resolvers() -> None:
     OmegaConf.register_new_resolver("seqforecast_run_dir", _run_dir, replace=True)
     OmegaConf.register_new_resolver("seqforecast_output_subdir", _output_subdir, replace=True)
+    OmegaConf.register_new_resolver("seqforecast_job_dirname", _job_dirname, replace=True)

@@ -1,0 +1,190 @@
+"""Scaling out on existing engines: torchrun/DDP, the joblib and SLURM launchers, Optuna."""
+
+import fcntl
+import json
+import math
+import os
+import pty
+import re
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from .cli_helpers import REPO, TINY, run_cli
+
+
+def torchrun(args, cwd, nproc=2, popen=False):
+    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+    command = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone",
+        f"--nproc_per_node={nproc}", "-m", "seqforecast.train", *args,
+    ]  # fmt: skip
+    if popen:
+        return subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)  # fmt: skip
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+
+
+def losses(run_dir: Path) -> list[float]:
+    events = EventAccumulator(str(run_dir))
+    events.Reload()
+    return [e.value for e in events.Scalars("train/loss")]
+
+
+DDP = [*TINY, "trainer.strategy=ddp", "epochs=3", "data.train_size=200"]
+
+
+@pytest.fixture(scope="module")
+def ddp_run(tmp_path_factory) -> Path:
+    cwd = tmp_path_factory.mktemp("ddp")
+    proc = torchrun([*DDP, "batch_size=16"], cwd)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (run_dir,) = (cwd / "outputs").glob("*/*")
+    return run_dir
+
+
+def test_ddp_writes_one_run_dir_with_one_set_of_events(ddp_run):
+    outputs = ddp_run.parents[1]
+    assert list(outputs.glob("*/*")) == [ddp_run], "one run dir, shared by both ranks"
+    assert len(list(ddp_run.rglob("events.out.tfevents*"))) == 1
+    assert len(list(ddp_run.glob("checkpoints/*.pt"))) == 2
+    run = json.loads((ddp_run / "metrics.json").read_text())["run"]
+    assert run["world_size"] == 2
+    assert run["ranks_hold_identical_weights"] is True
+    log = (ddp_run / "train.log").read_text()
+    assert log.count("epoch 3/3") == 1, "only rank 0 logs"
+
+
+def test_two_ranks_with_batch_b_train_like_one_process_with_batch_2b(ddp_run, tmp_path):
+    single = tmp_path / "single"
+    run_cli([*DDP, "trainer.strategy=single", "batch_size=32", f"hydra.run.dir={single}"], tmp_path)
+    two, one = losses(ddp_run), losses(single)
+    assert len(two) == len(one) == 3 * math.ceil(200 / 32)
+    for a, b in zip(two, one, strict=True):
+        assert a == pytest.approx(b, rel=1e-5)
+    two_test = json.loads((ddp_run / "metrics.json").read_text())["test"]["model"]["mse"]
+    one_test = json.loads((single / "metrics.json").read_text())["test"]["model"]["mse"]
+    assert two_test == pytest.approx(one_test, rel=1e-4)
+
+
+def test_ddp_run_interrupted_and_resumed_matches_the_uninterrupted_one(tmp_path):
+    args = [*TINY, "trainer.strategy=ddp", "epochs=10", "data.train_size=1024", "batch_size=16"]
+    whole = tmp_path / "whole"
+    assert torchrun([*args, f"hydra.run.dir={whole}"], tmp_path).returncode == 0
+    run_dir = tmp_path / "stopped"
+    proc = torchrun([*args, f"hydra.run.dir={run_dir}"], tmp_path, popen=True)
+    deadline = time.monotonic() + 120
+    while not (run_dir / "checkpoints" / "last.pt").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)  # torchrun passes it on to both ranks
+    out, err = proc.communicate(timeout=120)
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["status"] == "interrupted", (status, out, err)
+    assert not (run_dir / "metrics.json").exists()
+
+    resumed = torchrun([f"resume={run_dir}"], tmp_path)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    for split in ("test", "val"):
+        a = json.loads((run_dir / "metrics.json").read_text())[split]
+        b = json.loads((whole / "metrics.json").read_text())[split]
+        assert a == b
+
+
+def test_torchrun_without_ddp_strategy_is_one_clear_error(tmp_path):
+    proc = torchrun([*TINY, f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
+    assert proc.returncode != 0
+    assert "error: trainer.strategy='single' under torchrun with 2 processes" in proc.stderr
+    assert proc.stderr.count("error: trainer.strategy") == 1, "rank 0 says it once"
+
+
+def _run_on_a_terminal(args, cwd) -> tuple[int, str]:
+    """Run the CLI with stderr on a pseudo-terminal (progress bars on), return its output."""
+    master, slave = pty.openpty()
+    # A terminal 120 columns wide: a fresh pty reports 0, and tqdm would draw nothing.
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "seqforecast.train", *args],
+        cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=slave,
+    )  # fmt: skip
+    os.close(slave)
+    chunks = []
+
+    def drain():
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # the terminal closed
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    proc.wait(timeout=300)
+    reader.join(timeout=30)
+    os.close(master)
+    return proc.returncode, b"".join(chunks).decode(errors="replace")
+
+
+BAR = re.compile(r"\d+%\|")
+
+
+def test_joblib_runs_jobs_in_parallel_with_a_line_each_and_no_bars(tmp_path):
+    args = ["--multirun", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", *TINY,
+            "attention=vanilla,diff"]  # fmt: skip
+    code, terminal = _run_on_a_terminal(args, tmp_path)
+    assert code == 0, terminal
+    assert not BAR.search(terminal), "no progress bars from parallel jobs"
+    assert len(re.findall(r"\[sweep\] job \d completed", terminal)) == 2
+    (sweep,) = (tmp_path / "outputs" / "multirun").glob("*/*")
+    summary = json.loads((sweep / "summary.json").read_text())
+    assert summary["counts"] == {"completed": 2}
+    for job, attention in (("0", "vanilla"), ("1", "diff")):
+        job_dir = next(sweep.glob(f"{job}_*"))
+        log = (job_dir / "train.log").read_text()
+        assert f"model: {attention} attention" in log and "epoch 2/2" in log
+        assert (job_dir / "metrics.json").is_file()
+    # The same run alone, on a terminal, does show its bars: the check above can fail.
+    code, terminal = _run_on_a_terminal([*TINY, f"hydra.run.dir={tmp_path / 'one'}"], tmp_path)
+    assert code == 0 and BAR.search(terminal)
+
+
+def test_slurm_launcher_config_composes(tmp_path):
+    out = run_cli(
+        ["--cfg", "hydra", "hydra/launcher=slurm", "hydra.launcher.partition=gpu",
+         "hydra.launcher.gpus_per_task=1"],
+        tmp_path,
+    ).stdout  # fmt: skip
+    launcher = yaml.safe_load(out)["hydra"]["launcher"]
+    assert launcher["_target_"].endswith("submitit_launcher.SlurmLauncher")
+    assert launcher["partition"] == "gpu"
+    assert launcher["timeout_min"] == 60 and launcher["cpus_per_task"] == 4
+    assert launcher["gpus_per_task"] == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_optuna_study_finishes_and_writes_its_best_parameters(tmp_path):
+    run_cli(["hparams_search=optuna", "hydra.sweeper.n_trials=3", *TINY], tmp_path)
+    (sweep,) = (tmp_path / "outputs" / "multirun").glob("*/*")
+    results = yaml.safe_load((sweep / "optimization_results.yaml").read_text())
+    assert math.isfinite(results["best_value"]) and results["best_value"] >= 0
+    assert {"lr", "d_model", "attention", "block_size", "pos_encoding", "ffn"} <= set(
+        results["best_params"]
+    )
+    assert {"model.encoder_layers", "model.decoder_layers"} <= set(results["best_params"])
+    trials = [p for p in sweep.iterdir() if p.is_dir() and p.name[0].isdigit()]
+    assert len(trials) == 3
+    best = min(json.loads((t / "status.json").read_text())["best_val_mse"] for t in trials)
+    assert best == pytest.approx(results["best_value"])
