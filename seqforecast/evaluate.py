@@ -10,7 +10,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .cli_args import UsageError, parse_key_values
 from .config import ConfigError
+from .data import DataError
 from .training.baselines import fit_baselines
 from .training.checkpoint import CheckpointError
 from .training.monitor import save_visuals
@@ -18,24 +20,12 @@ from .training.report import evaluate, format_table, write_metrics
 from .training.restore import LoadedRun, RunError, load_run
 
 USAGE = __doc__.strip().splitlines()[0]
-KEYS = {"run_dir": None, "checkpoint": "best", "device": None}
-
-
-def parse_args(argv: list[str]) -> dict:
-    args = dict(KEYS)
-    for item in argv:
-        key, sep, value = item.partition("=")
-        if not sep or key not in KEYS:
-            raise RunError(f"unexpected argument {item!r}; usage: {USAGE}")
-        args[key] = value
-    if not args["run_dir"]:
-        raise RunError(f"run_dir is required; usage: {USAGE}")
-    return args
+DEFAULTS = {"run_dir": None, "checkpoint": "best", "device": None}
 
 
 def reevaluate(run: LoadedRun, checkpoint: str) -> dict:
     train, config = run.data.train, run.config
-    baselines = fit_baselines(train.src, train.target)
+    baselines = fit_baselines(train.src, train.target, config["data"].get("season", 0))
     results = evaluate(run.model, run.data, config["trainer"]["eval_batch_size"], baselines)
     out_dir = run.run_dir / "evaluate" / checkpoint
     info = {"checkpoint": checkpoint, "epoch": run.checkpoint["epoch"]}
@@ -51,10 +41,10 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__.strip())
         return 0
     try:
-        args = parse_args(argv)
+        args = parse_key_values(argv, DEFAULTS, ["run_dir"], USAGE)
         run = load_run(Path(args["run_dir"]), args["checkpoint"], args["device"])
         results = reevaluate(run, args["checkpoint"])
-    except (RunError, CheckpointError, ConfigError) as err:
+    except (UsageError, RunError, CheckpointError, ConfigError, DataError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(f"{args['checkpoint']} checkpoint (epoch {run.checkpoint['epoch']}) of {run.run_dir}")

@@ -5,7 +5,7 @@ Thin: Hydra composes the config; the config is checked; `run_training` does the 
 module decides only where a run goes and how it ends:
 
 - completed: status.json says so; the Hydra task returns the best validation MSE;
-- bad input (config values, checkpoints, run dirs): one line on stderr, exit 2;
+- bad input (config values, data files, checkpoints, run dirs): one line on stderr, exit 2;
 - non-finite loss: one line naming epoch and step, exit 3;
 - SIGINT/SIGTERM: a checkpoint, a line saying how to resume, exit 130/143.
 
@@ -28,6 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .config import ConfigError, register_schemas, validate_config
 from .config.rundir import new_run_dir, register_resolvers, resume_target
+from .data import DataError
 from .training.checkpoint import CheckpointError, load_checkpoint
 from .training.distributed import Distributed, from_env, init_from_env, shutdown
 from .training.interrupts import TrainingInterrupted
@@ -41,7 +42,7 @@ log = logging.getLogger("seqforecast.train")
 register_schemas()
 register_resolvers()
 
-BAD_INPUT = (ConfigError, RunError, CheckpointError)
+BAD_INPUT = (ConfigError, RunError, CheckpointError, DataError)
 BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 
 

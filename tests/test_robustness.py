@@ -215,7 +215,7 @@ BAD_INPUTS = [  # (arguments, text stderr must contain; the key, its value, what
     ("model.label_len=99", "model.label_len=99 is not allowed: must be in [0, data.in_len=12]"),
     ("model.decoding=beam", "model.decoding='beam' is not allowed: choose one of oneshot, autoregressive"),
     ("model.decoding=autoregressive model.label_len=0", "model.label_len=0 is not allowed: must be in [1, data.in_len=12] for autoregressive"),
-    ("model.instance_norm=revin", "model.instance_norm='revin'"),
+    ("model.instance_norm=batch", "model.instance_norm='batch' is not allowed: choose one of none, last, revin"),
     ("model.encoder_layers=0", "model.encoder_layers=0"),
     ("model.dropout=1.5", "model.dropout=1.5 is not allowed: must be in [0, 1)"),
     ("ffn.activation=swish", "ffn.activation='swish' is not allowed: choose one of relu, gelu"),

@@ -92,6 +92,24 @@ class SigmoidDataConfig(SigmoidSeedDataConfig):
     noise: float = MISSING
 
 
+@dataclass
+class CsvDataConfig:
+    name: str = MISSING
+    path: str = MISSING
+    target: str = MISSING
+    features: list[str] = MISSING
+    time_column: str | None = None
+    in_len: int = MISSING
+    out_len: int = MISSING
+    stride: int = MISSING
+    split: list[float] = MISSING
+    val_start: str | None = None
+    test_start: str | None = None
+    scale: str = MISSING
+    fill: str = MISSING
+    season: int = MISSING
+
+
 # ---------------------------------------------------------------- single-schema groups
 
 
@@ -176,7 +194,11 @@ PER_OPTION_SCHEMAS = {
         "relative": RelativeEncodingConfig,
         "rope": RopeEncodingConfig,
     },
-    "data": {"sigmoid": SigmoidDataConfig, "sigmoid_seed": SigmoidSeedDataConfig},
+    "data": {
+        "sigmoid": SigmoidDataConfig,
+        "sigmoid_seed": SigmoidSeedDataConfig,
+        "csv": CsvDataConfig,
+    },
 }
 
 

@@ -11,10 +11,13 @@ from omegaconf.errors import OmegaConfBaseException
 
 from ..attention import available_attention
 from ..attention.diff import LAMBDA_MODES
-from ..data.synthetic import GENERATORS
+from ..data import DATASETS
+from ..data.csv_series import FILLS
+from ..data.scaling import SCALERS
 from ..model.ffn import ACTIVATIONS
+from ..model.normalization import INSTANCE_NORMS
 from ..model.positional import POSITIONAL_ENCODINGS
-from ..model.transformer import DECODING, INSTANCE_NORMS
+from ..model.transformer import DECODING
 
 STRATEGIES = ("single", "ddp")
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
@@ -53,8 +56,44 @@ def _range(cfg: Mapping, key: str) -> None:
 def _get(cfg: Mapping, key: str):
     node = cfg
     for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            raise ConfigError(f"the config has no {key} (written by an older seqforecast?)")
         node = node[part]
     return node
+
+
+def _check_csv(cfg: Mapping) -> None:
+    data = cfg["data"]
+    _check(bool(str(data["path"]).strip()), "data.path", data["path"], "the CSV file to read")
+    _check(bool(str(data["target"]).strip()), "data.target", data["target"], "a column name")
+    _check(
+        data["target"] not in data["features"],
+        "data.features",
+        data["features"],
+        f"must not repeat the target {data['target']!r}",
+    )
+    _at_least(cfg, "data.stride", 1)
+    _choice(cfg, "data.scale", SCALERS)
+    _choice(cfg, "data.fill", FILLS)
+    _check(
+        0 <= data["season"] <= data["in_len"],
+        "data.season",
+        data["season"],
+        f"must be in [0, data.in_len={data['in_len']}] (0 = no seasonal baseline)",
+    )
+    split = data["split"]
+    _check(
+        len(split) == 3 and all(f > 0 for f in split) and abs(sum(split) - 1) < 1e-6,
+        "data.split",
+        split,
+        "three positive fractions (train, val, test) summing to 1",
+    )
+    _check(
+        (data["val_start"] is None) == (data["test_start"] is None),
+        "data.val_start",
+        data["val_start"],
+        "give data.val_start and data.test_start together, or neither",
+    )
 
 
 def validate_config(cfg) -> None:
@@ -128,15 +167,20 @@ def validate_config(cfg) -> None:
     _check(d_ff is None or d_ff >= 1, "ffn.d_ff", d_ff, "must be >= 1, or null for 4 * d_model")
 
     # data
-    _choice(cfg, "data.name", list(GENERATORS))
-    for key in ("data.in_len", "data.out_len", "data.train_size", "data.val_size"):
+    _choice(cfg, "data.name", list(DATASETS))
+    for key in ("data.in_len", "data.out_len"):
         _at_least(cfg, key, 1)
-    _check(
-        cfg["data"]["val_seed"] != cfg["seed"],
-        "data.val_seed",
-        cfg["data"]["val_seed"],
-        f"must differ from seed={cfg['seed']} (validation series differ from training)",
-    )
+    if cfg["data"]["name"] == "csv":
+        _check_csv(cfg)
+    else:
+        for key in ("data.train_size", "data.val_size"):
+            _at_least(cfg, key, 1)
+        _check(
+            cfg["data"]["val_seed"] != cfg["seed"],
+            "data.val_seed",
+            cfg["data"]["val_seed"],
+            f"must differ from seed={cfg['seed']} (validation series differ from training)",
+        )
     if cfg["data"]["name"] == "sigmoid":
         for key in ("slope_range", "shift_range", "amplitude_range", "offset_range"):
             _range(cfg, f"data.{key}")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from .scaling import Scaler
 from .synthetic import GENERATORS, test_curve
 
 # Arguments every generator takes from the caller rather than from the data config.
@@ -28,10 +29,33 @@ class Split:
 
 @dataclass
 class ForecastData:
+    """Everything a run trains and evaluates on, in model units.
+
+    src tensors hold `n_features` channels, the `n_targets` forecast channels first; targets
+    hold those `n_targets`. `probe` is the one window the figures show (the test curve, or
+    the newest test window). `scaler` maps model units back to the data's own (None: they
+    are the same); `state` is what predicting on new data needs (columns, scaler, times).
+    """
+
     train: Split
     val: Split
-    test: Split  # the held-out test curve
+    test: Split
     n_features: int
+    n_targets: int = 1
+    probe: Split | None = None
+    scaler: Scaler | None = None
+    state: dict | None = None
+    test_name: str = "test curve"  # what the test split is, in tables and figure titles
+
+    def __post_init__(self):
+        if self.probe is None:
+            self.probe = Split(self.test.src[:1], self.test.target[:1])
+
+    def to_raw(self, values: Tensor) -> Tensor:
+        """Target values [..., n_targets] in model units -> the data's own units."""
+        if self.scaler is None:
+            return values
+        return self.scaler.inverse(values, slice(0, self.n_targets))
 
 
 def generator_options(data_cfg: Mapping) -> dict:

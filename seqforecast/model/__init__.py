@@ -3,8 +3,9 @@
 from .builder import build_model
 from .ffn import ACTIVATIONS, FeedForward
 from .layers import DecoderLayer, EncoderLayer
+from .normalization import INSTANCE_NORMS
 from .positional import POSITIONAL_ENCODINGS, build_input_encoding
-from .transformer import DECODING, INSTANCE_NORMS, ForecastTransformer
+from .transformer import DECODING, ForecastTransformer
 
 __all__ = [
     "ACTIVATIONS",

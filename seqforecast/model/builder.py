@@ -24,9 +24,10 @@ def _plain(cfg) -> dict:
     return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
 
 
-def build_model(cfg: Mapping, n_features: int = 1) -> ForecastTransformer:
+def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1) -> ForecastTransformer:
     """Build the forecaster from a composed config (groups model, attention, pos_encoding,
-    ffn, data). `n_features` is the number of series the data has (1 for the sigmoids)."""
+    ffn, data). `n_features`: input channels (targets first, then covariates); `n_targets`:
+    channels forecast (1 and 1 for the sigmoids)."""
     cfg = _plain(cfg)
     model, attention, ffn_cfg = cfg["model"], cfg["attention"], cfg["ffn"]
     d_model, n_heads = model["d_model"], model["n_heads"]
@@ -71,6 +72,7 @@ def build_model(cfg: Mapping, n_features: int = 1) -> ForecastTransformer:
     ]
     return ForecastTransformer(
         n_features=n_features,
+        n_targets=n_targets,
         d_model=d_model,
         in_len=cfg["data"]["in_len"],
         out_len=cfg["data"]["out_len"],

@@ -9,8 +9,10 @@ Decoding, by config:
   one, and each position predicts the next value. Otherwise (evaluation, or no target), it
   generates one step at a time, feeding each prediction back in.
 
-`instance_norm="last"` subtracts each window's last observed value from everything the model
-reads and adds it back to the forecast (as NLinear does), so a level shift costs nothing.
+The encoder reads every input channel (`n_features`: targets first, then covariates); the
+decoder reads and forecasts only the `n_targets` target channels, whose future values are the
+only ones it can feed back. `instance_norm` (normalization.py) normalises each window and maps
+the forecast back.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ import torch
 from torch import Tensor, nn
 
 from .layers import DecoderLayer, EncoderLayer
+from .normalization import INSTANCE_NORMS, build_instance_norm
 
 DECODING = ("oneshot", "autoregressive")
-INSTANCE_NORMS = ("none", "last")
 
 
 class ForecastTransformer(nn.Module):
@@ -29,6 +31,7 @@ class ForecastTransformer(nn.Module):
         self,
         *,
         n_features: int,
+        n_targets: int = 1,
         d_model: int,
         in_len: int,
         out_len: int,
@@ -49,15 +52,19 @@ class ForecastTransformer(nn.Module):
             )
         if decoding == "autoregressive" and label_len < 1:
             raise ValueError("autoregressive decoding needs label_len >= 1")
+        if not 1 <= n_targets <= n_features:
+            raise ValueError(f"n_targets={n_targets} must be in [1, n_features={n_features}]")
         self.n_features = n_features
+        self.n_targets = n_targets
         self.in_len = in_len
         self.out_len = out_len
         self.label_len = label_len
         self.decoding = decoding
         self.instance_norm = instance_norm
+        self.norm = build_instance_norm(instance_norm, n_features)
 
         self.src_embed = nn.Linear(n_features, d_model)
-        self.tgt_embed = nn.Linear(n_features, d_model)
+        self.tgt_embed = nn.Linear(n_targets, d_model)
         self.placeholder = (
             nn.Parameter(torch.randn(d_model) * 0.02) if decoding == "oneshot" else None
         )
@@ -67,12 +74,12 @@ class ForecastTransformer(nn.Module):
         # Pre-norm stacks end un-normalised; close each with a LayerNorm (as nn.Transformer).
         self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
-        self.head = nn.Linear(d_model, n_features)
+        self.head = nn.Linear(d_model, n_targets)
 
     def forward(
         self, src: Tensor, tgt: Tensor | None = None, return_attention: bool = False
     ) -> Tensor | tuple[Tensor, dict[str, list[Tensor]]]:
-        """src [B, in_len, F] (tgt [B, out_len, F] for teacher forcing) -> [B, out_len, F].
+        """src [B, in_len, F] (tgt [B, out_len, T] for teacher forcing) -> [B, out_len, T].
 
         With `return_attention`, also a dict of per-layer weights [B, H, Lq, Lk]:
         `encoder`, `decoder_self`, `cross` (for generation, those of the last step).
@@ -82,20 +89,21 @@ class ForecastTransformer(nn.Module):
                 f"src must be [batch, {self.in_len}, {self.n_features}], got {tuple(src.shape)}"
             )
         maps: dict[str, list[Tensor]] = {"encoder": [], "decoder_self": [], "cross": []}
-        level = src[:, -1:, :] if self.instance_norm == "last" else torch.zeros_like(src[:, :1])
-        src = src - level
+        src, stats = self.norm.normalize(src)
         memory = self._encode(src, maps, return_attention)
-        known = src[:, src.shape[1] - self.label_len :]  # [B, label_len, F]
+        # The decoder starts from the last label_len observed target values: [B, label_len, T]
+        known = src[:, src.shape[1] - self.label_len :, : self.n_targets]
 
         if self.decoding == "oneshot":
             forecast = self._decode(known, memory, maps, return_attention, placeholders=True)
         elif tgt is not None and self.training:
             # Teacher forcing: position label_len - 1 + t reads value t - 1 and predicts value t.
-            values = torch.cat([known, tgt[:, :-1] - level], dim=1)
+            shifted = self.norm.normalize_targets(tgt[:, :-1], stats)
+            values = torch.cat([known, shifted], dim=1)
             forecast = self._decode(values, memory, maps, return_attention)[:, -self.out_len :]
         else:
             forecast = self._generate(known, memory, maps, return_attention)
-        forecast = forecast + level
+        forecast = self.norm.denormalize_targets(forecast, stats)
         return (forecast, maps) if return_attention else forecast
 
     def _encode(self, src: Tensor, maps: dict, need_weights: bool) -> Tensor:
@@ -113,7 +121,7 @@ class ForecastTransformer(nn.Module):
         need_weights: bool,
         placeholders: bool = False,
     ) -> Tensor:
-        """values [B, L, F] (+ out_len placeholders) -> predictions [B, L or out_len, F]."""
+        """values [B, L, T] (+ out_len placeholders) -> predictions [B, L or out_len, T]."""
         x = self.tgt_embed(values)  # [B, L, d_model]
         if placeholders:
             fill = self.placeholder.expand(x.shape[0], self.out_len, -1)

@@ -5,6 +5,10 @@
 - `nlinear`: NLinear (Zeng et al. 2023): subtract the last value, one linear map from in_len
   inputs to out_len outputs shared by all series, add the last value back. Fit here by
   least squares (closed form, float64, tiny ridge) on the training windows.
+- `seasonal_naive` (when a season is configured, `data.season`): repeat the last full season.
+
+They forecast the target channels, the first channels of src (`n_targets` = the target's
+last dim); covariates are not forecast.
 """
 
 from __future__ import annotations
@@ -51,10 +55,25 @@ class NLinear:
         return (centred @ self.weight + self.bias).transpose(1, 2) + last
 
 
-def fit_baselines(train_src: Tensor, train_target: Tensor) -> dict[str, Forecaster]:
-    out_len = train_target.shape[1]
-    return {
-        "last_value": lambda src: last_value(src, out_len),
-        "drift": lambda src: drift(src, out_len),
-        "nlinear": NLinear.fit(train_src, train_target),
+def seasonal_naive(src: Tensor, out_len: int, season: int) -> Tensor:
+    """Step h repeats the value one season earlier: src[in_len - season + (h mod season)]."""
+    in_len = src.shape[1]
+    index = in_len - season + torch.arange(out_len, device=src.device) % season
+    return src[:, index]
+
+
+def fit_baselines(
+    train_src: Tensor, train_target: Tensor, season: int = 0
+) -> dict[str, Forecaster]:
+    out_len, n_targets = train_target.shape[1], train_target.shape[2]
+    nlinear = NLinear.fit(train_src[..., :n_targets], train_target)
+    baselines = {
+        "last_value": lambda src: last_value(src[..., :n_targets], out_len),
+        "drift": lambda src: drift(src[..., :n_targets], out_len),
+        "nlinear": lambda src: nlinear(src[..., :n_targets]),
     }
+    if season:
+        baselines["seasonal_naive"] = lambda src: seasonal_naive(
+            src[..., :n_targets], out_len, season
+        )
+    return baselines

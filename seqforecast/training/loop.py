@@ -31,7 +31,7 @@ from ..data import ForecastData
 from .checkpoint import load_checkpoint, save_checkpoint
 from .distributed import SINGLE, Distributed, unwrap
 from .interrupts import TrainingInterrupted, stop_on_signals
-from .metrics import forecast_metrics, predict
+from .metrics import split_metrics
 from .monitor import Monitor
 from .rng import capture_rng, restore_rng
 from .schedule import warmup_cosine
@@ -98,10 +98,12 @@ def train_model(
     resume: dict | None = None,
     ctx: Distributed = SINGLE,
     progress: bool = True,
+    data_state: dict | None = None,
 ) -> TrainResult:
     """Train `model` (possibly DDP-wrapped) in place, from `resume` (a loaded last.pt) when
     given; on return it holds the best validation weights. `progress`: tqdm bars on stderr
-    (when it is a terminal). Raises NonFiniteLoss or TrainingInterrupted."""
+    (when it is a terminal). `data_state` (columns, scaler) goes into every checkpoint, for
+    predicting on new data. Raises NonFiniteLoss or TrainingInterrupted."""
     monitor = monitor or Monitor()
     checkpoint_dir = Path(checkpoint_dir)
     net = unwrap(model)  # the plain model: evaluation, state dicts
@@ -152,6 +154,7 @@ def train_model(
                 "step": state.step,
                 "world_size": ctx.world_size,
                 "config": config_yaml,
+                "data_state": data_state,
             },
         )
 
@@ -229,9 +232,7 @@ def train_model(
 
             # Every rank evaluates the same weights on the same windows: equal numbers, so
             # early stopping agrees without a message.
-            val = forecast_metrics(
-                predict(net, data.val.src, trainer_cfg["eval_batch_size"]), data.val.target
-            )
+            val = split_metrics(net, data.val, data, trainer_cfg["eval_batch_size"])
             if not math.isfinite(val["mse"]):
                 raise _diverged(f"validation MSE {val['mse']}", epoch, state)
             monitor.on_epoch_end(epoch, state.step, net, val)

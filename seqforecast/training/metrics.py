@@ -28,3 +28,9 @@ def predict(model, src: Tensor, batch_size: int) -> Tensor:
         return torch.cat([model(src[i : i + batch_size]) for i in range(0, len(src), batch_size)])
     finally:
         model.train(was_training)
+
+
+def split_metrics(model, split, data, batch_size: int) -> dict[str, float]:
+    """The model's metrics on every window of `split`, in the data's own units."""
+    prediction = predict(model, split.src, batch_size)
+    return forecast_metrics(data.to_raw(prediction), data.to_raw(split.target))

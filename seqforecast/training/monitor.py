@@ -25,7 +25,7 @@ from ..data import ForecastData
 from .baselines import Forecaster
 from .figures import attention_figure, forecast_figure, render
 from .files import atomic_write
-from .metrics import forecast_metrics, predict
+from .metrics import forecast_metrics, split_metrics
 from .probe import probe, save_maps_npz
 
 
@@ -72,7 +72,7 @@ def save_visuals(
     """Probe the model on the test curve; write attention.npz and one PNG per layer and the
     forecast PNG into `directory`. Returns {tag: the same PNG as a TensorBoard image}."""
     directory.mkdir(parents=True, exist_ok=True)
-    forecast, maps = probe(model, data.test.src)
+    forecast, maps = probe(model, data.probe.src)
     atomic_write(directory / "attention.npz", lambda f: save_maps_npz(f, maps))
     images = {}
     for m in maps:
@@ -81,12 +81,17 @@ def save_visuals(
             attention_figure(m.weights, m.query_steps, m.key_steps, title, signed),
             directory / f"{m.name}.png",
         )
-    src, target = data.test.src[0, :, 0].cpu().numpy(), data.test.target[0, :, 0].cpu().numpy()
-    lines = {"model": forecast[0, :, 0].cpu().numpy()}
-    lines.update({name: f(data.test.src)[0, :, 0].cpu().numpy() for name, f in baselines.items()})
-    images["test/forecast"] = _draw(
-        forecast_figure(src, target, lines, f"test curve ({label})"), directory / "forecast.png"
-    )
+
+    def first_target(values):  # [1, L, T] in model units -> [L] in the data's units
+        return data.to_raw(values[..., : data.n_targets])[0, :, 0].cpu().numpy()
+
+    window = data.probe.src
+    lines = {"model": first_target(forecast)}
+    lines.update({name: first_target(f(window)) for name, f in baselines.items()})
+    probe_name = "test curve" if len(data.test) == 1 else "newest test window"
+    title = f"{probe_name} ({label})"
+    figure = forecast_figure(first_target(window), first_target(data.probe.target), lines, title)
+    images["test/forecast"] = _draw(figure, directory / "forecast.png")
     return images
 
 
@@ -132,8 +137,9 @@ class RunMonitor(Monitor):
         self.signed_maps = signed_maps
         self.eval_batch_size = eval_batch_size
         self.writer = SummaryWriter(log_dir=str(self.run_dir), purge_step=purge_step)
+        truth = data.to_raw(data.test.target)
         self.baseline_test_mse = {
-            name: forecast_metrics(f(data.test.src), data.test.target)["mse"]
+            name: forecast_metrics(data.to_raw(f(data.test.src)), truth)["mse"]
             for name, f in baselines.items()
         }
 
@@ -149,9 +155,7 @@ class RunMonitor(Monitor):
             self.writer.add_scalar(f"train/{name}", value, step)
 
     def on_epoch_end(self, epoch: int, step: int, model: nn.Module, val: Mapping) -> None:
-        test = forecast_metrics(
-            predict(model, self.data.test.src, self.eval_batch_size), self.data.test.target
-        )
+        test = split_metrics(model, self.data.test, self.data, self.eval_batch_size)
         for name in ("mse", "mae"):
             self.writer.add_scalar(f"val/{name}", val[name], step)
             self.writer.add_scalar(f"test/{name}", test[name], step)

@@ -11,19 +11,21 @@ from torch import nn
 from ..data import ForecastData
 from .baselines import Forecaster
 from .files import atomic_write_text
-from .metrics import METRICS, forecast_metrics, predict
+from .metrics import METRICS, forecast_metrics, split_metrics
 
 
 def evaluate(
     model: nn.Module, data: ForecastData, batch_size: int, baselines: Mapping[str, Forecaster]
 ) -> dict:
-    """{split: {forecaster: {mse, mae, rmse}}} for the test curve and the validation set,
-    the model first, then every baseline on the same windows."""
+    """{split: {forecaster: {mse, mae, rmse}}} for the test split (the test curve for the
+    sigmoids) and the validation set, the model first, then every baseline on the same
+    windows; in the data's own units."""
     results = {}
     for split_name, split in (("test", data.test), ("val", data.val)):
-        rows = {"model": forecast_metrics(predict(model, split.src, batch_size), split.target)}
+        rows = {"model": split_metrics(model, split, data, batch_size)}
+        truth = data.to_raw(split.target)
         for name, forecast in baselines.items():
-            rows[name] = forecast_metrics(forecast(split.src), split.target)
+            rows[name] = forecast_metrics(data.to_raw(forecast(split.src)), truth)
         results[split_name] = rows
     return results
 
@@ -43,7 +45,8 @@ def ratios(results: dict) -> dict:
 def format_table(results: dict) -> str:
     """A fixed-width table: one row per forecaster, MSE/MAE/RMSE per split."""
     splits = list(results)
-    header = f"{'forecaster':<12}" + "".join(
+    width = max(len("forecaster"), *(len(name) for name in results[splits[0]])) + 2
+    header = f"{'forecaster':<{width}}" + "".join(
         f"{split + ' ' + metric:>14}" for split in splits for metric in METRICS
     )
     lines = [header, "-" * len(header)]
@@ -51,7 +54,7 @@ def format_table(results: dict) -> str:
         cells = "".join(
             f"{results[split][name][metric]:>14.6g}" for split in splits for metric in METRICS
         )
-        lines.append(f"{name:<12}{cells}")
+        lines.append(f"{name:<{width}}{cells}")
     return "\n".join(lines)
 
 

@@ -10,7 +10,7 @@ from omegaconf.errors import OmegaConfBaseException
 from torch import nn
 
 from ..config.validate import validate_config
-from ..data import ForecastData, synthetic_data
+from ..data import ForecastData, build_data
 from ..model import build_model
 from .checkpoint import load_checkpoint
 from .runtime import resolve_device, seed_everything
@@ -26,7 +26,7 @@ class RunError(RuntimeError):
 class LoadedRun:
     run_dir: Path
     config: dict  # the composed config, resolved
-    data: ForecastData
+    data: ForecastData | None
     model: nn.Module  # in eval mode, holding the checkpoint's weights
     checkpoint: dict
 
@@ -56,7 +56,11 @@ def saved_choices(run_dir: Path) -> dict[str, str]:
     return {g: str(o) for g, o in choices.items() if not g.startswith(("hydra", "schema"))}
 
 
-def load_run(run_dir: Path, checkpoint: str = "best", device: str | None = None) -> LoadedRun:
+def load_run(
+    run_dir: Path, checkpoint: str = "best", device: str | None = None, with_data: bool = True
+) -> LoadedRun:
+    """A run's config, data (unless `with_data=False`: predict brings its own) and model with
+    the checkpoint's weights. One-line RunError/CheckpointError/ConfigError/DataError."""
     run_dir = Path(run_dir)
     if checkpoint not in CHECKPOINTS:
         raise RunError(f"checkpoint={checkpoint!r} is not allowed: choose one of best, last")
@@ -71,8 +75,9 @@ def load_run(run_dir: Path, checkpoint: str = "best", device: str | None = None)
 
     torch_device = resolve_device(device or config["trainer"]["device"])
     seed_everything(config["seed"])
-    data = synthetic_data(config["data"], config["seed"], torch_device)
-    model = build_model(config, n_features=data.n_features).to(torch_device)
+    data = build_data(config["data"], config["seed"], torch_device) if with_data else None
+    n_features = len(state["data_state"]["columns"]) if state.get("data_state") else 1
+    model = build_model(config, n_features=n_features).to(torch_device)
     try:
         model.load_state_dict(state["model"])
     except (RuntimeError, KeyError) as err:

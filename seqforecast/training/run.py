@@ -15,7 +15,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from ..config.validate import ConfigError
-from ..data import synthetic_data
+from ..data import build_data
 from ..model import build_model
 from .baselines import fit_baselines
 from .distributed import SINGLE, Distributed, parameter_digest, wrap
@@ -55,10 +55,10 @@ def run_training(
         torch.cuda.set_device(device)
     seed_everything(cfg.seed)  # the same data and initial weights on every rank
 
-    data = synthetic_data(plain["data"], cfg.seed, device)
-    model = build_model(plain, n_features=data.n_features).to(device)
+    data = build_data(plain["data"], cfg.seed, device)
+    model = build_model(plain, data.n_features, data.n_targets).to(device)
     seed_everything(cfg.seed + ctx.rank)  # each rank its own stream (dropout)
-    baselines = fit_baselines(data.train.src, data.train.target)
+    baselines = fit_baselines(data.train.src, data.train.target, plain["data"].get("season", 0))
     n_params = sum(p.numel() for p in model.parameters())
     log.info(
         "model: %s attention, %s positions, %s FFN, %d parameters, on %s",
@@ -99,6 +99,7 @@ def run_training(
             resume=resume,
             ctx=ctx,
             progress=progress,
+            data_state=data.state,
         )
         digests = ctx.gather(parameter_digest(model))  # collective: every rank
         if not ctx.is_main:
@@ -122,7 +123,7 @@ def run_training(
     log.info("results (best epoch %d of %d):\n%s", result.best_epoch, result.epochs_run,
              format_table(results))  # fmt: skip
     beaten = [name for name, r in ratios(results)["test"].items() if r < 1]
-    log.info("test curve: model MSE below %d of %d baselines (%s)", len(beaten),
+    log.info("%s: model MSE below %d of %d baselines (%s)", data.test_name, len(beaten),
              len(ratios(results)["test"]), ", ".join(beaten) or "none")  # fmt: skip
     log.info("run dir: %s", run_dir)
     return result.best_val_mse

@@ -17,7 +17,7 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
     (["model.label_len=30"], "model.label_len=30"),
     (["model.decoding=autoregressive", "model.label_len=0"], "for autoregressive decoding"),
     (["model.decoding=beam"], "model.decoding='beam' is not allowed: choose one of oneshot"),
-    (["model.instance_norm=revin"], "model.instance_norm='revin'"),
+    (["model.instance_norm=batch"], "model.instance_norm='batch'"),
     (["model.encoder_layers=0"], "model.encoder_layers=0"),
     (["model.dropout=1.5"], "model.dropout=1.5 is not allowed: must be in [0, 1)"),
     (["ffn.activation=swish"], "ffn.activation='swish' is not allowed: choose one of relu"),

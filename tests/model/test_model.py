@@ -53,7 +53,7 @@ def test_every_combination_builds_and_trains(attention, position, ffn):
 
 @pytest.mark.parametrize("attention", ATTENTION)
 @pytest.mark.parametrize("norm_first", [True, False])
-@pytest.mark.parametrize("instance_norm", ["last", "none"])
+@pytest.mark.parametrize("instance_norm", ["last", "none", "revin"])
 def test_autoregressive_decoding_builds_and_trains(attention, norm_first, instance_norm):
     cfg = tiny(
         f"attention={attention}",

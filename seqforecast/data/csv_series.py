@@ -1,0 +1,140 @@
+"""Reading a user's series from a CSV file, checked row by row.
+
+`read_series` returns the chosen columns as a float64 array [rows, columns] and, with a time
+column, the timestamps. Every problem is a `DataError` whose message is one line naming the
+file, and where it helps the row and column: a missing file or column, a value that is not a
+number, an empty or NaN cell (with the `data.fill` options that repair it), unsorted or
+duplicate timestamps. Row numbers are the file's line numbers (the header is line 1).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+FILLS = ("error", "ffill", "interpolate")
+MISSING = {"", "nan", "NaN", "NAN", "na", "NA", "null", "None"}
+
+
+class DataError(ValueError):
+    """A data file that cannot be used; str(err) is the one line to show."""
+
+
+@dataclass
+class Series:
+    values: np.ndarray  # [rows, columns], float64, in file order
+    columns: list[str]
+    times: list[datetime] | None  # one per row when there is a time column
+
+
+def parse_time(text: str) -> datetime:
+    return datetime.fromisoformat(text.strip())
+
+
+def read_series(
+    path: str | Path,
+    columns: Sequence[str],
+    time_column: str | None = None,
+    fill: str = "error",
+) -> Series:
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"data.path={str(path)!r}: no such file")
+    try:
+        with path.open(newline="") as f:
+            rows = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise DataError(f"{path}: not a readable CSV file ({err})") from None
+    if not rows or not any(cell.strip() for cell in rows[0]):
+        raise DataError(f"{path}: empty file, expected a header row with column names")
+    header = [cell.strip() for cell in rows[0]]
+    wanted = list(columns) + ([time_column] if time_column else [])
+    missing = [c for c in wanted if c not in header]
+    if missing:
+        raise DataError(
+            f"{path}: no column {', '.join(map(repr, missing))}; the file has {', '.join(header)}"
+        )
+    index = {name: header.index(name) for name in wanted}
+    # A blank line is a row of empty cells (what a one-column file writes for a gap).
+    body = [row or [""] * len(header) for row in rows[1:]]
+    for line, row in enumerate(body, start=2):
+        if len(row) != len(header):
+            raise DataError(
+                f"{path}: line {line} has {len(row)} cells, the header has {len(header)}"
+            )
+
+    values = np.empty((len(body), len(columns)))
+    gaps: list[tuple[int, str]] = []
+    for i, row in enumerate(body):
+        for j, name in enumerate(columns):
+            text = row[index[name]].strip()
+            if text in MISSING:
+                values[i, j] = math.nan
+                gaps.append((i + 2, name))
+                continue
+            try:
+                values[i, j] = float(text)
+            except ValueError:
+                raise DataError(
+                    f"{path}: line {i + 2}, column {name!r}: {text!r} is not a number"
+                ) from None
+            if not math.isfinite(values[i, j]):
+                raise DataError(f"{path}: line {i + 2}, column {name!r}: {text!r} is not finite")
+    if gaps:
+        values = _fill(values, columns, gaps, fill, path)
+
+    times = None
+    if time_column:
+        times = []
+        for i, row in enumerate(body):
+            try:
+                times.append(parse_time(row[index[time_column]]))
+            except ValueError:
+                raise DataError(
+                    f"{path}: line {i + 2}, column {time_column!r}: {row[index[time_column]]!r} "
+                    f"is not an ISO 8601 time (e.g. 2024-01-31 13:00)"
+                ) from None
+        for i in range(1, len(times)):
+            if times[i] <= times[i - 1]:
+                kind = "duplicate" if times[i] == times[i - 1] else "unsorted"
+                raise DataError(
+                    f"{path}: line {i + 2}, column {time_column!r}: {kind} timestamp "
+                    f"{times[i].isoformat(sep=' ')} (after {times[i - 1].isoformat(sep=' ')}); "
+                    f"rows must be in strictly increasing time"
+                )
+    return Series(values=values, columns=list(columns), times=times)
+
+
+def _fill(values: np.ndarray, columns, gaps, fill: str, path: Path) -> np.ndarray:
+    line, column = gaps[0]
+    where = f"{len(gaps)} empty or NaN cell(s), first at line {line}, column {column!r}"
+    if fill == "error":
+        raise DataError(
+            f"{path}: {where}; set data.fill=ffill or data.fill=interpolate to fill them"
+        )
+    if fill not in FILLS:
+        raise DataError(f"data.fill={fill!r} is not allowed: choose one of {', '.join(FILLS)}")
+    filled = values.copy()
+    for j, name in enumerate(columns):
+        column_values = filled[:, j]
+        known = ~np.isnan(column_values)
+        if not known.any():
+            raise DataError(f"{path}: column {name!r} has no values at all")
+        if fill == "ffill":
+            if not known[0]:
+                raise DataError(
+                    f"{path}: column {name!r} starts empty at line 2; ffill has nothing to carry "
+                    f"forward (use data.fill=interpolate)"
+                )
+            last = np.maximum.accumulate(np.where(known, np.arange(len(known)), 0))
+            filled[:, j] = column_values[last]
+        else:  # linear in the row number; edges take the nearest known value
+            rows = np.arange(len(column_values))
+            filled[:, j] = np.interp(rows, rows[known], column_values[known])
+    return filled

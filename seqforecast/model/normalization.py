@@ -1,0 +1,78 @@
+"""Per-window instance normalisation inside the model (`model.instance_norm`).
+
+The model reads each input window in normalised units and its forecast is mapped back, so
+a window's level (and with RevIN its scale) costs the network nothing:
+
+- `none`: identity.
+- `last`: subtract each channel's last observed value, add it back to the forecast (NLinear).
+- `revin`: RevIN (Kim et al. 2022): each channel's window mean and standard deviation,
+  then a learnable per-channel affine; inverted, affine first, on the forecast.
+
+The forecast channels (targets) are the first `n_targets` channels of the input.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+INSTANCE_NORMS = ("none", "last", "revin")
+
+
+class NoNorm(nn.Module):
+    def normalize(self, src: Tensor) -> tuple[Tensor, object]:
+        return src, None
+
+    def normalize_targets(self, values: Tensor, stats) -> Tensor:
+        return values
+
+    def denormalize_targets(self, values: Tensor, stats) -> Tensor:
+        return values
+
+
+class LastValueNorm(NoNorm):
+    def normalize(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        level = src[:, -1:, :]  # [B, 1, F]
+        return src - level, level
+
+    def normalize_targets(self, values: Tensor, level: Tensor) -> Tensor:
+        return values - level[..., : values.shape[-1]]
+
+    def denormalize_targets(self, values: Tensor, level: Tensor) -> Tensor:
+        return values + level[..., : values.shape[-1]]
+
+
+class RevIN(NoNorm):
+    def __init__(self, n_features: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(n_features))
+        self.bias = nn.Parameter(torch.zeros(n_features))
+
+    def normalize(self, src: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        mean = src.mean(dim=1, keepdim=True)  # [B, 1, F]
+        std = torch.sqrt(src.var(dim=1, keepdim=True, unbiased=False) + self.eps)
+        return (src - mean) / std * self.weight + self.bias, (mean, std)
+
+    def normalize_targets(self, values: Tensor, stats) -> Tensor:
+        mean, std = stats
+        t = values.shape[-1]
+        return (values - mean[..., :t]) / std[..., :t] * self.weight[:t] + self.bias[:t]
+
+    def denormalize_targets(self, values: Tensor, stats) -> Tensor:
+        mean, std = stats
+        t = values.shape[-1]
+        # A weight at exactly zero would divide by zero: keep it eps away, sign intact.
+        weight = self.weight[:t]
+        weight = torch.where(weight.abs() < self.eps, torch.full_like(weight, self.eps), weight)
+        return (values - self.bias[:t]) / weight * std[..., :t] + mean[..., :t]
+
+
+def build_instance_norm(name: str, n_features: int) -> NoNorm:
+    if name == "none":
+        return NoNorm()
+    if name == "last":
+        return LastValueNorm()
+    if name == "revin":
+        return RevIN(n_features)
+    raise ValueError(f"instance_norm={name!r}; allowed: {', '.join(INSTANCE_NORMS)}")

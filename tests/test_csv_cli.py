@@ -1,0 +1,179 @@
+"""Forecasting a user's CSV end to end: train, evaluate, predict, and every bad file."""
+# ruff: noqa: E501  (the bad-file table keeps each expected message on its line)
+
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+
+from seqforecast.data.windows import window_starts
+
+from .cli_helpers import REPO, TINY, run_cli
+
+EXAMPLE = REPO / "data" / "example.csv"
+SMALL = ["epochs=2", "in_len=24", "out_len=12", "model.label_len=12", "data.stride=4"]
+
+
+def test_the_example_csv_is_what_the_script_writes(tmp_path):
+    out = tmp_path / "example.csv"
+    subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "make_example_csv.py"), "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    assert out.read_bytes() == EXAMPLE.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def csv_run(tmp_path_factory):
+    base = tmp_path_factory.mktemp("csv")
+    run_dir = base / "run"
+    run_cli(
+        ["experiment=csv_example", *SMALL, f"data.path={EXAMPLE}", f"hydra.run.dir={run_dir}"], base
+    )
+    return run_dir
+
+
+def test_metrics_are_in_the_data_units_over_every_test_window(csv_run):
+    metrics = json.loads((csv_run / "metrics.json").read_text())
+    assert set(metrics["test"]) == {"model", "last_value", "drift", "nlinear", "seasonal_naive"}
+    # The last-value baseline recomputed from the raw file: same windows, same units.
+    load = np.genfromtxt(EXAMPLE, delimiter=",", names=True, dtype=None, encoding=None)["load"]
+    starts = window_starts(range(1224, 1440), 36, 4)  # test rows: the last 15% of 1440
+    errors = [load[s + 24 : s + 36] - load[s + 23] for s in starts]
+    expected = float(np.mean(np.square(errors)))
+    assert metrics["test"]["last_value"]["mse"] == pytest.approx(expected, rel=1e-5)
+    assert metrics["test"]["model"]["mse"] > 0
+
+
+def test_evaluate_reproduces_a_csv_run(csv_run, tmp_path):
+    run_cli([f"run_dir={csv_run}"], tmp_path, module="seqforecast.evaluate")
+    trained = json.loads((csv_run / "metrics.json").read_text())
+    again = json.loads((csv_run / "evaluate" / "best" / "metrics.json").read_text())
+    assert again["test"] == trained["test"] and again["val"] == trained["val"]
+
+
+def test_predict_writes_the_next_steps_with_timestamps_in_data_units(csv_run, tmp_path):
+    lines = EXAMPLE.read_text().splitlines()
+    recent = tmp_path / "recent.csv"
+    recent.write_text("\n".join([lines[0], *lines[-50:]]) + "\n")
+    output = tmp_path / "forecast.csv"
+    out = run_cli(
+        [f"run_dir={csv_run}", f"input={recent}", f"output={output}"], tmp_path,
+        module="seqforecast.predict",
+    ).stdout  # fmt: skip
+    assert "12 steps from 2024-03-01 00:00" in out
+    rows = output.read_text().splitlines()
+    assert rows[0] == "time,load" and len(rows) == 1 + 12
+    last = datetime.fromisoformat(lines[-1].split(",")[0])
+    times = [datetime.fromisoformat(r.split(",")[0]) for r in rows[1:]]
+    assert times == [last + timedelta(hours=h) for h in range(1, 13)]
+    values = np.array([float(r.split(",")[1]) for r in rows[1:]])
+    recent_load = np.array([float(line.split(",")[1]) for line in lines[-50:]])
+    # Raw units: the load level, not standardised values around zero.
+    assert recent_load.min() - 30 < values.min() and values.max() < recent_load.max() + 30
+    assert values.mean() > 50
+
+
+def test_predict_refuses_short_or_wrong_input_and_synthetic_runs(csv_run, tmp_path):
+    lines = EXAMPLE.read_text().splitlines()
+    short = tmp_path / "short.csv"
+    short.write_text("\n".join([lines[0], *lines[-10:]]) + "\n")
+    wrong = tmp_path / "wrong.csv"
+    wrong.write_text("time,power\n" + "\n".join(f"2024-01-01 {h:02d}:00,{h}" for h in range(24)))
+    cases = [
+        ([f"input={short}"], "short.csv: 10 rows; the model reads the last in_len=24"),
+        (
+            [f"input={wrong}"],
+            "wrong.csv: no column 'load', 'temperature'; the file has time, power",
+        ),
+    ]
+    for args, message in cases:
+        proc = run_cli(
+            [f"run_dir={csv_run}", *args, f"output={tmp_path / 'f.csv'}"], tmp_path,
+            module="seqforecast.predict", check=False,
+        )  # fmt: skip
+        assert proc.returncode == 2 and message in proc.stderr
+        assert proc.stderr.count("\n") == 1
+    assert not (tmp_path / "f.csv").exists()
+
+    synthetic = tmp_path / "synthetic"
+    run_cli([*TINY, "epochs=1", f"hydra.run.dir={synthetic}"], tmp_path)
+    proc = run_cli(
+        [f"run_dir={synthetic}", f"input={short}", f"output={tmp_path / 'f.csv'}"], tmp_path,
+        module="seqforecast.predict", check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "predict needs a run trained with data=csv" in proc.stderr
+
+
+# ----------------------------------------------------------------------------- bad files
+
+HEADER = "time,y,x"
+
+
+def _rows(n, start=0):
+    """Rows at minutes start..start+n-1 of one hour, y = the minute, x = twice it."""
+    return [f"2024-01-01 00:{i:02d}:00,{i},{2 * i}" for i in range(start, start + n)]
+
+
+def _with_line_7(bad_row):
+    """A 41-row file whose line 7 (the 6th data row) is `bad_row`."""
+    return "\n".join([HEADER, *_rows(5), bad_row, *_rows(35, 10)])
+
+
+TIME = ["data.time_column=time"]
+BAD_FILES = {  # name: (file text or None for no file, extra args, message)
+    "missing file": (None, [], "no such file"),
+    "missing column": ("time,y,z\n" + "\n".join(_rows(40)), [], "no column 'x'; the file has time, y, z"),
+    "non-numeric": (_with_line_7("2024-01-01 00:05:30,abc,1"), [], "line 7, column 'y': 'abc' is not a number"),
+    "empty cell": (_with_line_7("2024-01-01 00:05:30,,1"), [], "1 empty or NaN cell(s), first at line 7, column 'y'; set data.fill=ffill or data.fill=interpolate"),
+    "NaN cell": (_with_line_7("2024-01-01 00:05:30,3,NaN"), [], "first at line 7, column 'x'"),
+    "too few rows": ("\n".join([HEADER, *_rows(4)]), [], "4 rows, fewer than one window (in_len + out_len = 6)"),
+    "split too short": ("\n".join([HEADER, *_rows(20)]), [], "the val split has 3 rows"),
+    "unsorted times": (_with_line_7("2024-01-01 00:02:00,3,1"), TIME, "line 7, column 'time': unsorted timestamp 2024-01-01 00:02:00"),
+    "duplicate times": (_with_line_7("2024-01-01 00:04:00,3,1"), TIME, "line 7, column 'time': duplicate timestamp"),
+    "bad time": (_with_line_7("yesterday,1,2"), TIME, "'yesterday' is not an ISO 8601 time"),
+    "unknown scaling": ("\n".join([HEADER, *_rows(40)]), ["data.scale=zscore"], "data.scale='zscore' is not allowed: choose one of none, standard, minmax"),
+    "season too long": ("\n".join([HEADER, *_rows(40)]), ["data.season=9"], "data.season=9 is not allowed: must be in [0, data.in_len=4]"),
+    "target as feature": ("\n".join([HEADER, *_rows(40)]), ["data.features=[y]"], "data.features=['y'] is not allowed: must not repeat the target 'y'"),
+}  # fmt: skip
+CSV_ARGS = ["data=csv", "data.target=y", "data.features=[x]", "in_len=4", "out_len=2",
+            "model.label_len=2", "epochs=1", "d_model=8", "n_heads=2"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def bad_file_runs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("badcsv")
+
+    def one(item):
+        index, (name, (text, extra, _)) = item
+        path = base / f"file{index}.csv"
+        if text is not None:
+            path.write_text(text + "\n")
+        args = [*CSV_ARGS, f"data.path={path}", *extra, f"hydra.run.dir={base / f'run{index}'}"]
+        return name, run_cli(args, base, check=False)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(pool.map(one, enumerate(BAD_FILES.items())))
+
+
+@pytest.mark.parametrize("name", list(BAD_FILES))
+def test_a_bad_file_gets_one_line_and_exit_2(bad_file_runs, name):
+    proc = bad_file_runs[name]
+    assert proc.returncode == 2, proc.stderr
+    assert BAD_FILES[name][2] in proc.stderr
+    assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1
+    assert "Traceback" not in proc.stderr
+
+
+def test_filled_gaps_train(tmp_path):
+    path = tmp_path / "gaps.csv"
+    path.write_text(BAD_FILES["empty cell"][0] + "\n")
+    for fill in ("ffill", "interpolate"):
+        run_cli([*CSV_ARGS, f"data.path={path}", f"data.fill={fill}",
+                 f"hydra.run.dir={tmp_path / fill}"], tmp_path)  # fmt: skip
+        assert (tmp_path / fill / "metrics.json").is_file()
