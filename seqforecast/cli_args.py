@@ -1,12 +1,27 @@
-"""key=value arguments for the small CLIs (evaluate, predict), checked in one line."""
+"""What the command-line tools share: key=value arguments, and bad input as one line.
+
+`BAD_INPUT` are the errors a user causes (a config value, a data file, a checkpoint, a run
+dir, a command line); each str() is one line naming the culprit. `run_tool` gives evaluate and
+predict the same behaviour: --help prints the module doc, bad input prints `error: <line>`
+and exits 2, anything else is a bug and keeps its traceback.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
+
+from .config.validate import ConfigError
+from .data.csv_series import DataError
+from .training.checkpoint import CheckpointError
+from .training.restore import RunError
 
 
 class UsageError(ValueError):
     """A wrong command line; str(err) names the argument and shows the usage."""
+
+
+BAD_INPUT = (ConfigError, DataError, CheckpointError, RunError, UsageError)
 
 
 def parse_key_values(
@@ -22,3 +37,16 @@ def parse_key_values(
         if not args.get(key):
             raise UsageError(f"{key} is required; usage: {usage}")
     return args
+
+
+def run_tool(argv: list[str] | None, doc: str, action: Callable[[list[str]], None]) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if any(a in ("-h", "--help") for a in argv):
+        print(doc.strip())
+        return 0
+    try:
+        action(argv)
+    except BAD_INPUT as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0

@@ -10,14 +10,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .cli_args import UsageError, parse_key_values
-from .config import ConfigError
-from .data import DataError
+from .cli_args import parse_key_values, run_tool
 from .training.baselines import fit_baselines
-from .training.checkpoint import CheckpointError
 from .training.monitor import save_visuals
 from .training.report import evaluate, format_table, write_metrics
-from .training.restore import LoadedRun, RunError, load_run
+from .training.restore import LoadedRun, load_run
 
 USAGE = __doc__.strip().splitlines()[0]
 DEFAULTS = {"run_dir": None, "checkpoint": "best", "device": None}
@@ -35,22 +32,17 @@ def reevaluate(run: LoadedRun, checkpoint: str) -> dict:
     return results
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if any(a in ("-h", "--help") for a in argv):
-        print(__doc__.strip())
-        return 0
-    try:
-        args = parse_key_values(argv, DEFAULTS, ["run_dir"], USAGE)
-        run = load_run(Path(args["run_dir"]), args["checkpoint"], args["device"])
-        results = reevaluate(run, args["checkpoint"])
-    except (UsageError, RunError, CheckpointError, ConfigError, DataError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+def evaluate_command(argv: list[str]) -> None:
+    args = parse_key_values(argv, DEFAULTS, ["run_dir"], USAGE)
+    run = load_run(Path(args["run_dir"]), args["checkpoint"], args["device"])
+    results = reevaluate(run, args["checkpoint"])
     print(f"{args['checkpoint']} checkpoint (epoch {run.checkpoint['epoch']}) of {run.run_dir}")
     print(format_table(results))
     print(f"written to {run.run_dir / 'evaluate' / args['checkpoint']}")
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_tool(argv, __doc__, evaluate_command)
 
 
 if __name__ == "__main__":

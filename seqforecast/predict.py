@@ -16,11 +16,9 @@ from pathlib import Path
 
 import torch
 
-from .cli_args import UsageError, parse_key_values
-from .config import ConfigError
+from .cli_args import UsageError, parse_key_values, run_tool
 from .data import DataError, read_series
 from .data.scaling import Scaler
-from .training.checkpoint import CheckpointError
 from .training.files import atomic_write_text
 from .training.restore import LoadedRun, RunError, load_run
 
@@ -85,21 +83,16 @@ def forecast_csv(run: LoadedRun, input_path: Path, output_path: Path) -> tuple[i
     return len(rows), first
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if any(a in ("-h", "--help") for a in argv):
-        print(__doc__.strip())
-        return 0
-    try:
-        args = parse_key_values(argv, DEFAULTS, ["run_dir", "input", "output"], USAGE)
-        run = load_run(Path(args["run_dir"]), args["checkpoint"], args["device"], with_data=False)
-        rows, first = forecast_csv(run, Path(args["input"]), Path(args["output"]))
-    except (UsageError, RunError, CheckpointError, ConfigError, DataError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+def predict_command(argv: list[str]) -> None:
+    args = parse_key_values(argv, DEFAULTS, ["run_dir", "input", "output"], USAGE)
+    run = load_run(Path(args["run_dir"]), args["checkpoint"], args["device"], with_data=False)
+    rows, first = forecast_csv(run, Path(args["input"]), Path(args["output"]))
     since = f" from {first}" if first else ""
     print(f"wrote {args['output']}: {rows} steps{since} ({args['checkpoint']} checkpoint)")
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_tool(argv, __doc__, predict_command)
 
 
 if __name__ == "__main__":

@@ -26,14 +26,14 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from .cli_args import BAD_INPUT
 from .config import ConfigError, register_schemas, validate_config
 from .config.rundir import new_run_dir, register_resolvers, resume_target
-from .data import DataError
-from .training.checkpoint import CheckpointError, load_checkpoint
+from .training.checkpoint import load_checkpoint
 from .training.distributed import Distributed, from_env, init_from_env, shutdown
 from .training.interrupts import TrainingInterrupted
 from .training.loop import LAST, NonFiniteLoss
-from .training.restore import RunError, saved_choices, saved_config
+from .training.restore import saved_choices, saved_config
 from .training.run import run_training
 from .training.status import write_status
 
@@ -42,7 +42,6 @@ log = logging.getLogger("seqforecast.train")
 register_schemas()
 register_resolvers()
 
-BAD_INPUT = (ConfigError, RunError, CheckpointError, DataError)
 BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 
 
