@@ -1,15 +1,17 @@
 """Forward + backward speed and peak memory of every attention backend, side by side with torch.
 
     python scripts/bench_attention.py                       # the README table
-    python scripts/bench_attention.py --lengths 256 1024 --repeats 3
+    python scripts/bench_attention.py --lengths 256 1024 --repeats 1
 
 Each (case, length) runs in a fresh Python process, so one case's allocations and caches cannot
 colour the next. A case builds its module and a [B, L, d_model] input, then times
-`out = attn(x, x, causal=True); out.sum().backward()`: one warm-up step, then repeats, reporting
-the median. Peak memory is the process's resident-set high-water mark (VmHWM, reset through
-/proc/self/clear_refs just before the warm-up) above the resident set at that moment, so it
-counts what the step itself allocates. Cases whose estimated memory would not fit are skipped and
-say so. The table is printed and written as JSON (--out).
+`out = attn(x, x, causal=True); out.sum().backward()`: one warm-up step, then at least
+`--steps` timed steps, reporting the median. Every case runs `--repeats` times (order reversed
+every other round) and the table keeps its fastest round, the one least disturbed by the rest
+of a shared machine. Peak memory is the process's resident-set high-water mark (VmHWM, reset
+through /proc/self/clear_refs just before the warm-up) above the resident set at that moment,
+so it counts what the step itself allocates. Cases whose estimated memory would not fit are
+skipped and say so. The table is printed and written as JSON (--out).
 
 References, in the same run: torch's fused `scaled_dot_product_attention` (causal, full; no
 projections) and `torch.nn.MultiheadAttention` (causal mask, need_weights=False).
@@ -20,12 +22,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from bench_common import best_of_rounds, write_report
 
 DEFAULTS = dict(batch=4, d_model=64, heads=4, block_size=16)
 CASES = {
@@ -35,7 +38,8 @@ CASES = {
     "vanilla": ("seqforecast vanilla, causal, need_weights=False", None),
     "einsum": ("seqforecast einsum, causal, need_weights=False", None),
     "diff_block16": ("seqforecast diff, block_size=16, causal", None),
-    "diff_full": ("seqforecast diff, block_size=0, causal", 2 * 5),
+    # Dense diff without weights runs on the fused kernel: linear memory too.
+    "diff_full": ("seqforecast diff, block_size=0, causal (fused kernel)", None),
 }
 
 
@@ -149,7 +153,7 @@ def _spawn(case: str, length: int, cfg: dict, args) -> dict:
     if skip:
         return {"case": case, "length": length, "status": skip}
     spec = json.dumps(
-        dict(case=case, length=length, cfg=cfg, repeats=args.repeats, min_seconds=args.min_seconds)
+        dict(case=case, length=length, cfg=cfg, repeats=args.steps, min_seconds=args.min_seconds)
     )
     repo = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ, PYTHONPATH=repo + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -242,7 +246,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[256, 1024, 4096, 16384])
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
-    parser.add_argument("--repeats", type=int, default=3, help="minimum timed steps per case")
+    parser.add_argument("--repeats", type=int, default=2, help="rounds over the cases")
+    parser.add_argument("--steps", type=int, default=3, help="minimum timed steps per case")
     parser.add_argument("--min-seconds", type=float, default=2.0, help="time fast cases this long")
     parser.add_argument("--timeout", type=int, default=900, help="seconds before a case is skipped")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/attention.json"))
@@ -255,13 +260,15 @@ def main(argv=None) -> int:
         return 0
 
     cfg = dict(DEFAULTS)
-    results = []
-    for length in args.lengths:
-        for case in args.cases:
-            r = _spawn(case, length, cfg, args)
-            results.append(r)
-            shown = f"{r['tokens_per_s']:,.0f} tok/s" if r["status"] == "ok" else r["status"]
-            print(f"{case:>13} L={length:<6} {shown}", file=sys.stderr, flush=True)
+
+    def show(r: dict) -> None:
+        shown = f"{r['tokens_per_s']:,.0f} tok/s" if r["status"] == "ok" else r["status"]
+        print(f"{r['case']:>13} L={r['length']:<6} {shown}", file=sys.stderr, flush=True)
+
+    specs = [dict(case=case, length=length) for length in args.lengths for case in args.cases]
+    results = best_of_rounds(
+        specs, args.repeats, lambda s: _spawn(s["case"], s["length"], cfg, args), show
+    )
 
     targets = evaluate_targets(results)
     print(format_table(results, args.lengths))
@@ -271,19 +278,15 @@ def main(argv=None) -> int:
         verdict = {True: "met", False: "MISSED", None: "not measured"}[t["met"]]
         print(f"- {t['target']}: {value} ({verdict})")
 
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    report = dict(
-        command="python " + " ".join([Path(__file__).name, *(argv or sys.argv[1:])]),
-        machine=dict(
-            platform=platform.platform(), cpus=os.cpu_count(), python=sys.version.split()[0]
-        ),
+    write_report(
+        args.out,
+        __file__,
+        argv,
         config=cfg,
         cases={k: v[0] for k, v in CASES.items()},
         results=results,
         targets=targets,
     )
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"\nwrote {args.out}", file=sys.stderr)
     return 0
 
 

@@ -6,6 +6,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 
@@ -69,6 +70,33 @@ def combine_masks(*masks: Tensor | None) -> Tensor | None:
     for m in present[1:]:
         out = out | m
     return out
+
+
+def fused_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *,
+    causal: bool = False,
+    blocked: Tensor | None = None,
+    rows_may_be_empty: bool = False,
+    dropout: float = 0.0,
+) -> Tensor:
+    """torch's fused scaled_dot_product_attention with this package's mask conventions.
+
+    q [..., Lq, d], k and v [..., Lk, d] -> [..., Lq, d]. Without `blocked` the kernel applies
+    `causal` itself; with it (True = may not attend; causal already folded in) it takes the
+    mask. When a row may have no key at all (padding), that row attends everywhere (finite)
+    and is zeroed after, as `masked_softmax_` does.
+    """
+    if blocked is None:
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=causal)
+    if not rows_may_be_empty:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=~blocked, dropout_p=dropout)
+    empty = blocked.all(dim=-1, keepdim=True)
+    allowed = ~(blocked & ~empty)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout)
+    return out.masked_fill(empty, 0.0)
 
 
 class ShapeCache:

@@ -14,10 +14,9 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._common import ShapeCache, check_dropout, check_inputs, combine_masks
+from ._common import ShapeCache, check_dropout, check_inputs, combine_masks, fused_attention
 from .position import AttentionPosition, relative_geometry
 
 
@@ -127,14 +126,15 @@ class ProjectedAttention(nn.Module):
             t.view(batch, t.shape[1], self.n_heads, self.head_dim).transpose(1, 2)
             for t in (q, k, v)
         )
-        if not has_padding:
-            out = F.scaled_dot_product_attention(qh, kh, vh, dropout_p=dropout, is_causal=causal)
-        else:
-            # A row with every key padded attends everywhere (finite) and is zeroed after.
-            empty = blocked.all(dim=-1, keepdim=True)
-            allowed = ~(blocked & ~empty)
-            out = F.scaled_dot_product_attention(qh, kh, vh, attn_mask=allowed, dropout_p=dropout)
-            out = out.masked_fill(empty, 0.0)
+        out = fused_attention(
+            qh,
+            kh,
+            vh,
+            causal=causal,
+            blocked=blocked if has_padding else None,  # no padding: the kernel's own causal
+            rows_may_be_empty=has_padding,
+            dropout=dropout,
+        )
         # [B, H, Lq, head_dim] -> [B, Lq, E]
         return out.transpose(1, 2).reshape(batch, q_len, self.d_model)
 

@@ -150,6 +150,8 @@ class TrainerConfig:
     device: str = MISSING
     num_threads: int = MISSING
     strategy: str = MISSING
+    compile: bool = MISSING
+    precision: str = MISSING
 
 
 @dataclass

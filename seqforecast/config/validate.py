@@ -20,6 +20,7 @@ from ..model.positional import POSITIONAL_ENCODINGS
 from ..model.transformer import DECODING
 
 STRATEGIES = ("single", "ddp")
+PRECISIONS = ("fp32", "bf16")
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
 
@@ -198,6 +199,7 @@ def validate_config(cfg) -> None:
     min_lr = cfg["trainer"]["min_lr_frac"]
     _check(0.0 <= min_lr <= 1.0, "trainer.min_lr_frac", min_lr, "must be in [0, 1]")
     _choice(cfg, "trainer.strategy", STRATEGIES)
+    _choice(cfg, "trainer.precision", PRECISIONS)
     _at_least(cfg, "log.attention_every", 0)
     device = cfg["trainer"]["device"]
     _check(

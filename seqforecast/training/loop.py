@@ -33,6 +33,7 @@ from .distributed import SINGLE, Distributed, unwrap
 from .interrupts import TrainingInterrupted, stop_on_signals
 from .metrics import split_metrics
 from .monitor import Monitor
+from .restore import RunError
 from .rng import capture_rng, restore_rng
 from .schedule import warmup_cosine
 
@@ -117,11 +118,12 @@ def train_model(
     scheduler = warmup_cosine(
         optimizer, epochs * steps_per_epoch, trainer_cfg["warmup_frac"], trainer_cfg["min_lr_frac"]
     )
+    bf16 = trainer_cfg["precision"] == "bf16"
     shuffle = torch.Generator().manual_seed(seed)  # batch order: on the CPU, device-independent
     state, best_weights = LoopState(), None
     if resume is not None:
         if len(resume["rng"]) != ctx.world_size:
-            raise RuntimeError(
+            raise RunError(
                 f"last.pt comes from a run on {len(resume['rng'])} process(es); resume it on "
                 f"as many (torchrun --nproc_per_node), not {ctx.world_size}"
             )
@@ -164,9 +166,9 @@ def train_model(
 
     session_start = time.perf_counter()
     seconds_before = state.seconds
-    show = None if progress else True  # tqdm: None = only on a terminal
+    hide_bars = None if progress else True  # tqdm's disable=None: bars only on a terminal
     epoch_bar = tqdm(
-        total=epochs, initial=state.epoch, desc="epochs", file=sys.stderr, disable=show
+        total=epochs, initial=state.epoch, desc="epochs", file=sys.stderr, disable=hide_bars
     )
     with stop_on_signals() as stop, epoch_bar:
         while state.epoch < epochs and not state.stopped_early:
@@ -182,7 +184,7 @@ def train_model(
                 desc=f"epoch {epoch}",
                 leave=False,
                 file=sys.stderr,
-                disable=show,
+                disable=hide_bars,
             )
             for batch in step_bar:
                 started = time.perf_counter()
@@ -192,7 +194,8 @@ def train_model(
                 # Summed squared error scaled so that the ranks' average gradient is the
                 # global batch's mean (world size 1: the plain MSE).
                 global_values = len(index) * values_per_window
-                sse = F.mse_loss(model(src, target), target, reduction="sum")
+                with torch.autocast(src.device.type, torch.bfloat16, enabled=bf16):
+                    sse = F.mse_loss(model(src, target), target, reduction="sum")
                 loss = sse * (ctx.world_size / global_values)
                 shared = ctx.sum(  # [global squared error, ranks that got a signal]
                     torch.tensor([sse.item(), float(bool(stop))], dtype=torch.float64)

@@ -23,7 +23,7 @@ from .loop import train_model
 from .monitor import Monitor, RunMonitor, flatten
 from .report import evaluate, format_table, ratios, write_metrics
 from .restore import RunError
-from .runtime import configure_threads, resolve_device, seed_everything
+from .runtime import compile_model, configure_threads, resolve_device, seed_everything
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,8 @@ def run_training(
     data = build_data(plain["data"], cfg.seed, device)
     model = build_model(plain, data.n_features, data.n_targets).to(device)
     seed_everything(cfg.seed + ctx.rank)  # each rank its own stream (dropout)
+    if trainer_cfg["compile"]:
+        compile_model(model)
     baselines = fit_baselines(data.train.src, data.train.target, plain["data"].get("season", 0))
     n_params = sum(p.numel() for p in model.parameters())
     log.info(

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import random
 
 import numpy as np
 import torch
+from torch import nn
 
 from ..config.validate import ConfigError
+
+log = logging.getLogger(__name__)
 
 
 def seed_everything(seed: int) -> None:
@@ -35,3 +39,19 @@ def resolve_device(name: str) -> torch.device:
 def configure_threads(num_threads: int) -> None:
     if num_threads > 0:
         torch.set_num_threads(num_threads)
+
+
+def compile_model(model: nn.Module) -> bool:
+    """torch.compile `model` in place (state-dict keys unchanged). Where torch.compile cannot
+    work (no C++ toolchain, an unsupported platform), say so once and train eagerly; a part of
+    the model it cannot compile runs eagerly too. Returns whether compiling is on."""
+    try:
+        torch.compile(lambda x: x * 2 + 1)(torch.ones(4))  # the toolchain works at all
+    except Exception as err:  # whatever the backend raises: compiling is an optimisation
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        log.warning("trainer.compile=true: torch.compile is unavailable here (%s); "
+                    "training without it", reason)  # fmt: skip
+        return False
+    torch._dynamo.config.suppress_errors = True
+    model.compile()
+    return True

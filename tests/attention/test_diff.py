@@ -106,3 +106,23 @@ def test_block_local_self_attention_rejects_different_lengths():
     attn = build_attention("diff", 16, 4, block_size=4)
     with pytest.raises(ValueError, match="cross_attention=True"):
         attn(torch.randn(1, 5, 16), torch.randn(1, 6, 16))
+
+
+@pytest.mark.parametrize("cross,block_size", [(False, 0), (True, 0), (True, 4)], ids=str)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("padded", [False, True])
+def test_fused_path_matches_the_reference(cross, block_size, causal, padded, sdpa_calls):
+    """Without weights asked for and nothing between scores and softmax, dense diff (self or
+    cross) runs on two fused SDPA calls: the same function."""
+    attn = _diff(block_size=block_size, cross_attention=cross)
+    query, memory = torch.randn(3, 7, 16), torch.randn(3, 9 if cross else 7, 16)
+    padding = None
+    if padded:
+        padding = torch.zeros(3, memory.shape[1], dtype=torch.bool)
+        padding[0, -3:] = True
+        padding[1, :] = True  # no key at all: zero attention, finite output
+    kv = memory if cross else query
+    out, weights = attn(query, kv, causal=causal, key_padding_mask=padding)
+    assert weights is None and sdpa_calls, "the fused path ran"
+    expected, _ = dense_diff_reference(attn, query, kv, causal, padding)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-4)

@@ -4,7 +4,6 @@ import math
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from seqforecast.attention import RelativePositionTerms, RotaryEmbedding, build_attention
 
@@ -117,18 +116,10 @@ def test_diff_position_shorthand_conflicts_with_a_module():
         build_attention("diff", 16, 4, distance_decay=True, position=RotaryEmbedding(4))
 
 
-def test_fused_path_used_with_rotary_only(monkeypatch):
+def test_fused_path_used_with_rotary_only(sdpa_calls):
     """rope keeps the fused kernel; relative terms need the explicit scores."""
-    calls = []
-    original = F.scaled_dot_product_attention
-
-    def spy(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
     x = torch.randn(1, 6, 16)
     build_attention("vanilla", 16, 4, position=RotaryEmbedding(4))(x, x)
-    assert len(calls) == 1
+    assert len(sdpa_calls) == 1
     build_attention("vanilla", 16, 4, position=RelativePositionTerms())(x, x)
-    assert len(calls) == 1
+    assert len(sdpa_calls) == 1

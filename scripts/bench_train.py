@@ -1,0 +1,349 @@
+"""Training throughput of every backend, side by side with torch.nn.Transformer.
+
+    python scripts/bench_train.py                      # the README table
+    python scripts/bench_train.py --sizes default --steps 8
+
+Every case is a fresh Python process that trains for one epoch with seqforecast's own loop
+(`train_model`: forward, MSE, backward, clipping, AdamW, LR schedule) and reads each step's
+time from the loop's own clock (the `train/tokens_per_s` it reports). The first `--warmup`
+steps are dropped and the median step kept. Each case runs `--repeats` times, the order of
+the cases reversed every other round, and the table keeps each case's fastest median (the
+one least disturbed by the rest of the machine; every round is in the JSON).
+
+The reference is `torch.nn.Transformer` with the same dimensions (pre-norm, GELU, no
+dropout), the same input/output projections, positional table, placeholders and last-value
+normalisation, trained by the same loop.
+
+Also measured, in the same run: this machine's fp32 matmul rate (torch.mm, 2048^2), each
+model's FLOPs per token (torch's FlopCounterMode over one forward + backward), the achieved
+fraction of that rate, and the time to generate a batch of data relative to a step. Tokens
+are series steps: batch x (in_len + out_len) per step. Results print as a table and go to
+--out as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench_common import best_of_rounds, write_report
+
+REPO = Path(__file__).resolve().parents[1]
+
+SIZES = {
+    "default": dict(d_model=64, heads=4, enc=2, dec=1, in_len=24, out_len=12, label=8, batch=64),
+    "large": dict(d_model=128, heads=4, enc=3, dec=3, in_len=96, out_len=48, label=48, batch=64),
+    "long": dict(d_model=64, heads=4, enc=2, dec=1, in_len=1024, out_len=256, label=256, batch=8),
+}
+# name: (model, options); options: block_size, compile, precision, weights_every_step
+CASES = {
+    "reference": ("reference", {}),
+    "vanilla": ("vanilla", {}),
+    "einsum": ("einsum", {}),
+    "diff": ("diff", {}),
+    "diff_block16": ("diff", {"block_size": 16}),
+    "vanilla_bf16": ("vanilla", {"precision": "bf16"}),
+    "vanilla_compile": ("vanilla", {"compile": True}),
+    "vanilla_weights_every_step": ("vanilla", {"weights_every_step": True}),
+}
+PLAN = {
+    "default": ["reference", "vanilla", "einsum", "diff", "diff_block16"],
+    "large": [
+        "reference", "vanilla", "einsum", "diff", "diff_block16",
+        "vanilla_bf16", "vanilla_compile", "vanilla_weights_every_step",
+    ],
+    "long": ["reference", "vanilla", "diff", "diff_block16"],
+}  # fmt: skip
+
+
+# --------------------------------------------------------------------------- worker side
+
+
+def reference_model(size: dict):
+    """torch.nn.Transformer dressed like seqforecast's forecaster (oneshot decoding)."""
+    import torch
+    from torch import nn
+
+    from seqforecast.model.positional import SinusoidalEncoding
+
+    class ReferenceTransformer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            d = size["d_model"]
+            self.in_len, self.out_len, self.label = size["in_len"], size["out_len"], size["label"]
+            self.src_embed, self.tgt_embed = nn.Linear(1, d), nn.Linear(1, d)
+            self.placeholder = nn.Parameter(torch.randn(d) * 0.02)
+            self.encoding = SinusoidalEncoding(d, max_len=size["in_len"] + size["out_len"])
+            self.transformer = nn.Transformer(
+                d, size["heads"], size["enc"], size["dec"], 4 * d, dropout=0.0,
+                activation="gelu", batch_first=True, norm_first=True,
+            )  # fmt: skip
+            self.head = nn.Linear(d, 1)
+
+        def forward(self, src, tgt=None):
+            level = src[:, -1:]
+            src = src - level
+            x = self.encoding(self.src_embed(src))
+            known = self.tgt_embed(src[:, -self.label :])
+            fill = self.placeholder.expand(src.shape[0], self.out_len, -1)
+            y = self.encoding(torch.cat([known, fill], dim=1), offset=self.in_len - self.label)
+            out = self.transformer(x, y)
+            return self.head(out)[:, -self.out_len :] + level
+
+    return ReferenceTransformer()
+
+
+def overrides(size: dict, model: str, options: dict) -> list[str]:
+    return [
+        f"attention={'vanilla' if model == 'reference' else model}",
+        f"d_model={size['d_model']}", f"n_heads={size['heads']}",
+        f"model.encoder_layers={size['enc']}", f"model.decoder_layers={size['dec']}",
+        f"in_len={size['in_len']}", f"out_len={size['out_len']}",
+        f"model.label_len={size['label']}", f"batch_size={size['batch']}",
+        f"block_size={options.get('block_size', 0)}",
+        f"trainer.compile={options.get('compile', False)}",
+        f"trainer.precision={options.get('precision', 'fp32')}",
+        "pos_encoding.max_len=2048",
+    ]  # fmt: skip
+
+
+def count_flops(model, src, target) -> int:
+    import torch.nn.functional as F
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model.train()
+    with FlopCounterMode(display=False) as counter:
+        F.mse_loss(model(src, target), target).backward()
+    model.zero_grad(set_to_none=True)
+    return counter.get_total_flops()
+
+
+def run_case(size_name: str, case: str, steps: int, warmup: int) -> dict:
+    import torch
+    from omegaconf import OmegaConf
+
+    from seqforecast import build_model
+    from seqforecast.config import compose_config
+    from seqforecast.data import GENERATORS, synthetic_data
+    from seqforecast.training import train_model
+    from seqforecast.training.monitor import Monitor
+
+    size = SIZES[size_name]
+    model_name, options = CASES[case]
+    cfg = compose_config(overrides(size, model_name, options))
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    batch = size["batch"]
+    plain["data"].update(train_size=batch * (steps + warmup), val_size=batch)
+    trainer_cfg = dict(plain["trainer"], epochs=1, patience=0)
+    torch.manual_seed(0)
+    data = synthetic_data(plain["data"], 0, torch.device("cpu"))
+    build = (lambda: reference_model(size)) if model_name == "reference" else (
+        lambda: build_model(plain)
+    )  # fmt: skip
+    flops = count_flops(build(), data.train.src[:batch], data.train.target[:batch])
+    model = build()
+    if options.get("weights_every_step"):
+        from seqforecast.attention.base import ProjectedAttention
+
+        plain_forward = ProjectedAttention.forward
+
+        def with_weights(self, query, key_value, causal=False, key_padding_mask=None, **_):
+            return plain_forward(self, query, key_value, causal, key_padding_mask, True)
+
+        ProjectedAttention.forward = with_weights
+    compiled = False
+    if options.get("compile"):
+        from seqforecast.training.runtime import compile_model
+
+        compiled = compile_model(model)
+
+    window_tokens = size["in_len"] + size["out_len"]
+    seconds: list[float] = []
+
+    class StepClock(Monitor):
+        def on_step(self, step, scalars):
+            seconds.append(batch * window_tokens / scalars["tokens_per_s"])
+
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        train_model(model, data, trainer_cfg, Path(tmp), seed=0, config_yaml="",
+                    monitor=StepClock(), progress=False)  # fmt: skip
+    wall = time.perf_counter() - started
+    timed = seconds[warmup:]
+    step = statistics.median(timed)
+
+    generator = GENERATORS[plain["data"]["name"]]
+    gen = torch.Generator().manual_seed(1)
+    draws = []
+    for _ in range(20):
+        t0 = time.perf_counter()
+        generator(batch, size["in_len"], size["out_len"], generator=gen)
+        draws.append(time.perf_counter() - t0)
+    data_batch = statistics.median(draws)
+    return {
+        "size": size_name,
+        "case": case,
+        "status": "ok",
+        "median_step_s": step,
+        "steps_per_s": 1 / step,
+        "tokens_per_s": batch * window_tokens / step,
+        "flops_per_step": flops,
+        "flops_per_token": flops / (batch * window_tokens),
+        "achieved_gflops": flops / step / 1e9,
+        "data_batch_s": data_batch,
+        "data_fraction_of_step": data_batch / step,
+        "timed_steps": len(timed),
+        "wall_s": wall,
+        "compiled": compiled,
+        "threads": torch.get_num_threads(),
+    }
+
+
+def matmul_rate(n: int = 2048, repeats: int = 10) -> dict:
+    import torch
+
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    torch.mm(a, b)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        torch.mm(a, b)
+        times.append(time.perf_counter() - t0)
+    return {"case": "matmul", "status": "ok", "n": n,
+            "gflops": 2 * n**3 / statistics.median(times) / 1e9}  # fmt: skip
+
+
+# --------------------------------------------------------------------------- driver side
+
+
+def spawn(spec: dict, timeout: int) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    try:
+        proc = subprocess.run(
+            [sys.executable, __file__, "--worker", json.dumps(spec)],
+            capture_output=True, text=True, timeout=timeout, env=env,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return {**spec, "status": f"skipped: over {timeout}s"}
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {**spec, "status": f"failed: {last}"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def find(results, size, case):
+    return next(
+        (r for r in results if r.get("size") == size and r["case"] == case and r["status"] == "ok"),
+        None,
+    )
+
+
+def evaluate_targets(results) -> list[dict]:
+    targets = []
+    for size in SIZES:
+        ours, ref = find(results, size, "vanilla"), find(results, size, "reference")
+        if ours and ref and size != "long":
+            value = ref["median_step_s"] / ours["median_step_s"]
+            targets.append(dict(target=f"{size}: vanilla step >= 0.9x torch.nn.Transformer speed",
+                                value=value, met=value >= 0.9))  # fmt: skip
+    diff, vanilla = find(results, "long", "diff_block16"), find(results, "long", "vanilla")
+    if diff and vanilla:
+        value = vanilla["median_step_s"] / diff["median_step_s"]
+        targets.append(dict(target="long (in 1024, out 256): diff block 16 faster than vanilla",
+                            value=value, met=value > 1.0))  # fmt: skip
+    fractions = [r["data_fraction_of_step"] for r in results if r.get("data_fraction_of_step")]
+    if fractions:
+        worst = max(fractions)
+        targets.append(dict(target="a generated batch costs < 5% of a step (worst case)",
+                            value=worst, met=worst < 0.05))  # fmt: skip
+    return targets
+
+
+def format_table(results, peak: float | None) -> str:
+    lines = [
+        "| size | case | steps/s | tokens/s | vs reference | MFLOP/token | GFLOP/s"
+        " | of matmul peak | data gen / step |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        if r["case"] == "matmul":
+            continue
+        if r["status"] != "ok":
+            lines.append(f"| {r['size']} | {r['case']} | {r['status']} | | | | | | |")
+            continue
+        ref = find(results, r["size"], "reference")
+        ratio = f"{ref['median_step_s'] / r['median_step_s']:.2f}x" if ref else "-"
+        share = f"{r['achieved_gflops'] / peak:.1%}" if peak else "-"
+        lines.append(
+            f"| {r['size']} | {r['case']} | {r['steps_per_s']:.2f} | {r['tokens_per_s']:,.0f} | "
+            f"{ratio} | {r['flops_per_token'] / 1e6:.2f} | {r['achieved_gflops']:.2f} | {share} | "
+            f"{r['data_fraction_of_step']:.2%} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", nargs="+", default=list(PLAN), choices=list(SIZES))
+    parser.add_argument("--cases", nargs="+", choices=list(CASES), help="default: all planned")
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per case")
+    parser.add_argument("--warmup", type=int, default=5, help="steps dropped first")
+    parser.add_argument("--repeats", type=int, default=2, help="rounds over the cases")
+    parser.add_argument("--timeout", type=int, default=1200)
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/train.json"))
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.worker:
+        spec = json.loads(args.worker)
+        if spec["case"] == "matmul":
+            print(json.dumps(matmul_rate()))
+        else:
+            print(json.dumps(run_case(spec["size"], spec["case"], spec["steps"], spec["warmup"])))
+        return 0
+
+    results = [spawn({"case": "matmul"}, args.timeout)]
+    peak = results[0].get("gflops")
+    print(f"fp32 matmul (torch.mm 2048^2): {peak:.1f} GFLOP/s", file=sys.stderr)
+
+    def show(r: dict) -> None:
+        shown = f"{r['tokens_per_s']:,.0f} tok/s" if r["status"] == "ok" else r["status"]
+        print(f"{r['size']:>8} {r['case']:<28} {shown}", file=sys.stderr, flush=True)
+
+    for size in args.sizes:
+        specs = [
+            dict(size=size, case=case, steps=args.steps, warmup=args.warmup)
+            for case in PLAN[size]
+            if not args.cases or case in args.cases
+        ]
+        results += best_of_rounds(specs, args.repeats, lambda s: spawn(s, args.timeout), show)
+
+    targets = evaluate_targets(results)
+    print(f"fp32 matmul rate of this machine: {peak:.1f} GFLOP/s\n")
+    print(format_table(results, peak))
+    print()
+    for t in targets:
+        value = f"{t['value']:.2%}" if "%" in t["target"] else f"{t['value']:.2f}"
+        print(f"- {t['target']}: {value} ({'met' if t['met'] else 'MISSED'})")
+    write_report(
+        args.out,
+        __file__,
+        argv,
+        sizes=SIZES,
+        cases={k: {"model": v[0], **v[1]} for k, v in CASES.items()},
+        matmul_gflops=peak,
+        results=results,
+        targets=targets,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

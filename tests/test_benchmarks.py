@@ -1,0 +1,48 @@
+"""The benchmark scripts run and write their tables (tiny settings; no timing is asserted)."""
+
+import json
+import subprocess
+import sys
+
+from .cli_helpers import REPO
+
+
+def run_script(name, *args, cwd):
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / name), *args],
+        cwd=cwd, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_bench_attention_runs_each_case_and_writes_json(tmp_path):
+    out = tmp_path / "attention.json"
+    table = run_script(
+        "bench_attention.py", "--lengths", "64", "--cases", "sdpa_causal", "vanilla",
+        "diff_block16", "--repeats", "1", "--steps", "1", "--min-seconds", "0", "--out", str(out),
+        cwd=tmp_path,
+    )  # fmt: skip
+    report = json.loads(out.read_text())
+    assert [r["case"] for r in report["results"]] == ["sdpa_causal", "vanilla", "diff_block16"]
+    for r in report["results"]:
+        assert r["status"] == "ok" and r["tokens_per_s"] > 0 and r["peak_mib"] >= 0
+    assert "| diff_block16 |" in table
+
+
+def test_bench_train_runs_the_reference_and_a_backend_through_the_loop(tmp_path):
+    out = tmp_path / "train.json"
+    table = run_script(
+        "bench_train.py", "--sizes", "default", "--cases", "reference", "vanilla",
+        "--steps", "2", "--warmup", "1", "--repeats", "1", "--out", str(out), cwd=tmp_path,
+    )  # fmt: skip
+    report = json.loads(out.read_text())
+    assert report["matmul_gflops"] > 0
+    rows = {r["case"]: r for r in report["results"] if r.get("size") == "default"}
+    assert set(rows) == {"reference", "vanilla"}
+    for r in rows.values():
+        assert r["status"] == "ok" and r["timed_steps"] == 2
+        assert r["flops_per_token"] > 0 and 0 < r["data_fraction_of_step"] < 1
+    # The same dimensions: the reference and ours count the same matmul FLOPs per token.
+    assert rows["vanilla"]["flops_per_token"] == rows["reference"]["flops_per_token"]
+    assert "| default | vanilla |" in table

@@ -1,0 +1,50 @@
+"""trainer.precision=bf16 and trainer.compile: what they change, and the fallback."""
+
+import logging
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from seqforecast import build_model
+from seqforecast.config import compose_config
+from seqforecast.data import synthetic_data
+from seqforecast.training import runtime, train_model
+
+
+def _tiny(precision):
+    cfg = compose_config(
+        ["experiment=quick", "data.train_size=64", f"trainer.precision={precision}"]
+    )
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    torch.manual_seed(0)
+    return plain, synthetic_data(plain["data"], 0, torch.device("cpu")), build_model(plain)
+
+
+def test_bf16_autocasts_the_training_forward_and_stays_close(tmp_path):
+    results, dtypes = {}, set()
+    for precision in ("fp32", "bf16"):
+        plain, data, model = _tiny(precision)
+
+        def record(module, inputs, output, precision=precision):
+            if module.training:
+                dtypes.add((precision, output.dtype))
+
+        hook = model.head.register_forward_hook(record)
+        out = train_model(model, data, plain["trainer"], tmp_path / precision, 0, "x")
+        hook.remove()
+        results[precision] = out.best_val_mse
+    assert ("fp32", torch.float32) in dtypes and ("bf16", torch.bfloat16) in dtypes
+    assert results["bf16"] == pytest.approx(results["fp32"], rel=0.1)
+
+
+def test_compile_falls_back_with_one_warning_where_unsupported(monkeypatch, caplog):
+    def unavailable(*args, **kwargs):
+        raise RuntimeError("no working C++ compiler found\nmore detail")
+
+    monkeypatch.setattr(torch, "compile", unavailable)
+    model = torch.nn.Linear(2, 2)
+    with caplog.at_level(logging.WARNING):
+        assert runtime.compile_model(model) is False
+    assert "torch.compile is unavailable here (no working C++ compiler found)" in caplog.text
+    assert model(torch.ones(1, 2)).shape == (1, 2)  # still a working, eager model
