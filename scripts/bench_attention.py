@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from bench_common import best_of_rounds, write_report
+from bench_common import best_of_rounds, run_worker, write_report
 
 DEFAULTS = dict(batch=4, d_model=64, heads=4, block_size=16)
 CASES = {
@@ -152,25 +150,8 @@ def _spawn(case: str, length: int, cfg: dict, args) -> dict:
     skip = _skip_reason(case, length, cfg)
     if skip:
         return {"case": case, "length": length, "status": skip}
-    spec = json.dumps(
-        dict(case=case, length=length, cfg=cfg, repeats=args.steps, min_seconds=args.min_seconds)
-    )
-    repo = str(Path(__file__).resolve().parents[1])
-    env = dict(os.environ, PYTHONPATH=repo + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    try:
-        proc = subprocess.run(
-            [sys.executable, __file__, "--worker", spec],
-            capture_output=True,
-            text=True,
-            timeout=args.timeout,
-            env=env,
-        )
-    except subprocess.TimeoutExpired:
-        return {"case": case, "length": length, "status": f"skipped: over {args.timeout}s"}
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"case": case, "length": length, "status": f"failed: {last}"}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    spec = dict(case=case, length=length, cfg=cfg, repeats=args.steps, min_seconds=args.min_seconds)
+    return run_worker(__file__, spec, args.timeout, label={"case": case, "length": length})
 
 
 def _lookup(results, case, length):

@@ -1,13 +1,36 @@
-"""What the benchmark scripts share: the machine they ran on, and their JSON report."""
+"""What the benchmark scripts share: a case in a fresh worker process, rounds over the cases,
+and the JSON report with the machine it ran on."""
 
 from __future__ import annotations
 
 import json
 import os
 import platform
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_worker(script: str, spec: dict, timeout: int, label: dict | None = None) -> dict:
+    """Run `script --worker <spec as JSON>` in a fresh Python process (so one case's
+    allocations and caches cannot colour the next) and return the JSON result it prints last.
+    A timeout or a failure becomes `{**label, "status": why}` (label defaults to the spec)."""
+    label = spec if label is None else label
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    try:
+        proc = subprocess.run(
+            [sys.executable, script, "--worker", json.dumps(spec)],
+            capture_output=True, text=True, timeout=timeout, env=env,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return {**label, "status": f"skipped: over {timeout}s"}
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {**label, "status": f"failed: {last}"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def best_of_rounds(

@@ -25,17 +25,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench_common import best_of_rounds, write_report
-
-REPO = Path(__file__).resolve().parents[1]
+from bench_common import best_of_rounds, run_worker, write_report
 
 SIZES = {
     "default": dict(d_model=64, heads=4, enc=2, dec=1, in_len=24, out_len=12, label=8, batch=64),
@@ -224,18 +220,7 @@ def matmul_rate(n: int = 2048, repeats: int = 10) -> dict:
 
 
 def spawn(spec: dict, timeout: int) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    try:
-        proc = subprocess.run(
-            [sys.executable, __file__, "--worker", json.dumps(spec)],
-            capture_output=True, text=True, timeout=timeout, env=env,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        return {**spec, "status": f"skipped: over {timeout}s"}
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return {**spec, "status": f"failed: {last}"}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_worker(__file__, spec, timeout)
 
 
 def find(results, size, case):

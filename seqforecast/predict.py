@@ -20,6 +20,7 @@ from .cli_args import UsageError, parse_key_values, run_tool
 from .data import DataError, read_series
 from .data.scaling import Scaler
 from .training.files import atomic_write_text
+from .training.metrics import predict as model_forecast
 from .training.restore import LoadedRun, RunError, load_run
 
 USAGE = " ".join(line.strip() for line in __doc__.strip().splitlines()[:2])
@@ -65,8 +66,7 @@ def forecast_csv(run: LoadedRun, input_path: Path, output_path: Path) -> tuple[i
     window = scaler.transform(series.values[-in_len:])  # [in_len, C], model units
     device = next(run.model.parameters()).device
     src = torch.from_numpy(window).float()[None].to(device)  # [1, in_len, C]
-    with torch.no_grad():
-        forecast = run.model.eval()(src)  # [1, out_len, 1]
+    forecast = model_forecast(run.model, src, batch_size=1)  # [1, out_len, 1]
     values = scaler.inverse(forecast.double().cpu(), slice(0, 1))[0, :, 0].tolist()
 
     target = columns[0]

@@ -33,7 +33,7 @@ from .training.checkpoint import load_checkpoint
 from .training.distributed import Distributed, from_env, init_from_env, shutdown
 from .training.interrupts import TrainingInterrupted
 from .training.loop import LAST, NonFiniteLoss
-from .training.restore import saved_choices, saved_config
+from .training.restore import run_choices, saved_choices, saved_config
 from .training.run import run_training
 from .training.status import write_status
 
@@ -95,11 +95,7 @@ def main(cfg: DictConfig) -> float:
 
 def _train(cfg, run_dir: Path, hydra_cfg, overrides: list[str], multirun: bool, ctx):
     resume_state = None
-    choices = {
-        group: str(option)
-        for group, option in hydra_cfg.runtime.choices.items()
-        if not group.startswith(("hydra", "schema"))
-    }
+    choices = run_choices(hydra_cfg.runtime.choices)
     if cfg.resume is not None:
         if multirun:
             raise ConfigError(f"resume={cfg.resume} continues one run; it cannot be swept")

@@ -18,22 +18,14 @@ from omegaconf import MISSING
 
 
 @dataclass
-class VanillaAttentionConfig:
+class AttentionConfig:  # vanilla, einsum: what every backend takes
     name: str = MISSING
     dropout: float = MISSING
     bias: bool = MISSING
 
 
 @dataclass
-class EinsumAttentionConfig(VanillaAttentionConfig):
-    pass
-
-
-@dataclass
-class DiffAttentionConfig:
-    name: str = MISSING
-    dropout: float = MISSING
-    bias: bool = MISSING
+class DiffAttentionConfig(AttentionConfig):
     block_size: int = MISSING
     lambda_mode: str = MISSING
     lambda_init: float | None = None
@@ -185,8 +177,8 @@ class TrainConfig:
 
 PER_OPTION_SCHEMAS = {
     "attention": {
-        "vanilla": VanillaAttentionConfig,
-        "einsum": EinsumAttentionConfig,
+        "vanilla": AttentionConfig,
+        "einsum": AttentionConfig,
         "diff": DiffAttentionConfig,
     },
     "pos_encoding": {

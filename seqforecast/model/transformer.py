@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from .layers import DecoderLayer, EncoderLayer
-from .normalization import INSTANCE_NORMS, build_instance_norm
+from .normalization import build_instance_norm
 
 DECODING = ("oneshot", "autoregressive")
 
@@ -46,10 +46,6 @@ class ForecastTransformer(nn.Module):
         super().__init__()
         if decoding not in DECODING:
             raise ValueError(f"decoding={decoding!r}; allowed: {', '.join(DECODING)}")
-        if instance_norm not in INSTANCE_NORMS:
-            raise ValueError(
-                f"instance_norm={instance_norm!r}; allowed: {', '.join(INSTANCE_NORMS)}"
-            )
         if decoding == "autoregressive" and label_len < 1:
             raise ValueError("autoregressive decoding needs label_len >= 1")
         if not 1 <= n_targets <= n_features:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
+from contextlib import contextmanager
 
 import torch
 from torch import Tensor
@@ -19,18 +21,34 @@ def forecast_metrics(prediction: Tensor, target: Tensor) -> dict[str, float]:
     return {"mse": mse, "mae": error.abs().mean().item(), "rmse": math.sqrt(mse)}
 
 
-@torch.no_grad()
-def predict(model, src: Tensor, batch_size: int) -> Tensor:
-    """Model forecasts for every window of `src` (eval mode, no window dropped)."""
+@contextmanager
+def evaluation(model):
+    """Eval mode and no autograd for the block; the model's own mode comes back after."""
     was_training = model.training
     model.eval()
     try:
-        return torch.cat([model(src[i : i + batch_size]) for i in range(0, len(src), batch_size)])
+        with torch.no_grad():
+            yield model
     finally:
         model.train(was_training)
+
+
+def predict(model, src: Tensor, batch_size: int) -> Tensor:
+    """Model forecasts for every window of `src` (eval mode, no window dropped)."""
+    with evaluation(model):
+        return torch.cat([model(src[i : i + batch_size]) for i in range(0, len(src), batch_size)])
 
 
 def split_metrics(model, split, data, batch_size: int) -> dict[str, float]:
     """The model's metrics on every window of `split`, in the data's own units."""
     prediction = predict(model, split.src, batch_size)
     return forecast_metrics(data.to_raw(prediction), data.to_raw(split.target))
+
+
+def baseline_metrics(split, data, baselines: Mapping[str, Callable]) -> dict[str, dict]:
+    """{baseline: metrics} on every window of `split`, in the data's own units."""
+    truth = data.to_raw(split.target)
+    return {
+        name: forecast_metrics(data.to_raw(forecast(split.src)), truth)
+        for name, forecast in baselines.items()
+    }

@@ -25,7 +25,7 @@ from ..data import ForecastData
 from .baselines import Forecaster
 from .figures import attention_figure, forecast_figure, render
 from .files import atomic_write
-from .metrics import forecast_metrics, split_metrics
+from .metrics import baseline_metrics, split_metrics
 from .probe import probe, save_maps_npz
 
 
@@ -137,10 +137,9 @@ class RunMonitor(Monitor):
         self.signed_maps = signed_maps
         self.eval_batch_size = eval_batch_size
         self.writer = SummaryWriter(log_dir=str(self.run_dir), purge_step=purge_step)
-        truth = data.to_raw(data.test.target)
         self.baseline_test_mse = {
-            name: forecast_metrics(data.to_raw(f(data.test.src)), truth)["mse"]
-            for name, f in baselines.items()
+            name: metrics["mse"]
+            for name, metrics in baseline_metrics(data.test, data, baselines).items()
         }
 
     # -- hooks -----------------------------------------------------------------------------

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 from torch import Tensor, nn
+
+from .metrics import evaluation
 
 STACKS = ("encoder", "decoder_self", "cross")
 
@@ -24,19 +25,14 @@ class AttentionMap:
         return f"{self.stack}_layer{self.layer}"
 
 
-@torch.no_grad()
 def probe(model: nn.Module, src: Tensor) -> tuple[Tensor, list[AttentionMap]]:
     """Forecast and attention maps for src [1, in_len, F], in eval mode.
 
     Time steps: the encoder reads steps 0..in_len-1; the decoder's first position is step
     in_len - label_len. (Autoregressive maps are those of the last generation step.)
     """
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluation(model):
         forecast, maps = model(src, return_attention=True)
-    finally:
-        model.train(was_training)
     in_len = src.shape[1]
     encoder_steps = list(range(in_len))
     result = []

@@ -11,7 +11,7 @@ from torch import nn
 from ..data import ForecastData
 from .baselines import Forecaster
 from .files import atomic_write_text
-from .metrics import METRICS, forecast_metrics, split_metrics
+from .metrics import METRICS, baseline_metrics, split_metrics
 
 
 def evaluate(
@@ -22,11 +22,10 @@ def evaluate(
     windows; in the data's own units."""
     results = {}
     for split_name, split in (("test", data.test), ("val", data.val)):
-        rows = {"model": split_metrics(model, split, data, batch_size)}
-        truth = data.to_raw(split.target)
-        for name, forecast in baselines.items():
-            rows[name] = forecast_metrics(data.to_raw(forecast(split.src)), truth)
-        results[split_name] = rows
+        results[split_name] = {
+            "model": split_metrics(model, split, data, batch_size),
+            **baseline_metrics(split, data, baselines),
+        }
     return results
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,13 +48,18 @@ def saved_config(run_dir: Path) -> DictConfig:
     return config
 
 
+def run_choices(choices: Mapping) -> dict[str, str]:
+    """Group -> option of the run's own groups, from Hydra's `runtime.choices` (Hydra's
+    internal groups and the schema groups left out)."""
+    return {g: str(o) for g, o in choices.items() if not g.startswith(("hydra", "schema"))}
+
+
 def saved_choices(run_dir: Path) -> dict[str, str]:
     """Group -> option the run was composed from (from .hydra/hydra.yaml; empty if absent)."""
     path = Path(run_dir) / ".hydra" / "hydra.yaml"
     if not path.is_file():
         return {}
-    choices = OmegaConf.load(path).hydra.runtime.choices
-    return {g: str(o) for g, o in choices.items() if not g.startswith(("hydra", "schema"))}
+    return run_choices(OmegaConf.load(path).hydra.runtime.choices)
 
 
 def load_run(

@@ -124,8 +124,9 @@ def run_training(
 
     log.info("results (best epoch %d of %d):\n%s", result.best_epoch, result.epochs_run,
              format_table(results))  # fmt: skip
-    beaten = [name for name, r in ratios(results)["test"].items() if r < 1]
+    test_ratios = ratios(results)["test"]
+    beaten = [name for name, r in test_ratios.items() if r < 1]
     log.info("%s: model MSE below %d of %d baselines (%s)", data.test_name, len(beaten),
-             len(ratios(results)["test"]), ", ".join(beaten) or "none")  # fmt: skip
+             len(test_ratios), ", ".join(beaten) or "none")  # fmt: skip
     log.info("run dir: %s", run_dir)
     return result.best_val_mse
