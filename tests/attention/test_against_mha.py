@@ -55,16 +55,32 @@ def test_matches_multihead_attention(name, shape, causal, padded, need_weights):
 
 @pytest.mark.parametrize("need_weights", [False, True])
 def test_einsum_equals_vanilla(need_weights):
+    """On the fused path (no weights) and the explicit one (weights), forward and backward."""
     mha = nn.MultiheadAttention(32, 4, batch_first=True)
     vanilla, einsum = mha_copy("vanilla", mha), mha_copy("einsum", mha)
     query, key_value = torch.randn(3, 10, 32), torch.randn(3, 13, 32)
     padding = torch.zeros(3, 13, dtype=torch.bool)
     padding[1, 9:] = True
     for causal in (False, True):
-        a = vanilla(query, key_value, causal=causal, key_padding_mask=padding, need_weights=True)
-        b = einsum(query, key_value, causal=causal, key_padding_mask=padding, need_weights=True)
-        torch.testing.assert_close(a[0], b[0], atol=1e-6, rtol=1e-5)
-        torch.testing.assert_close(a[1], b[1], atol=1e-6, rtol=1e-5)
+        outputs = []
+        for attn in (vanilla, einsum):
+            attn.zero_grad()
+            q = query.clone().requires_grad_()
+            out, weights = attn(
+                q, key_value, causal=causal, key_padding_mask=padding, need_weights=need_weights
+            )
+            out.square().sum().backward()
+            grads = [q.grad] + [p.grad for p in attn.parameters()]
+            outputs.append((out, weights, grads))
+        (a, a_weights, a_grads), (b, b_weights, b_grads) = outputs
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+        for ga, gb in zip(a_grads, b_grads, strict=True):
+            torch.testing.assert_close(ga, gb, atol=1e-5, rtol=1e-4)
+        if need_weights:
+            assert a_weights.shape == (3, 4, 10, 13)
+            torch.testing.assert_close(a_weights, b_weights, atol=1e-6, rtol=1e-5)
+        else:
+            assert a_weights is None and b_weights is None
 
 
 @pytest.mark.parametrize("name", ["vanilla", "einsum"])

@@ -35,12 +35,22 @@ def test_nlinear_recovers_an_exact_linear_relation():
     torch.testing.assert_close(model(src), target, atol=1e-4, rtol=1e-4)
 
 
-def test_nlinear_is_shared_across_features():
-    src = torch.randn(50, 6, 3)
-    target = src[:, -1:, :].expand(-1, 2, -1) * 1.0
+def test_nlinear_is_one_map_shared_across_target_channels():
+    """Three target channels follow the same non-trivial map of their centred inputs: the one
+    fitted map reproduces each channel (zero weights, or a per-channel map, would not)."""
+    gen = torch.Generator().manual_seed(1)
+    src = torch.randn(50, 6, 3, generator=gen) * torch.tensor([1.0, 10.0, 0.1])
+    weight = torch.randn(6, 2, generator=gen)
+    bias = torch.tensor([0.5, -1.0])
+    last = src[:, -1:, :]
+    target = ((src - last).transpose(1, 2) @ weight + bias).transpose(1, 2) + last  # [50, 2, 3]
     fitted = fit_baselines(src, target)
     assert set(fitted) == {"last_value", "drift", "nlinear"}
-    torch.testing.assert_close(fitted["nlinear"](src), target, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(fitted["nlinear"](src), target, atol=1e-4, rtol=1e-4)
+    assert not torch.allclose(fitted["last_value"](src), target, atol=0.1)
+    nlinear = NLinear.fit(src, target)
+    torch.testing.assert_close(nlinear.weight[:-1], weight[:-1], atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(nlinear.bias, bias, atol=1e-4, rtol=1e-4)
 
 
 def test_metrics_values():
