@@ -22,9 +22,10 @@ $(VENV)/.installed: pyproject.toml
 train: venv
 	$(BIN)/python -m seqforecast.train $(ARGS)
 
+# Test files run in parallel, one file per worker at a time (module fixtures are built once).
 test: venv
 	$(BIN)/ruff check seqforecast tests scripts
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadfile
 
 tensorboard: venv
 	$(BIN)/tensorboard --logdir outputs

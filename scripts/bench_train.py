@@ -136,7 +136,7 @@ def run_case(size_name: str, case: str, steps: int, warmup: int) -> dict:
     cfg = compose_config(overrides(size, model_name, options))
     plain = OmegaConf.to_container(cfg, resolve=True)
     batch = size["batch"]
-    plain["data"].update(train_size=batch * (steps + warmup), val_size=batch)
+    plain["data"].update(train_size=batch * (steps + warmup), val_size=batch, test_size=batch)
     trainer_cfg = dict(plain["trainer"], epochs=1, patience=0)
     torch.manual_seed(0)
     data = synthetic_data(plain["data"], 0, torch.device("cpu"))

@@ -39,6 +39,16 @@ def parse_key_values(
     return args
 
 
+def parse_bool(args: Mapping[str, str | None], key: str, usage: str) -> bool:
+    """A true/false argument (also 1/0, yes/no)."""
+    value = str(args[key]).strip().lower()
+    if value in ("true", "1", "yes"):
+        return True
+    if value in ("false", "0", "no"):
+        return False
+    raise UsageError(f"{key}={args[key]!r} is not allowed: true or false; usage: {usage}")
+
+
 def run_tool(argv: list[str] | None, doc: str, action: Callable[[list[str]], None]) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help") for a in argv):

@@ -1,8 +1,15 @@
-"""python -m seqforecast.evaluate run_dir=outputs/<date>/<time> [checkpoint=best|last] [device=...]
+"""python -m seqforecast.evaluate run_dir=outputs/<date>/<time> [checkpoint=best|last]
+                                [device=...] [allow_changed_data=false|true]
 
-Re-evaluates a run from its saved config and checkpoint (loaded with weights_only=True): the
-same table as training printed (identical numbers on CPU for checkpoint=best), metrics and
-figures written to <run_dir>/evaluate/<checkpoint>/.
+Re-evaluates a run from its saved config and checkpoint (loaded with weights_only=True) through
+the same evaluation path training uses: the same table as training printed (identical numbers
+on CPU for checkpoint=best), metrics and figures written to <run_dir>/evaluate/<checkpoint>/.
+
+A CSV run is scored on the rows and with the scaler saved in its checkpoint, never re-fitted
+from the file as it is now. If the file's rows changed since training (rows appended, edited,
+removed: a hash of each split's rows is kept), evaluate refuses in one line saying what
+changed; allow_changed_data=true evaluates the file as it is now with the saved split starts
+and scaler (the test split then runs to the file's end).
 """
 
 from __future__ import annotations
@@ -10,34 +17,39 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .cli_args import parse_key_values, run_tool
-from .training.baselines import fit_baselines
+from .cli_args import parse_bool, parse_key_values, run_tool
+from .training.evaluation import Evaluator
 from .training.monitor import save_visuals
-from .training.report import evaluate, format_table, write_metrics
+from .training.report import format_table, write_metrics
 from .training.restore import LoadedRun, load_run
 
-USAGE = __doc__.strip().splitlines()[0]
-DEFAULTS = {"run_dir": None, "checkpoint": "best", "device": None}
+USAGE = " ".join(line.strip() for line in __doc__.strip().splitlines()[:2])
+DEFAULTS = {"run_dir": None, "checkpoint": "best", "device": None, "allow_changed_data": "false"}
 
 
 def reevaluate(run: LoadedRun, checkpoint: str) -> dict:
-    train, config = run.data.train, run.config
-    baselines = fit_baselines(train.src, train.target, config["data"].get("season", 0))
-    results = evaluate(run.model, run.data, config["trainer"]["eval_batch_size"], baselines)
+    evaluator = Evaluator.for_run(run.data, run.config)
+    results = evaluator.evaluate(run.model)
     out_dir = run.run_dir / "evaluate" / checkpoint
-    info = {"checkpoint": checkpoint, "epoch": run.checkpoint["epoch"]}
-    write_metrics(out_dir / "metrics.json", results, info)
-    signed = config["attention"]["name"] == "diff"
-    save_visuals(out_dir, run.model, run.data, baselines, signed, f"{checkpoint} checkpoint")
+    info = {"checkpoint": checkpoint, "epoch": run.checkpoint["epoch"], "notes": run.data.notes}
+    write_metrics(out_dir / "metrics.json", results, info, run.data.info)
+    signed = run.config["attention"]["name"] == "diff"
+    label = f"{checkpoint} checkpoint"
+    save_visuals(out_dir, run.model, run.data, evaluator.baselines, signed, label)
     return results
 
 
 def evaluate_command(argv: list[str]) -> None:
     args = parse_key_values(argv, DEFAULTS, ["run_dir"], USAGE)
-    run = load_run(Path(args["run_dir"]), args["checkpoint"], args["device"])
+    allow_changed = parse_bool(args, "allow_changed_data", USAGE)
+    run = load_run(
+        Path(args["run_dir"]), args["checkpoint"], args["device"], allow_changed_data=allow_changed
+    )
     results = reevaluate(run, args["checkpoint"])
+    for note in run.data.notes:
+        print(note)
     print(f"{args['checkpoint']} checkpoint (epoch {run.checkpoint['epoch']}) of {run.run_dir}")
-    print(format_table(results))
+    print(format_table(results, run.data.info))
     print(f"written to {run.run_dir / 'evaluate' / args['checkpoint']}")
 
 

@@ -14,11 +14,14 @@ from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from .cli_args import UsageError, parse_key_values, run_tool
 from .data import DataError, read_series
+from .data.gaps import GapFiller
 from .data.scaling import Scaler
+from .data.windows import window_rows
 from .training.files import atomic_write_text
 from .training.metrics import predict as model_forecast
 from .training.restore import LoadedRun, RunError, load_run
@@ -63,9 +66,13 @@ def forecast_csv(run: LoadedRun, input_path: Path, output_path: Path) -> tuple[i
             f"{input_path}: {len(series.values)} rows; the model reads the last in_len={in_len}"
         )
     scaler = Scaler.from_state(state["scaler"])
-    window = scaler.transform(series.values[-in_len:])  # [in_len, C], model units
+    # Gaps are filled as for any window's inputs: from rows before the forecast start only.
+    filler = GapFiller(scaler.transform(series.values), data_cfg["fill"], columns, str(input_path))
+    rows = len(series.values)
+    inputs, _ = window_rows([rows], in_len, 0)  # [1, in_len] row indices
+    window = filler.inputs(inputs, np.array([rows]))  # [1, in_len, C], model units
     device = next(run.model.parameters()).device
-    src = torch.from_numpy(window).float()[None].to(device)  # [1, in_len, C]
+    src = torch.from_numpy(window).float().to(device)  # [1, in_len, C]
     forecast = model_forecast(run.model, src, batch_size=1)  # [1, out_len, 1]
     values = scaler.inverse(forecast.double().cpu(), slice(0, 1))[0, :, 0].tolist()
 

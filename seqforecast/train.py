@@ -49,10 +49,19 @@ class JobFailed(RuntimeError):
     """A sweep job's expected failure, re-raised for Hydra to record; str() is the reason."""
 
 
+def log_to_file(level: int, message: str) -> None:
+    """Into the job log (train.log) only: the console gets the line once, on stderr, instead of
+    a second time through Hydra's console handler."""
+    record = log.makeRecord(log.name, level, __file__, 0, message, None, None)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)
+
+
 def fail(message: str, code: int, ctx: Distributed) -> None:
     """One line on stderr (and in the job log), a non-zero exit, no traceback."""
     if ctx.is_main:
-        log.error(message)
+        log_to_file(logging.ERROR, message)
         print(f"error: {message}", file=sys.stderr)
     sys.exit(code)
 
@@ -78,7 +87,7 @@ def main(cfg: DictConfig) -> float:
                 f"{err}; checkpoint saved. "
                 f"Resume with: python -m seqforecast.train resume={run_dir}"
             )
-            log.warning(message)
+            log_to_file(logging.WARNING, message)
             print(message, file=sys.stderr)
         sys.exit(err.exit_code)
     except (*BAD_INPUT, NonFiniteLoss) as err:

@@ -25,18 +25,32 @@ def read_metrics(run_dir: Path) -> dict:
 
 def test_train_writes_metrics_checkpoints_and_config(tmp_path, cwd):
     run_dir = tmp_path / "run"
-    proc = run_cli([*TINY, f"hydra.run.dir={run_dir}"], cwd)
-    assert "test curve: model MSE below" in proc.stdout + proc.stderr
+    proc = run_cli([*TINY, "data.test_size=500", f"hydra.run.dir={run_dir}"], cwd)
     assert list(cwd.iterdir()) == [], "nothing is written to the current directory"
 
     metrics = read_metrics(run_dir)
-    for split in ("test", "val"):
+    for split in ("test", "test_curve", "val"):
         assert set(metrics[split]) == {"model", "last_value", "drift", "nlinear"}
         for row in metrics[split].values():
             assert set(row) == {"mse", "mae", "rmse"}
             assert all(math.isfinite(v) and v >= 0 for v in row.values())
-        assert set(metrics["model_over_baseline_mse"][split]) == {"last_value", "drift", "nlinear"}
+        ratios = metrics["model_over_baseline_mse"][split]
+        assert set(ratios) == {"last_value", "drift", "nlinear"}
+        for name, ratio in ratios.items():
+            assert ratio == metrics[split]["model"]["mse"] / metrics[split][name]["mse"]
+    # What each split is: the held-out set, the test curve, the selection set.
+    splits = metrics["splits"]
+    assert splits["test"]["series"] == 500 and splits["test"]["seed"] == 2000003
+    assert splits["test_curve"]["series"] == 1 and splits["val"]["series"] == 16
+    assert "selection" in splits["val"]["role"] and splits["train"]["seed"] == 0
     assert metrics["run"]["epochs_run"] == 2
+    # The closing line names exactly the baselines the held-out test MSE beats.
+    beaten = sorted(n for n, r in metrics["model_over_baseline_mse"]["test"].items() if r < 1)
+    line = re.search(r"held-out test set: model MSE below (\d) of 3 baselines \((.*)\)",
+                     proc.stdout + proc.stderr)  # fmt: skip
+    assert line, proc.stdout
+    assert int(line.group(1)) == len(beaten)
+    assert sorted(line.group(2).split(", ")) == (beaten or ["none"])
 
     best = load_checkpoint(run_dir / "checkpoints" / "best.pt")
     last = load_checkpoint(run_dir / "checkpoints" / "last.pt")
@@ -51,7 +65,7 @@ def test_same_seed_gives_identical_metrics(tmp_path, cwd):
     for name, seed in (("a", 3), ("b", 3), ("c", 4)):
         run_cli([*TINY, f"seed={seed}", "attention=diff", f"hydra.run.dir={tmp_path / name}"], cwd)
         metrics = read_metrics(tmp_path / name)
-        runs[name] = {k: metrics[k] for k in ("test", "val")}
+        runs[name] = {k: metrics[k] for k in ("test", "test_curve", "val")}
     assert runs["a"] == runs["b"]
     assert runs["a"] != runs["c"]
 

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 import numpy as np
 import pytest
 
-from seqforecast.data.windows import window_starts
+from seqforecast.data.windows import forecast_starts
 
 from .cli_helpers import REPO, TINY, run_cli
 
@@ -41,13 +41,26 @@ def csv_run(tmp_path_factory):
 def test_metrics_are_in_the_data_units_over_every_test_window(csv_run):
     metrics = json.loads((csv_run / "metrics.json").read_text())
     assert set(metrics["test"]) == {"model", "last_value", "drift", "nlinear", "seasonal_naive"}
-    # The last-value baseline recomputed from the raw file: same windows, same units.
+    # The last-value baseline recomputed from the raw file: same windows, same units. Test
+    # rows are the last 15% of 1440 (from round(0.7 * 1440) + round(0.15 * 1440) = 1224); the
+    # windows forecast from row 1224 on, every 4 rows, their inputs reaching back.
     load = np.genfromtxt(EXAMPLE, delimiter=",", names=True, dtype=None, encoding=None)["load"]
-    starts = window_starts(range(1224, 1440), 36, 4)  # test rows: the last 15% of 1440
-    errors = [load[s + 24 : s + 36] - load[s + 23] for s in starts]
+    starts = list(range(1224, 1440 - 12 + 1, 4))
+    assert forecast_starts(range(1224, 1440), 24, 12, 4) == starts
+    errors = [load[s : s + 12] - load[s - 1] for s in starts]
     expected = float(np.mean(np.square(errors)))
     assert metrics["test"]["last_value"]["mse"] == pytest.approx(expected, rel=1e-5)
     assert metrics["test"]["model"]["mse"] > 0
+    # metrics.json says which rows each split holds and how many windows were scored.
+    assert metrics["splits"]["test"]["rows"] == [1224, 1440]
+    assert metrics["splits"]["test"]["windows"] == len(starts)
+    assert metrics["splits"]["test"]["stride"] == 4
+    assert metrics["splits"]["val"]["rows"] == [1008, 1224]
+    assert metrics["splits"]["test"]["times"] == ["2024-02-21 00:00:00", "2024-02-29 23:00:00"]
+    assert "test_curve" not in metrics  # a CSV has no test curve
+    log = (csv_run / "train.log").read_text()
+    assert "test split: rows 1224-1439 (file lines 1226-1441" in log
+    assert f"{len(starts)} windows every 4 row(s)" in log
 
 
 def test_evaluate_reproduces_a_csv_run(csv_run, tmp_path):
@@ -55,6 +68,64 @@ def test_evaluate_reproduces_a_csv_run(csv_run, tmp_path):
     trained = json.loads((csv_run / "metrics.json").read_text())
     again = json.loads((csv_run / "evaluate" / "best" / "metrics.json").read_text())
     assert again["test"] == trained["test"] and again["val"] == trained["val"]
+    assert again["splits"] == trained["splits"]
+
+
+@pytest.fixture
+def own_csv_run(tmp_path):
+    """A run on a copy of the example, which the test may then change."""
+    path = tmp_path / "series.csv"
+    path.write_text(EXAMPLE.read_text())
+    run_dir = tmp_path / "run"
+    run_cli(["experiment=csv_example", *SMALL, "epochs=1", f"data.path={path}",
+             f"hydra.run.dir={run_dir}"], tmp_path)  # fmt: skip
+    return path, run_dir
+
+
+def test_evaluate_refuses_a_changed_file_unless_asked(own_csv_run, tmp_path):
+    path, run_dir = own_csv_run
+    trained = json.loads((run_dir / "metrics.json").read_text())
+    lines = path.read_text().splitlines()
+    last = datetime.fromisoformat(lines[-1].split(",")[0])
+    appended = [f"{(last + timedelta(hours=h)):%Y-%m-%d %H:%M},{100 + h},5" for h in range(1, 41)]
+    path.write_text("\n".join([*lines, *appended]) + "\n")
+    out = run_dir / "evaluate" / "best" / "metrics.json"
+
+    proc = run_cli([f"run_dir={run_dir}"], tmp_path, module="seqforecast.evaluate", check=False)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert f"error: {path} changed since the run was trained (1480 rows instead of 1440)" in (
+        proc.stderr
+    )
+    assert "allow_changed_data=true" in proc.stderr and not out.exists()
+
+    proc = run_cli([f"run_dir={run_dir}", "allow_changed_data=true"], tmp_path,
+                   module="seqforecast.evaluate")  # fmt: skip
+    assert "evaluated as it is now, with the run's split starts and scaler" in proc.stdout
+    again = json.loads(out.read_text())
+    # The saved boundaries and scaler: train and val score exactly as before; the test split
+    # keeps its start and runs through the appended rows.
+    assert again["val"] == trained["val"]
+    assert again["splits"]["test"]["rows"] == [1224, 1480]
+    assert again["splits"]["test"]["windows"] == trained["splits"]["test"]["windows"] + 10
+
+    edited = path.read_text().splitlines()
+    edited[5] = edited[5].rsplit(",", 2)[0] + ",999,5"  # a training row (line 6)
+    path.write_text("\n".join(edited[:1441]) + "\n")  # back to 1440 rows, one changed
+    proc = run_cli([f"run_dir={run_dir}"], tmp_path, module="seqforecast.evaluate", check=False)
+    assert proc.returncode == 2
+    assert "(the train rows (lines 2-1009) changed)" in proc.stderr
+
+
+def test_a_resumed_run_refuses_a_changed_file(own_csv_run, tmp_path):
+    path, run_dir = own_csv_run
+    text = path.read_text().splitlines()
+    text[1000] = text[1000].rsplit(",", 2)[0] + ",1,1"
+    path.write_text("\n".join(text) + "\n")
+    proc = run_cli([f"resume={run_dir}"], tmp_path, check=False)
+    assert proc.returncode == 2
+    assert "changed since the run was trained (the train rows (lines 2-1009) changed)" in (
+        proc.stderr
+    )
 
 
 def test_predict_writes_the_next_steps_with_timestamps_in_data_units(csv_run, tmp_path):
@@ -133,7 +204,9 @@ BAD_FILES = {  # name: (file text or None for no file, extra args, message)
     "empty cell": (_with_line_7("2024-01-01 00:05:30,,1"), [], "1 empty or NaN cell(s), first at line 7, column 'y'; set data.fill=ffill or data.fill=interpolate"),
     "NaN cell": (_with_line_7("2024-01-01 00:05:30,3,NaN"), [], "first at line 7, column 'x'"),
     "too few rows": ("\n".join([HEADER, *_rows(4)]), [], "4 rows, fewer than one window (in_len + out_len = 6)"),
-    "split too short": ("\n".join([HEADER, *_rows(20)]), [], "the val split has 3 rows"),
+    "split too short": ("\n".join([HEADER, *_rows(20)]), ["data.split=[0.85,0.1,0.05]"], "the test split has 1 rows (lines 21-21), too few for one window: with data.protocol=standard a window needs out_len = 2 rows in the split, after in_len = 4 earlier rows"),
+    "strict split too short": ("\n".join([HEADER, *_rows(20)]), ["data.protocol=strict"], "the val split has 3 rows (lines 16-18), too few for one window: with data.protocol=strict a window needs in_len + out_len = 6 rows inside the split"),
+    "unknown protocol": ("\n".join([HEADER, *_rows(40)]), ["data.protocol=loose"], "data.protocol='loose' is not allowed: choose one of standard, strict"),
     "unsorted times": (_with_line_7("2024-01-01 00:02:00,3,1"), TIME, "line 7, column 'time': unsorted timestamp 2024-01-01 00:02:00"),
     "duplicate times": (_with_line_7("2024-01-01 00:04:00,3,1"), TIME, "line 7, column 'time': duplicate timestamp"),
     "bad time": (_with_line_7("yesterday,1,2"), TIME, "'yesterday' is not an ISO 8601 time"),
@@ -167,7 +240,23 @@ def test_a_bad_file_gets_one_line_and_exit_2(bad_file_runs, name):
     assert proc.returncode == 2, proc.stderr
     assert BAD_FILES[name][2] in proc.stderr
     assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1
+    assert BAD_FILES[name][2] not in proc.stdout, "printed once, not again by the job log"
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "drop,message",
+    [("data.target=y", "error: data.target is required (the column to forecast): set "
+                       "data.target=<value>"),
+     ("data.path=", "error: data.path is required (the CSV file to read): set data.path=<value>")],
+)  # fmt: skip
+def test_a_missing_required_key_is_named(tmp_path, drop, message):
+    args = [a for a in CSV_ARGS if a != drop and not a.startswith("data.path")]
+    if drop != "data.path=":
+        args.append(f"data.path={tmp_path / 'x.csv'}")
+    proc = run_cli([*args, f"hydra.run.dir={tmp_path / 'run'}"], tmp_path, check=False)
+    assert proc.returncode == 2 and proc.stderr == message + "\n"
+    assert "???" not in proc.stderr + proc.stdout
 
 
 def test_filled_gaps_train(tmp_path):

@@ -37,7 +37,7 @@ def torchrun(args, cwd, nproc=2, popen=False):
 def losses(run_dir: Path) -> list[float]:
     events = EventAccumulator(str(run_dir))
     events.Reload()
-    return [e.value for e in events.Scalars("train/loss")]
+    return [e.value for e in events.Scalars("train/mse")]
 
 
 DDP = [*TINY, "trainer.strategy=ddp", "epochs=3", "data.train_size=200"]

@@ -27,6 +27,7 @@ def run_dir(tmp_path_factory):
             f"block_size={BLOCK}",
             "model.decoding=autoregressive",
             "log.attention_every=1",
+            "log.test_every=2",
             f"hydra.run.dir={run_dir}",
         ],
         cwd=base,
@@ -42,10 +43,12 @@ def events(run_dir):
 
 
 SCALARS = [
-    "train/loss", "train/lr", "train/grad_norm", "train/tokens_per_s",
-    "val/mse", "val/mae", "test/mse", "test/mae",
-    "baseline/last_value/mse", "baseline/drift/mse", "baseline/nlinear/mse",
+    "train/mse", "train/lr", "train/grad_norm", "train/tokens_per_s",
+    "val/mse", "val/mae", "test/mse", "test/mae", "test_curve/mse", "test_curve/mae",
+    "baseline/last_value/test_mse", "baseline/drift/test_mse", "baseline/nlinear/test_mse",
+    "baseline/nlinear/test_curve_mse", "baseline/nlinear/val_mse",
     "lambda/encoder/layer1", "lambda/decoder_self/layer1", "lambda/cross/layer1",
+    "final/test_mse", "final/test_curve_mse", "final/val_mse",
 ]  # fmt: skip
 
 
@@ -57,8 +60,10 @@ def test_scalars_exist_and_are_finite(events):
         values = [e.value for e in events.Scalars(tag)]
         assert values and all(math.isfinite(v) for v in values), tag
     # Per step: 64 windows at batch size 64 is one step per epoch, for 2 epochs.
-    assert [e.step for e in events.Scalars("train/loss")] == [1, 2]
-    assert len(events.Scalars("val/mse")) == 2
+    assert [e.step for e in events.Scalars("train/mse")] == [1, 2]
+    assert len(events.Scalars("val/mse")) == len(events.Scalars("test_curve/mse")) == 2
+    # The large held-out test set: every log.test_every=2 epochs (here the second).
+    assert [e.step for e in events.Scalars("test/mse")] == [2]
 
 
 def test_one_image_per_attention_layer_and_stack(events):
@@ -79,7 +84,7 @@ def test_hparams_live_in_the_run_dir_itself(run_dir, events):
     content = events.PluginTagToContent("hparams")
     experiment = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/experiment"])
     metrics = {m.name.tag for m in experiment.experiment.metric_infos}
-    assert {"final/test_mse", "final/val_mse"} <= metrics
+    assert {"final/test_mse", "final/test_curve_mse", "final/val_mse"} <= metrics
     start = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"])
     hparams = start.session_start_info.hparams
     assert hparams["attention"].string_value == "diff"
@@ -124,8 +129,11 @@ def test_evaluate_reproduces_metrics_exactly(run_dir, tmp_path):
     proc = run_cli([f"run_dir={run_dir}"], tmp_path, module="seqforecast.evaluate")
     trained = json.loads((run_dir / "metrics.json").read_text())
     again = json.loads((run_dir / "evaluate" / "best" / "metrics.json").read_text())
-    assert again["test"] == trained["test"] and again["val"] == trained["val"]
-    assert f"{trained['test']['model']['mse']:>14.6g}" in proc.stdout
+    for split in ("test", "test_curve", "val"):
+        assert again[split] == trained[split]
+    assert again["splits"] == trained["splits"]
+    assert f"{trained['test']['model']['mse']:>13.6g}" in proc.stdout
+    assert "test (held out): 1024 sigmoid series, seed 2000003" in proc.stdout
     assert (run_dir / "evaluate" / "best" / "attention.npz").is_file()
     assert (run_dir / "evaluate" / "best" / "forecast.png").is_file()
     last = run_cli(

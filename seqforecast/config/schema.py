@@ -73,6 +73,8 @@ class SigmoidSeedDataConfig:
     train_size: int = MISSING
     val_size: int = MISSING
     val_seed: int = MISSING
+    test_size: int = MISSING
+    test_seed: int = MISSING
 
 
 @dataclass
@@ -94,6 +96,7 @@ class CsvDataConfig:
     in_len: int = MISSING
     out_len: int = MISSING
     stride: int = MISSING
+    protocol: str = MISSING
     split: list[float] = MISSING
     val_start: str | None = None
     test_start: str | None = None
@@ -149,6 +152,7 @@ class TrainerConfig:
 @dataclass
 class LogConfig:
     attention_every: int = MISSING
+    test_every: int = MISSING
 
 
 @dataclass

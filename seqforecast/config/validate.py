@@ -12,8 +12,9 @@ from omegaconf.errors import OmegaConfBaseException
 from ..attention import available_attention
 from ..attention.diff import LAMBDA_MODES
 from ..data import DATASETS
-from ..data.csv_series import FILLS
+from ..data.gaps import FILLS
 from ..data.scaling import SCALERS
+from ..data.windows import PROTOCOLS
 from ..model.ffn import ACTIVATIONS
 from ..model.normalization import INSTANCE_NORMS
 from ..model.positional import POSITIONAL_ENCODINGS
@@ -74,6 +75,7 @@ def _check_csv(cfg: Mapping) -> None:
         f"must not repeat the target {data['target']!r}",
     )
     _at_least(cfg, "data.stride", 1)
+    _choice(cfg, "data.protocol", PROTOCOLS)
     _choice(cfg, "data.scale", SCALERS)
     _choice(cfg, "data.fill", FILLS)
     _check(
@@ -97,9 +99,18 @@ def _check_csv(cfg: Mapping) -> None:
     )
 
 
+# What a required key (??? in its YAML) is for, in the line that says it is missing.
+REQUIRED_HINTS = {"data.path": "the CSV file to read", "data.target": "the column to forecast"}
+
+
 def validate_config(cfg) -> None:
     """Raise ConfigError for the first value out of range."""
     if isinstance(cfg, DictConfig):
+        missing = sorted(OmegaConf.missing_keys(cfg))
+        if missing:
+            key = missing[0]
+            hint = f" ({REQUIRED_HINTS[key]})" if key in REQUIRED_HINTS else ""
+            raise ConfigError(f"{key} is required{hint}: set {key}=<value>")
         try:
             cfg = OmegaConf.to_container(cfg, resolve=True)
         except OmegaConfBaseException as err:
@@ -174,13 +185,22 @@ def validate_config(cfg) -> None:
     if cfg["data"]["name"] == "csv":
         _check_csv(cfg)
     else:
-        for key in ("data.train_size", "data.val_size"):
+        for key in ("data.train_size", "data.val_size", "data.test_size"):
             _at_least(cfg, key, 1)
+        # Three disjoint draws: training from seed, selection from val_seed, test from test_seed.
+        val_seed, test_seed = cfg["data"]["val_seed"], cfg["data"]["test_seed"]
         _check(
-            cfg["data"]["val_seed"] != cfg["seed"],
+            val_seed != cfg["seed"],
             "data.val_seed",
-            cfg["data"]["val_seed"],
+            val_seed,
             f"must differ from seed={cfg['seed']} (validation series differ from training)",
+        )
+        _check(
+            test_seed not in (cfg["seed"], val_seed),
+            "data.test_seed",
+            test_seed,
+            f"must differ from seed={cfg['seed']} and data.val_seed={val_seed} "
+            f"(test series differ from training and validation)",
         )
     if cfg["data"]["name"] == "sigmoid":
         for key in ("slope_range", "shift_range", "amplitude_range", "offset_range"):
@@ -201,6 +221,7 @@ def validate_config(cfg) -> None:
     _choice(cfg, "trainer.strategy", STRATEGIES)
     _choice(cfg, "trainer.precision", PRECISIONS)
     _at_least(cfg, "log.attention_every", 0)
+    _at_least(cfg, "log.test_every", 0)
     device = cfg["trainer"]["device"]
     _check(
         bool(DEVICE_PATTERN.match(device)),

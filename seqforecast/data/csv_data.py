@@ -1,49 +1,84 @@
-"""A CSV series as training data: read, split by time, scale on the training rows, window."""
+"""A CSV series as training data: read, split by time, scale on the training rows, window.
+
+A trained run keeps what it needs to score the same windows again (`ForecastData.state`, saved
+in every checkpoint): the split rows, the scaler, the row count and a hash of each split's
+rows. `csv_data(..., saved=state)` reuses those instead of re-fitting them from the file as it
+is now, and refuses a file whose rows changed unless `allow_changed=True` (then the saved
+split starts and scaler apply to the new file, the test split running to its end).
+"""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 
+import numpy as np
 import torch
 
-from .csv_series import DataError, read_series
-from .scaling import fit_scaler
-from .splits import ForecastData, Split
-from .windows import SPLITS, make_windows, split_ranges, window_starts
+from .csv_series import DataError, Series, read_series
+from .gaps import GapFiller
+from .scaling import Scaler, fit_scaler
+from .splits import ForecastData, Split, add_fingerprints
+from .windows import SPLITS, forecast_starts, split_ranges, to_tensors, window_rows
 
 
-def csv_data(data_cfg: Mapping, device: torch.device) -> ForecastData:
+def csv_data(
+    data_cfg: Mapping, device: torch.device, saved: dict | None = None, allow_changed: bool = False
+) -> ForecastData:
+    path = data_cfg["path"]
     columns = [data_cfg["target"], *data_cfg["features"]]  # the target first
-    series = read_series(data_cfg["path"], columns, data_cfg["time_column"], data_cfg["fill"])
+    series = read_series(path, columns, data_cfg["time_column"], data_cfg["fill"])
     in_len, out_len = data_cfg["in_len"], data_cfg["out_len"]
-    window = in_len + out_len
-    rows = len(series.values)
-    if rows < window:
+    stride, protocol = data_cfg["stride"], data_cfg["protocol"]
+    rows, notes = len(series.values), []
+    if rows < in_len + out_len:
         raise DataError(
-            f"{data_cfg['path']}: {rows} rows, fewer than one window (in_len + out_len = {window})"
+            f"{path}: {rows} rows, fewer than one window (in_len + out_len = {in_len + out_len})"
         )
-    ranges = split_ranges(
-        rows, data_cfg["split"], data_cfg["val_start"], data_cfg["test_start"], series.times
-    )
-    for name in SPLITS:
-        if len(ranges[name]) < window:
-            span = ranges[name]
-            raise DataError(
-                f"{data_cfg['path']}: the {name} split has {len(span)} rows (lines "
-                f"{span.start + 2}-{span.stop + 1}); one window needs in_len + out_len = {window}"
+    if saved is None:
+        ranges = split_ranges(
+            rows, data_cfg["split"], data_cfg["val_start"], data_cfg["test_start"], series.times
+        )
+        train_rows = series.values[ranges["train"].start : ranges["train"].stop]
+        for j, name in enumerate(columns):
+            if np.isnan(train_rows[:, j]).all():
+                raise DataError(f"{path}: column {name!r} has no value in the training rows")
+        # Scaling learns from the training rows only; every split is then mapped with it.
+        scaler = fit_scaler(data_cfg["scale"], train_rows)
+    else:
+        ranges, changes = saved_ranges(saved, series, path, allow_changed)
+        scaler = Scaler.from_state(saved["scaler"])
+        if changes:
+            notes.append(
+                f"{path} changed since the run was trained ({'; '.join(changes)}): evaluated "
+                f"as it is now, with the run's split starts and scaler"
             )
-    # Scaling learns from the training rows only; every split is then mapped with it.
-    scaler = fit_scaler(
-        data_cfg["scale"], series.values[ranges["train"].start : ranges["train"].stop]
-    )
-    scaled = scaler.transform(series.values)
-    splits = {}
+
+    # Scaling is affine, so scaling before filling equals filling before scaling.
+    filler = GapFiller(scaler.transform(series.values), data_cfg["fill"], columns, str(path))
+    splits, info = {}, {}
     for name in SPLITS:
-        starts = window_starts(ranges[name], window, data_cfg["stride"])
-        src, target = make_windows(scaled, starts, in_len, out_len, n_targets=1)
+        span = ranges[name]
+        starts = forecast_starts(span, in_len, out_len, stride, protocol)
+        if not starts:
+            need = (
+                f"in_len + out_len = {in_len + out_len} rows inside the split"
+                if protocol == "strict"
+                else f"out_len = {out_len} rows in the split, after in_len = {in_len} earlier rows"
+            )
+            raise DataError(
+                f"{path}: the {name} split has {len(span)} rows (lines {span.start + 2}-"
+                f"{span.stop + 1}), too few for one window: with data.protocol={protocol} a "
+                f"window needs {need}"
+            )
+        inputs, targets = window_rows(starts, in_len, out_len)
+        src, target = to_tensors(
+            filler.inputs(inputs, np.asarray(starts)), filler.targets(targets, span, name, 1), 1
+        )
         splits[name] = Split(src.to(device), target.to(device))
+        info[name] = split_info(span, starts, in_len, out_len, stride, protocol, series)
     test = splits["test"]
-    return ForecastData(
+    data = ForecastData(
         train=splits["train"],
         val=splits["val"],
         test=test,
@@ -51,11 +86,78 @@ def csv_data(data_cfg: Mapping, device: torch.device) -> ForecastData:
         n_targets=1,
         probe=Split(test.src[-1:], test.target[-1:]),  # the newest test window
         scaler=scaler,
-        test_name="test split",
         state={
             "columns": columns,
             "time_column": data_cfg["time_column"],
             "scaler": scaler.state(),
             "rows": {name: [r.start, r.stop] for name, r in ranges.items()},
+            "n_rows": rows,
+            "hashes": {name: rows_hash(series, r) for name, r in ranges.items()},
         },
+        info=info,
+        notes=notes,
     )
+    info["val"]["role"] = "selection (early stopping, search)"
+    info["test"]["role"] = "held out"
+    add_fingerprints(data)
+    return data
+
+
+def split_info(span: range, starts, in_len, out_len, stride, protocol, series: Series) -> dict:
+    """What metrics.json and the log say about a split: its rows (0-based over the data rows,
+    end exclusive), window count, stride, and the rows its windows read and forecast."""
+    info = {
+        "rows": [span.start, span.stop],
+        "windows": len(starts),
+        "stride": stride,
+        "protocol": protocol,
+        "input_rows_from": starts[0] - in_len,
+        "forecast_rows": [starts[0], starts[-1] + out_len],
+    }
+    if series.times is not None:
+        info["times"] = [
+            series.times[span.start].isoformat(sep=" "),
+            series.times[span.stop - 1].isoformat(sep=" "),
+        ]
+    return info
+
+
+def rows_hash(series: Series, span: range) -> str:
+    """A hash of the raw cells (empty ones included) and timestamps of some rows."""
+    rows = slice(span.start, span.stop)
+    digest = hashlib.sha256(np.ascontiguousarray(series.values[rows]).tobytes())
+    if series.times is not None:
+        digest.update("|".join(t.isoformat() for t in series.times[rows]).encode())
+    return digest.hexdigest()[:16]
+
+
+def saved_ranges(
+    saved: dict, series: Series, path, allow_changed: bool
+) -> tuple[dict[str, range], list[str]]:
+    """The run's own split rows, and what changed in the file since (refused, in one line,
+    unless `allow_changed`)."""
+    rows = len(series.values)
+    ranges = {name: range(*saved["rows"][name]) for name in SPLITS}
+    changes = []
+    if rows != saved["n_rows"]:
+        changes.append(f"{rows} rows instead of {saved['n_rows']}")
+    for name, span in ranges.items():
+        if span.stop > rows or rows_hash(series, span) != saved["hashes"][name]:
+            changes.append(f"the {name} rows (lines {span.start + 2}-{span.stop + 1}) changed")
+    if not changes:
+        return ranges, changes
+    if not allow_changed:
+        raise DataError(
+            f"{path} changed since the run was trained ({'; '.join(changes)}); the run's "
+            f"splits and scaler no longer describe it. Pass allow_changed_data=true to evaluate "
+            f"on the file as it is now with the saved split starts and scaler"
+        )
+    val_start, test_start = ranges["val"].start, ranges["test"].start
+    if test_start >= rows:
+        raise DataError(
+            f"{path}: {rows} rows; the run's test split starts at row {test_start} (line "
+            f"{test_start + 2}), after the file's end"
+        )
+    ranges = {"train": range(0, val_start), "val": range(val_start, test_start),
+              "test": range(test_start, rows)}  # fmt: skip
+    return ranges, changes

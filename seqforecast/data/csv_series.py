@@ -1,10 +1,11 @@
 """Reading a user's series from a CSV file, checked row by row.
 
-`read_series` returns the chosen columns as a float64 array [rows, columns] and, with a time
-column, the timestamps. Every problem is a `DataError` whose message is one line naming the
-file, and where it helps the row and column: a missing file or column, a value that is not a
-number, an empty or NaN cell (with the `data.fill` options that repair it), unsorted or
-duplicate timestamps. Row numbers are the file's line numbers (the header is line 1).
+`read_series` returns the chosen columns as a float64 array [rows, columns] (NaN where a cell
+is empty: `gaps.GapFiller` fills them, without looking ahead, when `data.fill` allows) and,
+with a time column, the timestamps. Every problem is a `DataError` whose message is one line
+naming the file, and where it helps the row and column: a missing file or column, a value that
+is not a number, an empty or NaN cell (with the `data.fill` options that repair it), unsorted
+or duplicate timestamps. Row numbers are the file's line numbers (the header is line 1).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-FILLS = ("error", "ffill", "interpolate")
 MISSING = {"", "nan", "NaN", "NAN", "na", "NA", "null", "None"}
 
 
@@ -28,7 +28,7 @@ class DataError(ValueError):
 
 @dataclass
 class Series:
-    values: np.ndarray  # [rows, columns], float64, in file order
+    values: np.ndarray  # [rows, columns], float64, in file order; NaN where a cell is empty
     columns: list[str]
     times: list[datetime] | None  # one per row when there is a time column
 
@@ -86,8 +86,12 @@ def read_series(
                 ) from None
             if not math.isfinite(values[i, j]):
                 raise DataError(f"{path}: line {i + 2}, column {name!r}: {text!r} is not finite")
-    if gaps:
-        values = _fill(values, columns, gaps, fill, path)
+    if gaps and fill == "error":
+        line, column = gaps[0]
+        raise DataError(
+            f"{path}: {len(gaps)} empty or NaN cell(s), first at line {line}, column {column!r}; "
+            f"set data.fill=ffill or data.fill=interpolate to fill them"
+        )
 
     times = None
     if time_column:
@@ -109,32 +113,3 @@ def read_series(
                     f"rows must be in strictly increasing time"
                 )
     return Series(values=values, columns=list(columns), times=times)
-
-
-def _fill(values: np.ndarray, columns, gaps, fill: str, path: Path) -> np.ndarray:
-    line, column = gaps[0]
-    where = f"{len(gaps)} empty or NaN cell(s), first at line {line}, column {column!r}"
-    if fill == "error":
-        raise DataError(
-            f"{path}: {where}; set data.fill=ffill or data.fill=interpolate to fill them"
-        )
-    if fill not in FILLS:
-        raise DataError(f"data.fill={fill!r} is not allowed: choose one of {', '.join(FILLS)}")
-    filled = values.copy()
-    for j, name in enumerate(columns):
-        column_values = filled[:, j]
-        known = ~np.isnan(column_values)
-        if not known.any():
-            raise DataError(f"{path}: column {name!r} has no values at all")
-        if fill == "ffill":
-            if not known[0]:
-                raise DataError(
-                    f"{path}: column {name!r} starts empty at line 2; ffill has nothing to carry "
-                    f"forward (use data.fill=interpolate)"
-                )
-            last = np.maximum.accumulate(np.where(known, np.arange(len(known)), 0))
-            filled[:, j] = column_values[last]
-        else:  # linear in the row number; edges take the nearest known value
-            rows = np.arange(len(column_values))
-            filled[:, j] = np.interp(rows, rows[known], column_values[known])
-    return filled

@@ -40,15 +40,16 @@ class Scaler:
 
 
 def fit_scaler(kind: str, train_values: np.ndarray) -> Scaler:
-    """Fit on `train_values` [rows, C] (the training range, nothing else)."""
+    """Fit on `train_values` [rows, C] (the training range, nothing else), on its observed
+    values: empty cells (NaN) are left out rather than filled first."""
     columns = train_values.shape[1]
     if kind == "none":
         shift, scale = np.zeros(columns), np.ones(columns)
     elif kind == "standard":
-        shift, scale = train_values.mean(axis=0), train_values.std(axis=0)
+        shift, scale = np.nanmean(train_values, axis=0), np.nanstd(train_values, axis=0)
     elif kind == "minmax":
-        shift = train_values.min(axis=0)
-        scale = train_values.max(axis=0) - shift
+        shift = np.nanmin(train_values, axis=0)
+        scale = np.nanmax(train_values, axis=0) - shift
     else:
         raise ValueError(f"data.scale={kind!r} is not allowed: choose one of {', '.join(SCALERS)}")
     scale = np.where(scale > 0, scale, 1.0)  # a constant column stays put instead of dividing by 0

@@ -1,9 +1,21 @@
 """Time splits and sliding windows, leak-free.
 
-The rows are cut by time into train | validation | test ranges (fractions of the rows, or
-explicit start rows/timestamps for validation and test). Each split's windows lie entirely
-inside its own range: a window of in_len + out_len rows never reaches across a boundary, so
-no training window touches a validation or test row.
+The rows are cut by time into train | validation | test ranges: fractions of the rows (the
+validation split starts at row round(0.7 n), the test split at that + round(0.15 n) for the
+default [0.7, 0.15, 0.15]), or explicit start rows/timestamps for validation and test.
+
+Which windows belong to a split (`data.protocol`):
+
+- `standard` (default; TSLib's split borders, neuralforecast's and statsforecast's
+  cross-validation): the windows whose forecast steps lie in the split. Their inputs may
+  reach back into earlier rows (the past: no leak), never forward. Validation and test
+  windows start right at the split point, one every `stride` rows; every row of the split is
+  forecast. Training windows start at row in_len (their inputs need in_len rows before).
+- `strict`: windows lie entirely inside their split, inputs included, the last one ending at
+  the split's last row. A split then needs in_len + out_len rows, and its first in_len rows are
+  only ever inputs.
+
+Either way no training window touches a validation or test row.
 """
 
 from __future__ import annotations
@@ -18,6 +30,7 @@ from torch import Tensor
 from .csv_series import DataError, parse_time
 
 SPLITS = ("train", "val", "test")
+PROTOCOLS = ("standard", "strict")
 
 
 def split_ranges(
@@ -62,21 +75,32 @@ def _row(value: str, times: list[datetime] | None, key: str) -> int:
     return int(np.searchsorted(np.array(times, dtype="datetime64[us]"), np.datetime64(moment)))
 
 
-def window_starts(rows: range, window: int, stride: int) -> list[int]:
-    """First rows of the windows inside `rows`: every `stride` rows, the last ending at the
-    range's end (so the newest rows are always covered)."""
-    last = rows.stop - window
-    if last < rows.start:
-        return []
-    starts = list(range(last, rows.start - 1, -stride))
-    return starts[::-1]
+def forecast_starts(
+    split: range, in_len: int, out_len: int, stride: int, protocol: str = "standard"
+) -> list[int]:
+    """The row where each of the split's windows starts forecasting; the window reads rows
+    [start - in_len, start) and forecasts [start, start + out_len)."""
+    last = split.stop - out_len
+    if protocol == "standard":
+        first = max(split.start, in_len)  # inputs may reach back, but not before row 0
+        return list(range(first, last + 1, stride))
+    if protocol == "strict":  # the last window ends at the split's end (newest rows covered)
+        first = split.start + in_len
+        return list(range(last, first - 1, -stride))[::-1] if last >= first else []
+    raise DataError(
+        f"data.protocol={protocol!r} is not allowed: choose one of {', '.join(PROTOCOLS)}"
+    )
 
 
-def make_windows(
-    values: np.ndarray, starts: Sequence[int], in_len: int, out_len: int, n_targets: int
-) -> tuple[Tensor, Tensor]:
-    """values [rows, C] -> src [N, in_len, C] (targets first, then features) and
-    target [N, out_len, n_targets]."""
-    offsets = np.asarray(starts)[:, None] + np.arange(in_len + out_len)  # [N, in + out]
-    windows = torch.from_numpy(values[offsets]).float()  # [N, in + out, C]
-    return windows[:, :in_len].contiguous(), windows[:, in_len:, :n_targets].contiguous()
+def window_rows(starts: Sequence[int], in_len: int, out_len: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices of the windows' inputs [N, in_len] and forecast steps [N, out_len]."""
+    starts = np.asarray(starts, dtype=np.int64)[:, None]
+    return starts + np.arange(-in_len, 0), starts + np.arange(out_len)
+
+
+def to_tensors(inputs: np.ndarray, targets: np.ndarray, n_targets: int) -> tuple[Tensor, Tensor]:
+    """inputs [N, in_len, C] (targets first, then features), targets [N, out_len, >= n_targets]
+    -> float32 src [N, in_len, C] and target [N, out_len, n_targets]."""
+    src = torch.from_numpy(np.ascontiguousarray(inputs)).float()
+    target = torch.from_numpy(np.ascontiguousarray(targets[..., :n_targets])).float()
+    return src, target

@@ -23,15 +23,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm import tqdm
 
 from ..data import ForecastData
 from .checkpoint import load_checkpoint, save_checkpoint
 from .distributed import SINGLE, Distributed, unwrap
+from .evaluation import Evaluator
 from .interrupts import TrainingInterrupted, stop_on_signals
-from .metrics import split_metrics
 from .monitor import Monitor
 from .restore import RunError
 from .rng import capture_rng, restore_rng
@@ -69,10 +68,11 @@ class LoopState:
     stopped_early: bool = False
     seconds: float = 0.0  # training time over all sessions
     history: list[dict] = field(default_factory=list)
-    # Inside an epoch (after an interrupt): its batch order, the next batch, the loss so far.
+    # Inside an epoch (after an interrupt): its batch order, the next batch, and the training
+    # MSE so far (data units): the sum of batch MSE x batch windows, over `seen` windows.
     order: Tensor | None = None
     next_batch: int = 0
-    loss_sum: float = 0.0
+    mse_sum: float = 0.0
     seen: int = 0
 
 
@@ -100,17 +100,24 @@ def train_model(
     ctx: Distributed = SINGLE,
     progress: bool = True,
     data_state: dict | None = None,
+    evaluator: Evaluator | None = None,
 ) -> TrainResult:
     """Train `model` (possibly DDP-wrapped) in place, from `resume` (a loaded last.pt) when
     given; on return it holds the best validation weights. `progress`: tqdm bars on stderr
-    (when it is a terminal). `data_state` (columns, scaler) goes into every checkpoint, for
-    predicting on new data. Raises NonFiniteLoss or TrainingInterrupted."""
+    (when it is a terminal). `data_state` (columns, rows, scaler) goes into every checkpoint,
+    for evaluating and predicting later. `evaluator` scores the validation set each epoch (by
+    default one with no seasonal baseline). Raises NonFiniteLoss or TrainingInterrupted.
+
+    The training error is logged as `train/mse` in the data's own units, like every
+    validation and test metric: the squared error of each target channel times its scale²."""
     monitor = monitor or Monitor()
+    evaluator = evaluator or Evaluator(data, {}, trainer_cfg["eval_batch_size"])
     checkpoint_dir = Path(checkpoint_dir)
     net = unwrap(model)  # the plain model: evaluation, state dicts
     # Series steps one window feeds the model (input + forecast), for tokens/s.
     window_tokens = data.train.src.shape[1] + data.train.target.shape[1]
     values_per_window = data.train.target[0].numel()
+    unit_weights = data.squared_error_weights(data.train.target.device)  # [n_targets]
     epochs, batch_size = trainer_cfg["epochs"], trainer_cfg["batch_size"]
     global_batch = batch_size * ctx.world_size
     steps_per_epoch = math.ceil(len(data.train) / global_batch)
@@ -175,7 +182,7 @@ def train_model(
             epoch = state.epoch + 1
             if state.order is None:
                 state.order = torch.randperm(len(data.train), generator=shuffle)
-                state.next_batch, state.loss_sum, state.seen = 0, 0.0, 0
+                state.next_batch, state.mse_sum, state.seen = 0, 0.0, 0
             model.train()
             step_bar = tqdm(
                 range(state.next_batch, steps_per_epoch),
@@ -195,14 +202,17 @@ def train_model(
                 # global batch's mean (world size 1: the plain MSE).
                 global_values = len(index) * values_per_window
                 with torch.autocast(src.device.type, torch.bfloat16, enabled=bf16):
-                    sse = F.mse_loss(model(src, target), target, reduction="sum")
-                loss = sse * (ctx.world_size / global_values)
-                shared = ctx.sum(  # [global squared error, ranks that got a signal]
-                    torch.tensor([sse.item(), float(bool(stop))], dtype=torch.float64)
+                    prediction = model(src, target)
+                squares = (prediction.float() - target).square()  # [b, out_len, n_targets]
+                loss = squares.sum() * (ctx.world_size / global_values)
+                # The same error in the data's units, for the logs: [n_targets] -> scalar
+                data_sse = (squares.detach().sum(dim=(0, 1)) * unit_weights).sum()
+                shared = ctx.sum(  # [global squared error (data units), ranks with a signal]
+                    torch.tensor([data_sse.item(), float(bool(stop))], dtype=torch.float64)
                 )
-                loss_value = shared[0].item() / global_values
-                if not math.isfinite(loss_value):
-                    raise _diverged(f"loss {loss_value}", epoch, state)
+                mse_value = shared[0].item() / global_values
+                if not math.isfinite(mse_value):
+                    raise _diverged(f"loss {mse_value}", epoch, state)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 # The norm before clipping; max_norm=inf only measures it.
@@ -215,14 +225,14 @@ def train_model(
                 scheduler.step()
                 state.step += 1
                 state.next_batch += 1
-                state.loss_sum += loss_value * len(index)
+                state.mse_sum += mse_value * len(index)
                 state.seen += len(index)
-                step_bar.set_postfix(loss=f"{loss_value:.4g}")
+                step_bar.set_postfix(train_mse=f"{mse_value:.4g}")
                 seconds = time.perf_counter() - started
                 monitor.on_step(
                     state.step,
                     {
-                        "loss": loss_value,
+                        "mse": mse_value,
                         "lr": lr,
                         "grad_norm": grad_norm,
                         "tokens_per_s": len(index) * window_tokens / seconds,
@@ -235,14 +245,14 @@ def train_model(
 
             # Every rank evaluates the same weights on the same windows: equal numbers, so
             # early stopping agrees without a message.
-            val = split_metrics(net, data.val, data, trainer_cfg["eval_batch_size"])
+            val = evaluator.model_metrics(net, "val")
             if not math.isfinite(val["mse"]):
                 raise _diverged(f"validation MSE {val['mse']}", epoch, state)
             monitor.on_epoch_end(epoch, state.step, net, val)
             record = {
                 "epoch": epoch,
                 "step": state.step,
-                "train_loss": state.loss_sum / state.seen,
+                "train_mse": state.mse_sum / state.seen,
                 "val_mse": val["mse"],
                 "lr": scheduler.get_last_lr()[0],
             }
@@ -258,10 +268,12 @@ def train_model(
             state.stopped_early = bool(patience) and state.since_best >= patience
             state.seconds = seconds_before + time.perf_counter() - session_start
             epoch_bar.update(1)
-            epoch_bar.set_postfix(loss=f"{record['train_loss']:.4g}", val_mse=f"{val['mse']:.4g}")
+            epoch_bar.set_postfix(
+                train_mse=f"{record['train_mse']:.4g}", val_mse=f"{val['mse']:.4g}"
+            )
             log.info(
-                "epoch %d/%d  train_loss %.6g  val_mse %.6g  lr %.3g%s",
-                epoch, epochs, record["train_loss"], val["mse"], record["lr"],
+                "epoch %d/%d  train_mse %.6g  val_mse %.6g (data units)  lr %.3g%s",
+                epoch, epochs, record["train_mse"], val["mse"], record["lr"],
                 "  (best)" if improved else "",
             )  # fmt: skip
             if improved:

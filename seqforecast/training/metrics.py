@@ -1,9 +1,8 @@
-"""Forecast error metrics."""
+"""Forecast error metrics, and running a model in evaluation mode."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 
 import torch
@@ -37,18 +36,3 @@ def predict(model, src: Tensor, batch_size: int) -> Tensor:
     """Model forecasts for every window of `src` (eval mode, no window dropped)."""
     with evaluation(model):
         return torch.cat([model(src[i : i + batch_size]) for i in range(0, len(src), batch_size)])
-
-
-def split_metrics(model, split, data, batch_size: int) -> dict[str, float]:
-    """The model's metrics on every window of `split`, in the data's own units."""
-    prediction = predict(model, split.src, batch_size)
-    return forecast_metrics(data.to_raw(prediction), data.to_raw(split.target))
-
-
-def baseline_metrics(split, data, baselines: Mapping[str, Callable]) -> dict[str, dict]:
-    """{baseline: metrics} on every window of `split`, in the data's own units."""
-    truth = data.to_raw(split.target)
-    return {
-        name: forecast_metrics(data.to_raw(forecast(split.src)), truth)
-        for name, forecast in baselines.items()
-    }

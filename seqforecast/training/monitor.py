@@ -5,10 +5,13 @@ the same maps as `.npz` (raw arrays) and `.png` under `figures/<point>/`, where 
 `epoch_000` (before training), every `log.attention_every` epochs, and `final` (the best
 weights, logged one step after the last).
 
-TensorBoard tags: train/loss, train/lr, train/grad_norm, train/tokens_per_s (per step);
-val/mse, val/mae, test/mse, test/mae, baseline/<name>/mse, lambda/<stack>/layer<i> (per
-epoch); attention/<stack>/layer<i> and test/forecast (images); config (text); hparams with
-final/* metrics, written into this run's own event file (no sub-run).
+TensorBoard tags: train/mse, train/lr, train/grad_norm, train/tokens_per_s (per step);
+<split>/mse and <split>/mae for val (the selection set) and test_curve (synthetic data) every
+epoch, for test (held out) every `log.test_every` epochs; baseline/<name>/<split>_mse and
+lambda/<stack>/layer<i> (per epoch); attention/<stack>/layer<i> and test/forecast (images);
+config (text); hparams with final/<split>_<metric>, written into this run's own event file (no
+sub-run). Every error is in the data's own units, train/mse included, so the curves can be read
+against each other.
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ from torch.utils.tensorboard.summary import hparams
 
 from ..data import ForecastData
 from .baselines import Forecaster
+from .evaluation import Evaluator
 from .figures import attention_figure, forecast_figure, render
 from .files import atomic_write
-from .metrics import baseline_metrics, split_metrics
+from .metrics import METRICS
 from .probe import probe, save_maps_npz
 
 
@@ -88,8 +92,7 @@ def save_visuals(
     window = data.probe.src
     lines = {"model": first_target(forecast)}
     lines.update({name: first_target(f(window)) for name, f in baselines.items()})
-    probe_name = "test curve" if len(data.test) == 1 else "newest test window"
-    title = f"{probe_name} ({label})"
+    title = f"{data.probe_name} ({label})"
     figure = forecast_figure(first_target(window), first_target(data.probe.target), lines, title)
     images["test/forecast"] = _draw(figure, directory / "forecast.png")
     return images
@@ -121,26 +124,22 @@ class RunMonitor(Monitor):
     def __init__(
         self,
         run_dir: Path,
-        data: ForecastData,
-        baselines: Mapping[str, Forecaster],
+        evaluator: Evaluator,
         attention_every: int,
         signed_maps: bool,
-        eval_batch_size: int,
         purge_step: int | None = None,
+        test_every: int = 1,
     ):
         """`purge_step`: when resuming, the first step not covered by the checkpoint; events
-        a stopped session wrote from there on are dropped, so no step appears twice."""
+        a stopped session wrote from there on are dropped, so no step appears twice.
+        `test_every`: epochs between scores of the held-out test set (large: 8192 series by
+        default); the validation set and the test curve are scored every epoch."""
         self.run_dir = Path(run_dir)
-        self.data = data
-        self.baselines = baselines
+        self.evaluator = evaluator
+        self.test_every = test_every
         self.attention_every = attention_every
         self.signed_maps = signed_maps
-        self.eval_batch_size = eval_batch_size
         self.writer = SummaryWriter(log_dir=str(self.run_dir), purge_step=purge_step)
-        self.baseline_test_mse = {
-            name: metrics["mse"]
-            for name, metrics in baseline_metrics(data.test, data, baselines).items()
-        }
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -154,12 +153,14 @@ class RunMonitor(Monitor):
             self.writer.add_scalar(f"train/{name}", value, step)
 
     def on_epoch_end(self, epoch: int, step: int, model: nn.Module, val: Mapping) -> None:
-        test = split_metrics(model, self.data.test, self.data, self.eval_batch_size)
-        for name in ("mse", "mae"):
-            self.writer.add_scalar(f"val/{name}", val[name], step)
-            self.writer.add_scalar(f"test/{name}", test[name], step)
-        for name, mse in self.baseline_test_mse.items():
-            self.writer.add_scalar(f"baseline/{name}/mse", mse, step)
+        for split in self.evaluator.splits:
+            if split == "test" and not (self.test_every and epoch % self.test_every == 0):
+                continue
+            metrics = val if split == "val" else self.evaluator.model_metrics(model, split)
+            for name in ("mse", "mae"):
+                self.writer.add_scalar(f"{split}/{name}", metrics[name], step)
+            for baseline, row in self.evaluator.baseline_metrics(split).items():
+                self.writer.add_scalar(f"baseline/{baseline}/{split}_mse", row["mse"], step)
         for name, value in diff_lambdas(model).items():
             self.writer.add_scalar(f"lambda/{name}", value, step)
         if self.attention_every and epoch % self.attention_every == 0:
@@ -170,9 +171,9 @@ class RunMonitor(Monitor):
         """Final visuals of the best weights, and the hparams row with the final metrics."""
         self._visuals(model, step + 1, "final", "best weights")
         metrics = {
-            f"final/{split}_{name}": results[split]["model"][name]
-            for split in ("test", "val")
-            for name in ("mse", "mae", "rmse")
+            f"final/{split}_{name}": rows["model"][name]
+            for split, rows in results.items()
+            for name in METRICS
         }
         for summary in hparams(dict(hparam_values), metrics):
             self.writer.file_writer.add_summary(summary, step + 1)
@@ -190,8 +191,8 @@ class RunMonitor(Monitor):
         images = save_visuals(
             self.run_dir / "figures" / point,
             model,
-            self.data,
-            self.baselines,
+            self.evaluator.data,
+            self.evaluator.baselines,
             self.signed_maps,
             label,
         )

@@ -1,4 +1,8 @@
-"""Evaluation of a trained model next to the baselines, as a table and metrics.json."""
+"""What a run reports: the results table it prints and metrics.json.
+
+The numbers come from `evaluation.Evaluator`; this module only lays them out, one block per
+split, each headed by what the split is (so the selection set is never read as a result).
+"""
 
 from __future__ import annotations
 
@@ -6,57 +10,62 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from torch import nn
-
-from ..data import ForecastData
-from .baselines import Forecaster
+from .evaluation import ratios
 from .files import atomic_write_text
-from .metrics import METRICS, baseline_metrics, split_metrics
+from .metrics import METRICS
+
+SPLIT_TITLES = {
+    "test": "test (held out)",
+    "test_curve": "test_curve (seed 002's test curve, one series)",
+    "val": "val (the selection set: early stopping and search, not a result)",
+}
 
 
-def evaluate(
-    model: nn.Module, data: ForecastData, batch_size: int, baselines: Mapping[str, Forecaster]
-) -> dict:
-    """{split: {forecaster: {mse, mae, rmse}}} for the test split (the test curve for the
-    sigmoids) and the validation set, the model first, then every baseline on the same
-    windows; in the data's own units."""
-    results = {}
-    for split_name, split in (("test", data.test), ("val", data.val)):
-        results[split_name] = {
-            "model": split_metrics(model, split, data, batch_size),
-            **baseline_metrics(split, data, baselines),
-        }
-    return results
-
-
-def ratios(results: dict) -> dict:
-    """Model MSE / baseline MSE per split: below 1 means the model beats that baseline."""
-    return {
-        split: {
-            name: rows["model"]["mse"] / row["mse"] if row["mse"] > 0 else float("inf")
-            for name, row in rows.items()
-            if name != "model"
-        }
-        for split, rows in results.items()
-    }
-
-
-def format_table(results: dict) -> str:
-    """A fixed-width table: one row per forecaster, MSE/MAE/RMSE per split."""
-    splits = list(results)
-    width = max(len("forecaster"), *(len(name) for name in results[splits[0]])) + 2
-    header = f"{'forecaster':<{width}}" + "".join(
-        f"{split + ' ' + metric:>14}" for split in splits for metric in METRICS
-    )
-    lines = [header, "-" * len(header)]
-    for name in results[splits[0]]:
-        cells = "".join(
-            f"{results[split][name][metric]:>14.6g}" for split in splits for metric in METRICS
+def describe_split(info: Mapping) -> str:
+    """One phrase for a split's info: its series (synthetic) or its rows and windows (CSV)."""
+    if "series" in info and "seed" in info:
+        return f"{info['series']} {info['generator']} series, seed {info['seed']}"
+    if "rows" in info:
+        start, stop = info["rows"]
+        times = f", {info['times'][0]} to {info['times'][1]}" if "times" in info else ""
+        return (
+            f"rows {start}-{stop - 1} (file lines {start + 2}-{stop + 1}{times}), "
+            f"{info['windows']} windows every {info['stride']} row(s), forecasts from row "
+            f"{info['forecast_rows'][0]}, inputs from row {info['input_rows_from']} "
+            f"({info['protocol']} protocol)"
         )
-        lines.append(f"{name:<{width}}{cells}")
+    return ""
+
+
+def format_table(results: Mapping, info: Mapping | None = None) -> str:
+    """One block per split: a row per forecaster with MSE, MAE, RMSE in the data's units, and
+    the model's MSE over each baseline's (below 1: the model wins)."""
+    info = info or {}
+    model_over = ratios(results)
+    width = max(len("forecaster"), *(len(n) for rows in results.values() for n in rows)) + 2
+    header = f"  {'forecaster':<{width}}" + "".join(f"{m:>13}" for m in METRICS)
+    header += f"{'model mse ÷':>14}"
+    lines = []
+    for split, rows in results.items():
+        detail = describe_split(info.get(split, {}))
+        lines.append(SPLIT_TITLES.get(split, split) + (f": {detail}" if detail else ""))
+        lines.append(header)
+        for name, row in rows.items():
+            cells = "".join(f"{row[m]:>13.6g}" for m in METRICS)
+            ratio = "" if name == "model" else f"{model_over[split][name]:>14.4g}"
+            lines.append(f"  {name:<{width}}{cells}{ratio}")
     return "\n".join(lines)
 
 
-def write_metrics(path: Path, results: dict, run_info: dict) -> None:
-    payload = {**results, "model_over_baseline_mse": ratios(results), "run": run_info}
+def write_metrics(
+    path: Path, results: Mapping, run_info: Mapping, splits: Mapping | None = None
+) -> None:
+    """metrics.json: {split: {forecaster: metrics}} for test, test_curve (synthetic), val;
+    the model-over-baseline MSE ratios; what each split holds; and the run's facts."""
+    payload = {
+        **results,
+        "model_over_baseline_mse": ratios(results),
+        "splits": dict(splits or {}),
+        "run": dict(run_info),
+    }
     atomic_write_text(path, json.dumps(payload, indent=2) + "\n")

@@ -63,16 +63,24 @@ def saved_choices(run_dir: Path) -> dict[str, str]:
 
 
 def load_run(
-    run_dir: Path, checkpoint: str = "best", device: str | None = None, with_data: bool = True
+    run_dir: Path,
+    checkpoint: str = "best",
+    device: str | None = None,
+    with_data: bool = True,
+    allow_changed_data: bool = False,
 ) -> LoadedRun:
     """A run's config, data (unless `with_data=False`: predict brings its own) and model with
-    the checkpoint's weights. One-line RunError/CheckpointError/ConfigError/DataError."""
+    the checkpoint's weights. A CSV run's data is rebuilt from the split rows and scaler saved
+    in the checkpoint; if the file's rows changed since, that is refused unless
+    `allow_changed_data` (see data.csv_data). One-line RunError/CheckpointError/ConfigError/
+    DataError."""
     run_dir = Path(run_dir)
     if checkpoint not in CHECKPOINTS:
         raise RunError(f"checkpoint={checkpoint!r} is not allowed: choose one of best, last")
     config_path = run_dir / ".hydra" / "config.yaml"
-    config = OmegaConf.to_container(saved_config(run_dir), resolve=True)
-    validate_config(config)
+    saved = saved_config(run_dir)
+    validate_config(saved)
+    config = OmegaConf.to_container(saved, resolve=True)
 
     ckpt_path = run_dir / "checkpoints" / f"{checkpoint}.pt"
     if not ckpt_path.is_file():
@@ -81,7 +89,15 @@ def load_run(
 
     torch_device = resolve_device(device or config["trainer"]["device"])
     seed_everything(config["seed"])
-    data = build_data(config["data"], config["seed"], torch_device) if with_data else None
+    data = None
+    if with_data:
+        data = build_data(
+            config["data"],
+            config["seed"],
+            torch_device,
+            saved=state.get("data_state"),
+            allow_changed=allow_changed_data,
+        )
     n_features = len(state["data_state"]["columns"]) if state.get("data_state") else 1
     model = build_model(config, n_features=n_features).to(torch_device)
     try:

@@ -17,11 +17,11 @@ from omegaconf import DictConfig, OmegaConf
 from ..config.validate import ConfigError
 from ..data import build_data
 from ..model import build_model
-from .baselines import fit_baselines
 from .distributed import SINGLE, Distributed, parameter_digest, wrap
+from .evaluation import Evaluator, ratios
 from .loop import train_model
 from .monitor import Monitor, RunMonitor, flatten
-from .report import evaluate, format_table, ratios, write_metrics
+from .report import describe_split, format_table, write_metrics
 from .restore import RunError
 from .runtime import compile_model, configure_threads, resolve_device, seed_everything
 
@@ -36,9 +36,10 @@ def run_training(
     ctx: Distributed = SINGLE,
     progress: bool = True,
 ) -> float:
-    """Train, evaluate on the test curve and validation set, write metrics.json and the
-    TensorBoard events. `choices` (group -> option) join the hparams; `resume` is the run's
-    loaded last.pt to continue from; under torchrun `ctx` is this rank (only rank 0 writes).
+    """Train, evaluate on the held-out test set (and the test curve, and the validation set as
+    what it is: the selection set), write metrics.json and the TensorBoard events. `choices`
+    (group -> option) join the hparams; `resume` is the run's loaded last.pt to continue
+    from; under torchrun `ctx` is this rank (only rank 0 writes).
     Returns the best validation MSE (what a sweeper minimises)."""
     run_dir = Path(run_dir)
     plain = OmegaConf.to_container(cfg, resolve=True)
@@ -55,12 +56,18 @@ def run_training(
         torch.cuda.set_device(device)
     seed_everything(cfg.seed)  # the same data and initial weights on every rank
 
-    data = build_data(plain["data"], cfg.seed, device)
+    # A resumed CSV run scores the rows it was trained on, or stops if the file changed.
+    saved = None if resume is None else resume.get("data_state")
+    data = build_data(plain["data"], cfg.seed, device, saved=saved)
     model = build_model(plain, data.n_features, data.n_targets).to(device)
     seed_everything(cfg.seed + ctx.rank)  # each rank its own stream (dropout)
     if trainer_cfg["compile"]:
         compile_model(model)
-    baselines = fit_baselines(data.train.src, data.train.target, plain["data"].get("season", 0))
+    evaluator = Evaluator.for_run(data, plain)
+    for note in data.notes:
+        log.info(note)
+    for split, info in data.info.items():
+        log.info("%s split: %s", split, describe_split(info))
     n_params = sum(p.numel() for p in model.parameters())
     log.info(
         "model: %s attention, %s positions, %s FFN, %d parameters, on %s",
@@ -80,12 +87,11 @@ def run_training(
     else:
         monitor = RunMonitor(
             run_dir,
-            data,
-            baselines,
+            evaluator,
             attention_every=plain["log"]["attention_every"],
             signed_maps=plain["attention"]["name"] == "diff",
-            eval_batch_size=trainer_cfg["eval_batch_size"],
             purge_step=None if resume is None else resume["step"] + 1,
+            test_every=plain["log"]["test_every"],
         )
     try:  # the writer is closed (and its events readable) even when the run fails
         if resume is None:
@@ -102,11 +108,12 @@ def run_training(
             ctx=ctx,
             progress=progress,
             data_state=data.state,
+            evaluator=evaluator,
         )
         digests = ctx.gather(parameter_digest(model))  # collective: every rank
         if not ctx.is_main:
             return result.best_val_mse
-        results = evaluate(model, data, trainer_cfg["eval_batch_size"], baselines)
+        results = evaluator.evaluate(model)
         run_info = {
             "best_epoch": result.best_epoch,
             "epochs_run": result.epochs_run,
@@ -117,16 +124,16 @@ def run_training(
             "world_size": ctx.world_size,
             "ranks_hold_identical_weights": len(set(digests)) == 1,
         }
-        write_metrics(run_dir / "metrics.json", results, run_info)
+        write_metrics(run_dir / "metrics.json", results, run_info, data.info)
         monitor.on_end(model, result.steps, results, {**flatten(plain), **(choices or {})})
     finally:
         monitor.close()
 
-    log.info("results (best epoch %d of %d):\n%s", result.best_epoch, result.epochs_run,
-             format_table(results))  # fmt: skip
+    log.info("results (best epoch %d of %d), in the data's units:\n%s", result.best_epoch,
+             result.epochs_run, format_table(results, data.info))  # fmt: skip
     test_ratios = ratios(results)["test"]
     beaten = [name for name, r in test_ratios.items() if r < 1]
-    log.info("%s: model MSE below %d of %d baselines (%s)", data.test_name, len(beaten),
+    log.info("held-out test set: model MSE below %d of %d baselines (%s)", len(beaten),
              len(test_ratios), ", ".join(beaten) or "none")  # fmt: skip
     log.info("run dir: %s", run_dir)
     return result.best_val_mse

@@ -1,4 +1,4 @@
-"""CSV series in-process: leak-free splits and scaling, fills, windows, seasonal naive."""
+"""CSV series in-process: leak-free splits and scaling, window protocols, seasonal naive."""
 
 import math
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from seqforecast.data import DataError, csv_data, fit_scaler, read_series
-from seqforecast.data.windows import split_ranges, window_starts
+from seqforecast.data.windows import forecast_starts, split_ranges
 from seqforecast.model.normalization import RevIN
 from seqforecast.training.baselines import fit_baselines, seasonal_naive
 
@@ -20,7 +20,7 @@ def write_csv(path, header, rows):
 def csv_cfg(path, **overrides):
     cfg = dict(
         name="csv", path=str(path), target="y", features=["x"], time_column=None,
-        in_len=6, out_len=3, stride=1, split=[0.6, 0.2, 0.2], val_start=None,
+        in_len=6, out_len=3, stride=1, protocol="standard", split=[0.6, 0.2, 0.2], val_start=None,
         test_start=None, scale="standard", fill="error", season=0,
     )  # fmt: skip
     cfg.update(overrides)
@@ -33,25 +33,56 @@ def row_index_csv(tmp_path):
     return write_csv(tmp_path / "rows.csv", ["y", "x"], [(i, 2 * i) for i in range(100)])
 
 
-def _raw_rows(data, split):
-    """The row indices a split's windows read, recovered from their raw values."""
+def _input_rows(data, split):
+    """Row index of every input value of a split's windows [N, in_len], from its raw value."""
     src = split.src.double() * data.scaler.scale + data.scaler.shift  # all channels, raw
-    target = data.to_raw(split.target.double())
-    return torch.cat([src[..., 0].flatten(), target.flatten()]).round().long()
+    return src[..., 0].round().long()
+
+
+def _target_rows(data, split):
+    return data.to_raw(split.target.double())[..., 0].round().long()  # [N, out_len]
 
 
 @pytest.mark.parametrize("stride", [1, 4])
-def test_no_window_touches_a_later_split_and_the_scaler_saw_training_rows_only(
+def test_windows_forecast_their_split_and_read_only_the_past(row_index_csv, stride):
+    """The standard protocol: a split's windows forecast its rows; inputs may reach back."""
+    data = csv_data(csv_cfg(row_index_csv, stride=stride), torch.device("cpu"))
+    ranges = {"train": (0, 60), "val": (60, 80), "test": (80, 100)}
+    for name, (start, stop) in ranges.items():
+        split = getattr(data, name)
+        inputs, targets = _input_rows(data, split), _target_rows(data, split)
+        assert targets.min() >= start and targets.max() < stop, name
+        # Inputs: the in_len rows right before the forecast, never at or after it.
+        assert torch.equal(inputs[:, -1] + 1, targets[:, 0])
+        assert (inputs.diff(dim=1) == 1).all() and (targets.diff(dim=1) == 1).all()
+        if name != "train":  # validation and test windows start right at the split point
+            assert targets[0, 0] == start and inputs[0, 0] == start - 6
+        assert torch.equal(targets[:, 0].diff(), torch.full((len(split) - 1,), stride))
+        assert data.info[name]["windows"] == len(split)
+        assert data.info[name]["rows"] == [start, stop]
+    assert _input_rows(data, data.train).min() == 0
+    if stride == 1:  # every validation and test row is forecast by some window
+        for name in ("val", "test"):
+            rows = set(_target_rows(data, getattr(data, name)).flatten().tolist())
+            assert rows == set(range(*ranges[name]))
+
+
+@pytest.mark.parametrize("stride", [1, 4])
+def test_strict_windows_stay_inside_their_split_and_the_scaler_saw_training_rows_only(
     row_index_csv, stride
 ):
-    data = csv_data(csv_cfg(row_index_csv, stride=stride), torch.device("cpu"))
+    data = csv_data(csv_cfg(row_index_csv, stride=stride, protocol="strict"), "cpu")
     val_start, test_start = 60, 80
-    assert _raw_rows(data, data.train).max() < val_start
-    val_rows = _raw_rows(data, data.val)
+
+    def rows(split):
+        return torch.cat([_input_rows(data, split).flatten(), _target_rows(data, split).flatten()])
+
+    assert rows(data.train).max() < val_start
+    val_rows = rows(data.val)
     assert val_rows.min() >= val_start and val_rows.max() < test_start
-    assert _raw_rows(data, data.test).min() >= test_start
+    assert rows(data.test).min() >= test_start
     # Windows end at each split's last row: the newest rows are always covered.
-    assert _raw_rows(data, data.test).max() == 99
+    assert rows(data.test).max() == 99
     # The scaler's statistics are the training rows' alone.
     train = np.stack([np.arange(60), 2 * np.arange(60)], axis=1).astype(float)
     assert torch.allclose(data.scaler.shift, torch.from_numpy(train.mean(0)))
@@ -70,9 +101,26 @@ def test_extreme_later_rows_do_not_move_the_scaler(tmp_path):
 
 
 def test_window_counts_and_strides():
-    assert window_starts(range(0, 20), 9, 1) == list(range(0, 12))
-    assert window_starts(range(0, 20), 9, 5) == [1, 6, 11]  # the last ends at row 19
-    assert window_starts(range(10, 15), 9, 1) == []
+    # standard: forecasts start at the split point (training: after in_len rows of inputs)
+    assert forecast_starts(range(0, 20), 6, 3, 1) == list(range(6, 18))
+    assert forecast_starts(range(20, 30), 6, 3, 1) == list(range(20, 28))
+    assert forecast_starts(range(20, 30), 6, 3, 5) == [20, 25]
+    assert forecast_starts(range(3, 10), 6, 3, 1) == [6, 7]  # inputs never before row 0
+    # strict: whole windows inside the split, the last one ending at its last row
+    assert forecast_starts(range(0, 20), 6, 3, 1, "strict") == list(range(6, 18))
+    assert forecast_starts(range(0, 20), 6, 3, 5, "strict") == [7, 12, 17]
+    assert forecast_starts(range(10, 15), 6, 3, 1, "strict") == []
+
+
+def test_a_short_monthly_series_fits_the_standard_protocol_only(tmp_path):
+    """144 monthly rows, 24 in / 12 out: strict windows do not fit a 22-row split."""
+    path = write_csv(tmp_path / "monthly.csv", ["y", "x"], [(i % 12, i) for i in range(144)])
+    split = [0.7, 0.15, 0.15]  # val from round(100.8) = 101, test from 101 + round(21.6) = 123
+    data = csv_data(csv_cfg(path, in_len=24, out_len=12, split=split), "cpu")
+    assert (len(data.train), len(data.val), len(data.test)) == (66, 11, 10)
+    assert data.info["val"]["rows"] == [101, 123] and data.info["test"]["rows"] == [123, 144]
+    with pytest.raises(DataError, match="the val split has 22 rows .* data.protocol=strict"):
+        csv_data(csv_cfg(path, in_len=24, out_len=12, split=split, protocol="strict"), "cpu")
 
 
 def test_explicit_boundaries_by_row_or_timestamp(tmp_path):
@@ -89,22 +137,12 @@ def test_explicit_boundaries_by_row_or_timestamp(tmp_path):
         split_ranges(24, [0.6, 0.2, 0.2], "10", None)
 
 
-def test_fills_repair_gaps_where_asked(tmp_path):
+def test_gaps_are_refused_unless_a_fill_is_asked_for(tmp_path):
     path = write_csv(tmp_path / "gaps.csv", ["y", "x"], [(1, 1), ("", 2), ("nan", 3), (4, "")])
     with pytest.raises(DataError, match=r"3 empty or NaN cell\(s\), first at line 3, column 'y'"):
         read_series(path, ["y", "x"])
-    ffilled = read_series(path, ["y", "x"], fill="ffill").values
-    assert ffilled[:, 0].tolist() == [1, 1, 1, 4] and ffilled[:, 1].tolist() == [1, 2, 3, 3]
-    interpolated = read_series(path, ["y", "x"], fill="interpolate").values
-    assert interpolated[:, 0].tolist() == [1, 2, 3, 4] and interpolated[:, 1].tolist() == [
-        1,
-        2,
-        3,
-        3,
-    ]
-    leading = write_csv(tmp_path / "lead.csv", ["y"], [("",), (2,)])
-    with pytest.raises(DataError, match="starts empty at line 2"):
-        read_series(leading, ["y"], fill="ffill")
+    raw = read_series(path, ["y", "x"], fill="interpolate").values  # filled per window later
+    assert np.isnan(raw[1:3, 0]).all() and np.isnan(raw[3, 1]) and raw[0].tolist() == [1, 1]
 
 
 @pytest.mark.parametrize("kind", ["none", "standard", "minmax"])
@@ -139,3 +177,13 @@ def test_seasonal_naive_repeats_the_last_season():
     assert set(baselines) == {"last_value", "drift", "nlinear", "seasonal_naive"}
     assert baselines["seasonal_naive"](src.expand(1, 10, 1))[0, :, 0].tolist() == [6, 7, 8]
     assert math.isclose(baselines["last_value"](torch.randn(2, 10, 2)).shape[-1], 1)
+
+
+def test_the_scaler_ignores_empty_cells_instead_of_filled_values(tmp_path):
+    rows = [(float(i), 1.0) for i in range(100)]
+    rows[10] = ("", 1.0)
+    data = csv_data(csv_cfg(write_csv(tmp_path / "g.csv", ["y", "x"], rows), fill="interpolate"),
+                    "cpu")  # fmt: skip
+    observed = np.delete(np.arange(60.0), 10)
+    assert data.scaler.shift[0].item() == pytest.approx(observed.mean())
+    assert data.scaler.scale[0].item() == pytest.approx(observed.std())

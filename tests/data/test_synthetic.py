@@ -1,5 +1,6 @@
 """The generators against seed 002's definitions, written here time-major as the seed has them."""
 
+import pytest
 import torch
 
 from seqforecast import data
@@ -60,25 +61,61 @@ def test_sigmoid_family_contains_the_test_curve():
     torch.testing.assert_close(target, curve_target.expand(5, -1, -1), atol=1e-6, rtol=0)
 
 
-def test_sigmoid_values_follow_their_parameters():
-    """Each series is amplitude * sigmoid(slope * (t - shift)) + offset on the test grid:
-    recover the four parameters from 4 points and check every other point."""
+GRID = torch.cat([torch.linspace(-5, 0, 24), torch.linspace(0, 5, 12)]).double()
+PINNED = dict(slope_range=(1, 1), shift_range=(0, 0), amplitude_range=(1, 1), offset_range=(0, 0))
+
+
+def _draw(n=512, **ranges):
+    """n series with every parameter pinned to the test curve's except those in `ranges`:
+    [n, 36] values on the grid, float64."""
     gen = torch.Generator().manual_seed(1)
-    src, target = data.sigmoid(64, 24, 12, generator=gen)
-    series = torch.cat([src, target], dim=1)[..., 0].double()
-    grid = torch.cat([torch.linspace(-5, 0, 24), torch.linspace(0, 5, 12)]).double()
-    assert series.min() >= -0.5 - 1e-6 and series.max() <= 1.5 + 0.5 + 1e-6
-    # Increasing in t (slope > 0, amplitude > 0), flat where the grid repeats t = 0.
+    src, target = data.sigmoid(n, 24, 12, generator=gen, **{**PINNED, **ranges})
+    return torch.cat([src, target], dim=1)[..., 0].double()
+
+
+def _recovered_in_range(values, low, high):
+    """One value per series, spread over [low, high] (uniform draws: near both ends)."""
+    assert values.min() >= low - 1e-4 and values.max() <= high + 1e-4
+    assert values.min() < low + 0.05 * (high - low) and values.max() > high - 0.05 * (high - low)
+    assert abs(values.mean().item() - (low + high) / 2) < 0.08 * (high - low)
+
+
+@pytest.mark.parametrize(
+    "param,bounds", [("slope", (0.5, 2.0)), ("shift", (-3.0, 3.0)),
+                     ("amplitude", (0.5, 1.5)), ("offset", (-0.5, 0.5))],
+)  # fmt: skip
+def test_each_parameter_enters_the_curve_as_documented_and_spans_its_range(param, bounds):
+    """amplitude * sigmoid(slope * (t - shift)) + offset: with the other three pinned to the
+    test curve's, the free one is recovered at every grid point by inverting the formula, and
+    must be the same along each series (a series is one curve) and drawn over its range."""
+    series = _draw(**{f"{param}_range": bounds})
+    t = GRID[None, :].expand_as(series)
+    # The logit is ill-conditioned where the float32 sigmoid saturates: use points inside.
+    usable = torch.ones_like(series, dtype=torch.bool)
+    if param == "slope":  # logit(y) = slope * t
+        usable = (series > 0.02) & (series < 0.98) & (t != 0)
+        recovered = torch.logit(series) / t
+    elif param == "shift":  # logit(y) = t - shift
+        usable = (series > 0.02) & (series < 0.98)
+        recovered = t - torch.logit(series)
+    elif param == "amplitude":
+        recovered = series / torch.sigmoid(t)
+    else:
+        recovered = series - torch.sigmoid(t)
+    recovered = torch.where(usable, recovered, torch.nan)
+    assert usable.sum(dim=1).min() >= 5
+    per_series = recovered.nanmean(dim=1)
+    spread = (recovered - per_series[:, None]).abs().nan_to_num(0.0)
+    assert spread.max() < 2e-4
+    _recovered_in_range(per_series, *bounds)
+
+
+def test_every_series_is_one_increasing_sigmoid_on_the_test_grid():
+    series = _draw(n=64, **{k: v for k, v in (("slope_range", (0.5, 2.0)),
+                                               ("shift_range", (-3.0, 3.0)))})  # fmt: skip
     steps = series.diff(dim=1)
     assert (steps[:, :23] > 0).all() and (steps[:, 24:] > 0).all()
-    torch.testing.assert_close(series[:, 23], series[:, 24])
-    gen = torch.Generator().manual_seed(1)
-    slope = torch.empty(64, 1).uniform_(0.5, 2.0, generator=gen)
-    shift = torch.empty(64, 1).uniform_(-3.0, 3.0, generator=gen)
-    amplitude = torch.empty(64, 1).uniform_(0.5, 1.5, generator=gen)
-    offset = torch.empty(64, 1).uniform_(-0.5, 0.5, generator=gen)
-    expected = amplitude * torch.sigmoid(slope * (grid.float() - shift)) + offset
-    torch.testing.assert_close(series.float(), expected, atol=1e-6, rtol=0)
+    torch.testing.assert_close(series[:, 23], series[:, 24])  # the grid repeats t = 0
 
 
 def test_sigmoid_noise_has_the_requested_scale():
@@ -89,13 +126,44 @@ def test_sigmoid_noise_has_the_requested_scale():
     assert abs((noisy - clean).std().item() - 0.1) < 0.005
 
 
-def test_training_follows_the_seed_and_validation_is_fixed():
-    cfg = dict(name="sigmoid", in_len=8, out_len=4, train_size=50, val_size=20, val_seed=99,
-               slope_range=[0.5, 2], shift_range=[-3, 3], amplitude_range=[0.5, 1.5],
-               offset_range=[-0.5, 0.5], noise=0.0)  # fmt: skip
-    a = data.synthetic_data(cfg, seed=0, device=torch.device("cpu"))
-    b = data.synthetic_data(cfg, seed=1, device=torch.device("cpu"))
+SIGMOID = dict(name="sigmoid", in_len=8, out_len=4, train_size=50, val_size=20, val_seed=99,
+               test_size=300, test_seed=123, slope_range=[0.5, 2], shift_range=[-3, 3],
+               amplitude_range=[0.5, 1.5], offset_range=[-0.5, 0.5], noise=0.0)  # fmt: skip
+
+
+def _series(split):
+    return {tuple(row) for row in torch.cat([split.src, split.target], 1)[..., 0].tolist()}
+
+
+def test_training_follows_the_seed_validation_and_test_are_fixed_held_out_draws():
+    a = data.synthetic_data(SIGMOID, seed=0, device=torch.device("cpu"))
+    b = data.synthetic_data(SIGMOID, seed=1, device=torch.device("cpu"))
     assert not torch.equal(a.train.src, b.train.src)
-    assert torch.equal(a.val.src, b.val.src)
-    assert a.n_features == 1 and len(a.test) == 1
+    assert torch.equal(a.val.src, b.val.src) and torch.equal(a.test.src, b.test.src)
+    assert a.n_features == 1
     assert a.train.src.shape == (50, 8, 1) and a.val.target.shape == (20, 4, 1)
+    assert a.test.src.shape == (300, 8, 1) and a.test.target.shape == (300, 4, 1)
+    # Three disjoint draws: no series appears in two of them.
+    train, val, test = _series(a.train), _series(a.val), _series(a.test)
+    assert len(test) == 300 and not (train & val or train & test or val & test)
+    # The test curve is its own split, and the probe the figures show.
+    assert list(a.eval_splits()) == ["test", "test_curve", "val"]
+    assert len(a.test_curve) == 1 and torch.equal(a.probe.src, a.test_curve.src)
+    assert a.info["test"]["fingerprint"] == b.info["test"]["fingerprint"]
+    other = data.synthetic_data({**SIGMOID, "test_seed": 124}, 0, torch.device("cpu"))
+    assert other.info["test"]["fingerprint"] != a.info["test"]["fingerprint"]
+
+
+def test_sigmoid_seed_validates_and_tests_on_held_out_sigmoid_family_series():
+    cfg = dict(name="sigmoid_seed", in_len=8, out_len=4, train_size=64, val_size=20,
+               val_seed=99, test_size=300, test_seed=123)  # fmt: skip
+    seeded = data.synthetic_data(cfg, seed=0, device=torch.device("cpu"))
+    assert len(_series(seeded.train)) == 2  # the seed's generator: two distinct curves
+    assert not (_series(seeded.val) | _series(seeded.test)) & _series(seeded.train)
+    family = data.synthetic_data({**SIGMOID, "train_size": 64}, 0, torch.device("cpu"))
+    assert len(_series(seeded.test)) == 300
+    # The sigmoid family at its default ranges, drawn from the same held-out seeds.
+    src, target = data.sigmoid(300, 8, 4, generator=torch.Generator().manual_seed(123))
+    assert torch.equal(seeded.test.src, src) and torch.equal(seeded.test.target, target)
+    assert torch.equal(seeded.test.src, family.test.src)
+    assert any("held-out series of the sigmoid family" in note for note in seeded.notes)

@@ -63,12 +63,12 @@ def test_a_failing_run_still_leaves_readable_events(tmp_path, monkeypatch):
     def broken_evaluate(*args, **kwargs):
         raise RuntimeError("evaluation failed")
 
-    monkeypatch.setattr(run_module, "evaluate", broken_evaluate)
+    monkeypatch.setattr(run_module.Evaluator, "evaluate", broken_evaluate)
     cfg = compose_config(["experiment=quick", "epochs=1", "data.train_size=32"])
     with pytest.raises(RuntimeError, match="evaluation failed"):
         run_module.run_training(cfg, tmp_path)
     events = EventAccumulator(str(tmp_path))
     events.Reload()
-    assert "train/loss" in events.Tags()["scalars"]
+    assert "train/mse" in events.Tags()["scalars"]
     assert "val/mse" in events.Tags()["scalars"]
     assert (tmp_path / "checkpoints" / "best.pt").is_file()

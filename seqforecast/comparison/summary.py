@@ -1,0 +1,80 @@
+"""A comparison of groups of runs: every metric summarised over seeds, paired against a reference.
+
+The metrics are read from each run's metrics.json, which the one evaluation path wrote
+(`training.evaluation`): the model's MSE and MAE on the compared split, and its MSE over each
+baseline's on the same windows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from .runs import Group, Run
+from .stats import PairedRatio, Summary, paired_ratio, summarize
+
+PAIRED = ("MSE", "MAE")  # metrics compared with the reference seed by seed
+
+
+@dataclass
+class Metric:
+    name: str  # "MSE", "MAE", "MSE ÷ nlinear"
+    read: Callable[[dict], float]  # metrics.json -> value
+
+
+@dataclass
+class Comparison:
+    split: str
+    groups: list[Group]
+    reference: Group
+    metrics: list[Metric]
+    excluded: list[Run]
+    summaries: dict[tuple[str, str], Summary] = field(default_factory=dict)  # (group, metric)
+    paired: dict[tuple[str, str], PairedRatio] = field(default_factory=dict)
+    baselines: dict[str, Summary] = field(default_factory=dict)  # baseline MSE over all runs
+    seconds: dict[str, Summary] = field(default_factory=dict)  # training seconds per group
+
+
+def metrics_for(split: str, runs: Sequence[Run]) -> list[Metric]:
+    """MSE, MAE, then the MSE ratio to each baseline every run has (in the runs' order)."""
+    ratios = [run.metrics["model_over_baseline_mse"][split] for run in runs]
+    baselines = [b for b in ratios[0] if all(b in r for r in ratios)]
+    metrics = [
+        Metric("MSE", lambda m: m[split]["model"]["mse"]),
+        Metric("MAE", lambda m: m[split]["model"]["mae"]),
+    ]
+    for name in baselines:
+        metrics.append(
+            Metric(f"MSE ÷ {name}", lambda m, b=name: m["model_over_baseline_mse"][split][b])
+        )
+    return metrics
+
+
+def compare(split: str, groups: list[Group], reference: Group, excluded: list[Run]) -> Comparison:
+    runs = [run for group in groups for run in group.runs]
+    result = Comparison(split, groups, reference, metrics_for(split, runs), excluded)
+    for metric in result.metrics:
+        ref = _by_seed(reference.runs, metric.read)
+        for group in groups:
+            values = [metric.read(run.metrics) for run in group.runs]
+            result.summaries[group.label, metric.name] = summarize(values)
+            if metric.name in PAIRED and group is not reference:
+                result.paired[group.label, metric.name] = paired_ratio(
+                    _by_seed(group.runs, metric.read), ref
+                )
+    for name in runs[0].metrics[split]:
+        if name != "model" and all(name in run.metrics[split] for run in runs):
+            result.baselines[name] = summarize([run.metrics[split][name]["mse"] for run in runs])
+    for group in groups:
+        seconds = [run.metrics["run"].get("train_seconds", math.nan) for run in group.runs]
+        result.seconds[group.label] = summarize(seconds)
+    return result
+
+
+def _by_seed(runs: Sequence[Run], read: Callable[[dict], float]) -> dict[int, float]:
+    """{seed: value}; runs sharing a seed (repeats) are averaged."""
+    values: dict[int, list[float]] = {}
+    for run in runs:
+        values.setdefault(run.seed, []).append(read(run.metrics))
+    return {seed: math.fsum(v) / len(v) for seed, v in values.items()}
