@@ -106,15 +106,18 @@ def synthetic_data(data_cfg: Mapping, seed: int, device: torch.device) -> Foreca
     plus seed 002's test curve as its own row.
 
     `sigmoid_seed` has only two distinct curves, so validation and test drawn from it would
-    repeat the training curves: they come from the `sigmoid` family (its default ranges)."""
+    repeat the training curves: they come from the `sigmoid` family (its default ranges).
+
+    Every draw is made on the CPU and then moved to `device`: a device's own generator draws
+    other numbers, and the held-out set must be the same set on every machine."""
     name = data_cfg["name"]
     in_len, out_len = data_cfg["in_len"], data_cfg["out_len"]
 
     def draw(generator: str, options: dict, size: int, seed_value: int) -> Split:
-        gen = torch.Generator(device=device).manual_seed(seed_value)
+        gen = torch.Generator().manual_seed(seed_value)  # CPU: the same draw on any machine
         fn = GENERATORS[generator]
-        src, target = fn(size, in_len, out_len, generator=gen, device=device, **options)
-        return Split(src, target)
+        src, target = fn(size, in_len, out_len, generator=gen, **options)
+        return Split(src.to(device), target.to(device))
 
     options = {
         k: tuple(v) if isinstance(v, Sequence) and not isinstance(v, str) else v
