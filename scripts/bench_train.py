@@ -45,17 +45,19 @@ CASES = {
     "einsum": ("einsum", {}),
     "diff": ("diff", {}),
     "diff_block16": ("diff", {"block_size": 16}),
+    "diff_seed": ("diff", {"head_layout": "seed"}),
+    "diff_seed_block16": ("diff", {"block_size": 16, "head_layout": "seed"}),
     "vanilla_bf16": ("vanilla", {"precision": "bf16"}),
     "vanilla_compile": ("vanilla", {"compile": True}),
     "vanilla_weights_every_step": ("vanilla", {"weights_every_step": True}),
 }
 PLAN = {
-    "default": ["reference", "vanilla", "einsum", "diff", "diff_block16"],
+    "default": ["reference", "vanilla", "einsum", "diff", "diff_block16", "diff_seed"],
     "large": [
         "reference", "vanilla", "einsum", "diff", "diff_block16",
         "vanilla_bf16", "vanilla_compile", "vanilla_weights_every_step",
     ],
-    "long": ["reference", "vanilla", "diff", "diff_block16"],
+    "long": ["reference", "vanilla", "diff", "diff_block16", "diff_seed_block16"],
 }  # fmt: skip
 
 
@@ -107,6 +109,7 @@ def overrides(size: dict, model: str, options: dict) -> list[str]:
         f"trainer.compile={options.get('compile', False)}",
         f"trainer.precision={options.get('precision', 'fp32')}",
         "pos_encoding.max_len=2048",
+        *([f"attention.head_layout={options['head_layout']}"] if "head_layout" in options else []),
     ]  # fmt: skip
 
 

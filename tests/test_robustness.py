@@ -220,7 +220,7 @@ BAD_INPUTS = [  # (arguments, text stderr must contain; the key, its value, what
     ("model.dropout=1.5", "model.dropout=1.5 is not allowed: must be in [0, 1)"),
     ("ffn.activation=swish", "ffn.activation='swish' is not allowed: choose one of relu, gelu"),
     ("ffn.d_ff=0", "ffn.d_ff=0"),
-    ("pos_encoding=rope d_model=12 n_heads=4", "rope needs an even head dim, d_model/n_heads = 3"),
+    ("pos_encoding=rope d_model=12 n_heads=4", "error: pos_encoding=rope conflicts with model.d_model=12: rope rotates pairs of q/k channels, and the q/k width per head, model.d_model/model.n_heads = 12/4 = 3, is odd"),
     ("pos_encoding=learned pos_encoding.max_len=5", "pos_encoding.max_len=5 is not allowed: must be >= data.in_len + data.out_len = 18"),
     ("lr=0", "trainer.lr=0.0 is not allowed: must be > 0"),
     ("epochs=0", "trainer.epochs=0"),
@@ -234,6 +234,7 @@ BAD_INPUTS = [  # (arguments, text stderr must contain; the key, its value, what
     ("seed=-1", "seed=-1"),
     ("log.attention_every=-1", "log.attention_every=-1"),
     ("resume=/nonexistent/run", "resume=/nonexistent/run: /nonexistent/run/checkpoints/last.pt does not exist"),
+    ("attention=diff attention.distance_decay=true pos_encoding=relative", "error: attention.distance_decay=true conflicts with pos_encoding=relative: both would put a position module inside diff attention"),
 ]  # fmt: skip
 
 

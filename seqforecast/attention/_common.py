@@ -81,21 +81,24 @@ def fused_attention(
     blocked: Tensor | None = None,
     rows_may_be_empty: bool = False,
     dropout: float = 0.0,
+    scale: float | None = None,
 ) -> Tensor:
     """torch's fused scaled_dot_product_attention with this package's mask conventions.
 
-    q [..., Lq, d], k and v [..., Lk, d] -> [..., Lq, d]. Without `blocked` the kernel applies
-    `causal` itself; with it (True = may not attend; causal already folded in) it takes the
-    mask. When a row may have no key at all (padding), that row attends everywhere (finite)
-    and is zeroed after, as `masked_softmax_` does.
+    q [..., Lq, d], k [..., Lk, d] and v [..., Lk, dv] -> [..., Lq, dv]; `scale` defaults to
+    1/sqrt(d). Without `blocked` the kernel applies `causal` itself; with it (True = may not
+    attend; causal already folded in) it takes the mask. When a row may have no key at all
+    (padding), that row attends everywhere (finite) and is zeroed after, as
+    `masked_softmax_` does.
     """
+    options = {"dropout_p": dropout, "scale": scale}
     if blocked is None:
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=causal)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, **options)
     if not rows_may_be_empty:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=~blocked, dropout_p=dropout)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=~blocked, **options)
     empty = blocked.all(dim=-1, keepdim=True)
     allowed = ~(blocked & ~empty)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, **options)
     return out.masked_fill(empty, 0.0)
 
 

@@ -6,7 +6,8 @@ the explicit score path, `_attend`, which also returns the per-head weights. Whe
 asked for and no position term acts on the scores, torch's fused `scaled_dot_product_attention`
 computes the same function without materialising the score matrix.
 
-An optional `position` (see position.py) rotates q and k, or adds its terms to the scores.
+An optional `position` (see position.py) rotates q and k, or adds its terms to the scores, at
+the absolute time steps the call gives (`query_start`, `key_start`).
 """
 
 from __future__ import annotations
@@ -59,37 +60,45 @@ class ProjectedAttention(nn.Module):
         causal: bool = False,
         key_padding_mask: Tensor | None = None,
         need_weights: bool = False,
+        query_start: int = 0,
+        key_start: int = 0,
     ) -> tuple[Tensor, Tensor | None]:
+        """`query_start`, `key_start`: the time steps of the first query and key (position
+        modules read them; masks do not)."""
         check_inputs(query, key_value, key_padding_mask, self.d_model)
         q = self.q_proj(query)  # [B, Lq, E]
         k = self.k_proj(key_value)  # [B, Lk, E]
         v = self.v_proj(key_value)  # [B, Lk, E]
         batch, q_len, k_len = q.shape[0], q.shape[1], k.shape[1]
+        starts = (query_start, key_start)
         if self.position is not None:
             # [B, L, E] -> [B, L, H, head_dim] -> rotated -> [B, L, E]
-            q = self.position.rotate(q.view(batch, q_len, self.n_heads, -1)).flatten(2)
-            k = self.position.rotate(k.view(batch, k_len, self.n_heads, -1)).flatten(2)
+            q = self.position.rotate(q.view(batch, q_len, self.n_heads, -1), query_start)
+            k = self.position.rotate(k.view(batch, k_len, self.n_heads, -1), key_start)
+            q, k = q.flatten(2), k.flatten(2)
         padding = None if key_padding_mask is None else key_padding_mask[:, None, None, :]
         blocked = combine_masks(  # True = may not attend; broadcasts to [B, H, Lq, Lk]
             self._causal_mask(q_len, k_len, q.device) if causal else None, padding
         )
         dropout = self.dropout if self.training else 0.0
         if need_weights or (self.position is not None and self.position.acts_on_scores):
-            out, weights = self._attend(q, k, v, blocked, padding is not None, dropout)
+            out, weights = self._attend(q, k, v, blocked, padding is not None, dropout, starts)
         else:
             out, weights = self._fused(q, k, v, causal, blocked, padding is not None, dropout), None
         return self.out_proj(out), (weights if need_weights else None)
 
-    def _score_terms(self, scores: Tensor) -> Tensor:
-        """The position module's terms on raw scores [B, H, Lq, Lk] (identity without one)."""
+    def _score_terms(self, scores: Tensor, starts: tuple[int, int]) -> Tensor:
+        """The position module's terms on raw scores [B, H, Lq, Lk] (identity without one), at
+        the time steps starts[0] + i (queries) and starts[1] + j (keys)."""
         if self.position is None or not self.position.acts_on_scores:
             return scores
         q_len, k_len = scores.shape[-2:]
+        (q_start, k_start), device = starts, scores.device
         distance, past = self._masks.get(
-            ("geometry", q_len, k_len, scores.device, scores.dtype),
+            ("geometry", q_len, k_len, q_start, k_start, device, scores.dtype),
             lambda: relative_geometry(
-                torch.arange(q_len, device=scores.device)[:, None],
-                torch.arange(k_len, device=scores.device)[None, :],
+                torch.arange(q_start, q_start + q_len, device=device)[:, None],
+                torch.arange(k_start, k_start + k_len, device=device)[None, :],
                 scores.dtype,
             ),
         )
@@ -103,10 +112,12 @@ class ProjectedAttention(nn.Module):
         blocked: Tensor | None,
         rows_may_be_empty: bool,
         dropout: float,
+        starts: tuple[int, int] = (0, 0),
     ) -> tuple[Tensor, Tensor]:
         """Explicit path, also returning the per-head weights.
 
-        q [B, Lq, E], k and v [B, Lk, E] -> (out [B, Lq, E], weights [B, H, Lq, Lk]).
+        q [B, Lq, E], k and v [B, Lk, E] -> (out [B, Lq, E], weights [B, H, Lq, Lk]). `starts`:
+        the time steps of the first query and key, for the position terms on the scores.
         """
         raise NotImplementedError
 

@@ -1,11 +1,17 @@
 """`diff`: differential attention (Ye et al. 2024), optionally block-local, as in seed 003.
 
-Per head, q and k are projected to two halves of head_dim each, and
+Per head h, q and k are projected to two halves (q1, k1) and (q2, k2) of width w, and
 
-    weights = softmax(q1 k1^T / sqrt(d)) - lambda * softmax(q2 k2^T / sqrt(d))
-    out     = head_norm(weights @ v) * (1 - lambda_init)
+    weights = softmax(q1 k1^T / sqrt(w)) - lambda * softmax(q2 k2^T / sqrt(w))
+    out     = head_norm(weights @ v_h) * (1 - lambda_init)
 
-Options (each a config value):
+with v_h of width d_model / n_heads. Options (each a config value):
+- head_layout: "paper" (default, the paper and its official code): w = d_model / (2 n_heads),
+  the q and k projections d_model -> d_model, so a layer has the projection weights and the
+  attention FLOPs of a standard one; the 2 n_heads half-heads pair up as (2h, 2h + 1). "seed":
+  seed 003's layout, w = d_model / n_heads, q and k projected to 2 d_model (a layer then holds
+  6 d_model^2 projection weights against a standard layer's 4 d_model^2). λ's vectors and the
+  score scale follow w in both.
 - lambda_mode: "scalar" (one learnable scalar, the seed's form, initialised at lambda_init) or
   "reparam" (the paper's: exp(lq1 . lk1) - exp(lq2 . lk2) + lambda_init).
 - lambda_init: None = 0.8 - 0.6 * exp(-0.3 * (layer - 1)), from the 1-based `layer` index.
@@ -15,9 +21,13 @@ Options (each a config value):
   queries against all keys: the same function as full attention, computed in one matmul.
 - talking_heads: learned head-to-head mixing of the scores before the softmax and of the
   weights after it (Shazeer et al. 2020), both initialised to the identity.
-- distance_decay, past_bias: the seed's position terms on the scores (position.py); a
-  shorthand for `position=RelativePositionTerms(distance_decay, past_bias)`.
+- distance_decay, past_bias, decay_form: position terms on the scores (position.py; the
+  additive per-head `alibi` decay, or the seed's multiplicative form); a shorthand for
+  `position=RelativePositionTerms(distance_decay, past_bias, decay_form, n_heads)`.
 - position: any AttentionPosition (rotary, relative terms), as for every backend.
+
+Positions are absolute time steps: a call's `query_start` and `key_start` place its queries
+and keys on the time axis (position.py); masks and block windows read the sequence index.
 """
 
 from __future__ import annotations
@@ -42,6 +52,7 @@ from .position import AttentionPosition, RelativePositionTerms, relative_geometr
 from .registry import register_attention
 
 LAMBDA_MODES = ("scalar", "reparam")
+HEAD_LAYOUTS = ("paper", "seed")
 
 
 def default_lambda_init(layer: int) -> float:
@@ -79,11 +90,20 @@ class DifferentialAttention(nn.Module):
         talking_heads: bool = False,
         distance_decay: bool = False,
         past_bias: bool = False,
+        decay_form: str = "alibi",
+        head_layout: str = "paper",
         position: AttentionPosition | None = None,
     ):
         super().__init__()
         if lambda_mode not in LAMBDA_MODES:
             raise ValueError(f"lambda_mode={lambda_mode!r}; allowed: {', '.join(LAMBDA_MODES)}")
+        if head_layout not in HEAD_LAYOUTS:
+            raise ValueError(f"head_layout={head_layout!r}; allowed: {', '.join(HEAD_LAYOUTS)}")
+        if head_layout == "paper" and (d_model // n_heads) % 2:
+            raise ValueError(
+                f"head_layout='paper' splits each head's q/k in two: d_model / n_heads = "
+                f"{d_model // n_heads} must be even"
+            )
         if not isinstance(block_size, int) or block_size < 0:
             raise ValueError(f"block_size={block_size!r} must be an integer >= 0 (0 = full)")
         if not isinstance(layer, int) or layer < 1:
@@ -91,17 +111,21 @@ class DifferentialAttention(nn.Module):
         check_dropout(dropout)
         self.d_model = d_model
         self.n_heads = n_heads
-        self.head_dim = d_model // n_heads
-        self.scale = 1.0 / math.sqrt(self.head_dim)
+        self.head_layout = head_layout
+        self.head_dim = d_model // n_heads  # v and the output, per head
+        # Width of each q/k half: the paper halves the head; the seed gives each half a head.
+        self.half_dim = self.head_dim // 2 if head_layout == "paper" else self.head_dim
+        self.scale = 1.0 / math.sqrt(self.half_dim)
         self.dropout = dropout
         self.block_size = block_size
         self.cross_attention = cross_attention
         self.lambda_mode = lambda_mode
         self.lambda_init = default_lambda_init(layer) if lambda_init is None else float(lambda_init)
 
-        # q and k carry two halves per head: [E] -> [H, 2, head_dim].
-        self.q_proj = nn.Linear(d_model, 2 * d_model, bias=bias)
-        self.k_proj = nn.Linear(d_model, 2 * d_model, bias=bias)
+        # q and k carry two halves per head: [E] -> [H, 2, half_dim].
+        qk_width = 2 * n_heads * self.half_dim  # paper: d_model; seed: 2 d_model
+        self.q_proj = nn.Linear(d_model, qk_width, bias=bias)
+        self.k_proj = nn.Linear(d_model, qk_width, bias=bias)
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
@@ -109,7 +133,7 @@ class DifferentialAttention(nn.Module):
             self.lambda_scalar = nn.Parameter(torch.tensor(self.lambda_init))
         else:
             self.lambda_q1, self.lambda_k1, self.lambda_q2, self.lambda_k2 = (
-                nn.Parameter(torch.randn(self.head_dim) * 0.1) for _ in range(4)
+                nn.Parameter(torch.randn(self.half_dim) * 0.1) for _ in range(4)
             )
         self.head_norm = nn.RMSNorm(self.head_dim, eps=1e-5) if head_norm else None
         if talking_heads:
@@ -120,7 +144,7 @@ class DifferentialAttention(nn.Module):
         if (distance_decay or past_bias) and position is not None:
             raise ValueError("give either distance_decay/past_bias or position, not both")
         if distance_decay or past_bias:
-            position = RelativePositionTerms(distance_decay, past_bias)
+            position = RelativePositionTerms(distance_decay, past_bias, decay_form, n_heads)
         self.position = position
         self._geometry_cache = ShapeCache()
 
@@ -141,7 +165,10 @@ class DifferentialAttention(nn.Module):
         causal: bool = False,
         key_padding_mask: Tensor | None = None,
         need_weights: bool = False,
+        query_start: int = 0,
+        key_start: int = 0,
     ) -> tuple[Tensor, Tensor | None]:
+        """`query_start`, `key_start`: the time steps of the first query and key."""
         check_inputs(query, key_value, key_padding_mask, self.d_model)
         batch, q_len, _ = query.shape
         k_len = key_value.shape[1]
@@ -151,22 +178,23 @@ class DifferentialAttention(nn.Module):
                 f"block-local self-attention needs query and key_value of one length, got "
                 f"{q_len} and {k_len}; build with cross_attention=True for cross-attention"
             )
-        heads, head_dim = self.n_heads, self.head_dim
-        # [B, L, 2E] -> [B, L, H * 2, head_dim]: each half of each head is a chunk
-        q = self.q_proj(query).view(batch, q_len, heads * 2, head_dim)
-        k = self.k_proj(key_value).view(batch, k_len, heads * 2, head_dim)
+        heads, head_dim, half = self.n_heads, self.head_dim, self.half_dim
+        # [B, L, 2 H half] -> [B, L, H * 2, half]: the two halves of head h are chunks 2h, 2h+1
+        q = self.q_proj(query).view(batch, q_len, heads * 2, half)
+        k = self.k_proj(key_value).view(batch, k_len, heads * 2, half)
         if self.position is not None:
-            q, k = self.position.rotate(q), self.position.rotate(k)
-        # [B, L, H * 2, head_dim] -> [B, H, 2, L, head_dim]
-        q = q.view(batch, q_len, heads, 2, head_dim).permute(0, 2, 3, 1, 4)
-        k = k.view(batch, k_len, heads, 2, head_dim).permute(0, 2, 3, 1, 4)
+            q, k = self.position.rotate(q, query_start), self.position.rotate(k, key_start)
+        # [B, L, H * 2, half] -> [B, H, 2, L, half]
+        q = q.view(batch, q_len, heads, 2, half).permute(0, 2, 3, 1, 4)
+        k = k.view(batch, k_len, heads, 2, half).permute(0, 2, 3, 1, 4)
         # [B, L, E] -> [B, H, L, head_dim]
         v = self.v_proj(key_value).view(batch, k_len, heads, head_dim).transpose(1, 2)
 
         if self._fusable(windowed, need_weights):
             out, weights = self._fused(q, k, v, causal, key_padding_mask), None
         else:
-            out, weights = self._explicit(q, k, v, windowed, causal, key_padding_mask)
+            starts = (query_start, key_start)
+            out, weights = self._explicit(q, k, v, windowed, causal, key_padding_mask, starts)
         if self.head_norm is not None:
             out = self.head_norm(out) * (1.0 - self.lambda_init)
         # [B, H, Lq, d] -> [B, Lq, E]
@@ -196,20 +224,25 @@ class DifferentialAttention(nn.Module):
         self, q: Tensor, k: Tensor, v: Tensor, causal: bool, key_padding_mask: Tensor | None
     ) -> Tensor:
         """softmax(q1 k1^T) v - lambda softmax(q2 k2^T) v by the fused kernel: exactly the
-        difference of the weights applied to v. q, k [B, H, 2, L, d], v [B, H, Lk, d] ->
-        [B, H, Lq, d]."""
-        batch, heads, _, q_len, d = q.shape
-        k_len = k.shape[-2]
-        # Both halves as 2H heads: [B, H, 2, L, d] -> [B, 2H, L, d]; v serves both.
-        qs, ks = q.reshape(batch, 2 * heads, q_len, d), k.reshape(batch, 2 * heads, k_len, d)
+        difference of the weights applied to v. q, k [B, H, 2, L, w], v [B, H, Lk, d] ->
+        [B, H, Lq, d], at the half width's scale 1/sqrt(w)."""
+        batch, heads, _, q_len, w = q.shape
+        k_len, d = k.shape[-2], v.shape[-1]
+        # Both halves as 2H heads: [B, H, 2, L, w] -> [B, 2H, L, w]; v serves both.
+        qs, ks = q.reshape(batch, 2 * heads, q_len, w), k.reshape(batch, 2 * heads, k_len, w)
+        if w < d:
+            # The paper layout's q/k halves are narrower than v; the kernel's fast paths want
+            # one width, so pad q and k with zeros (q.k unchanged): measured 6x faster here
+            # than the mixed-width call (L = 1024, forward + backward).
+            qs, ks = F.pad(qs, (0, d - w)), F.pad(ks, (0, d - w))
         vs = v[:, :, None].expand(-1, -1, 2, -1, -1).reshape(batch, 2 * heads, k_len, d)
         blocked = None
         if key_padding_mask is not None:  # is_causal alone, or one 4-d mask holding both
-            geometry = self._geometry(q_len, k_len, False, causal, q.device, q.dtype)
+            geometry = self._geometry(q_len, k_len, False, causal, (0, 0), q.device, q.dtype)
             blocked = combine_masks(geometry.blocked, key_padding_mask[:, None, None, :])
         out = fused_attention(
             qs, ks, vs, causal=causal, blocked=blocked,
-            rows_may_be_empty=key_padding_mask is not None,
+            rows_may_be_empty=key_padding_mask is not None, scale=self.scale,
         )  # fmt: skip
         first, second = out.view(batch, heads, 2, q_len, d).unbind(2)
         return first - self.lambda_value() * second
@@ -222,11 +255,12 @@ class DifferentialAttention(nn.Module):
         windowed: bool,
         causal: bool,
         key_padding_mask: Tensor | None,
+        starts: tuple[int, int] = (0, 0),
     ) -> tuple[Tensor, Tensor]:
         """Scores, masks, both softmaxes, the difference: -> (out [B, H, Lq, d], weights).
 
-        q, k [B, H, 2, L, d]; v [B, H, Lk, d]. Weights are [B, H, Lq, Lk] (dense) or
-        [B, H, nb, bs, width] (windows).
+        q, k [B, H, 2, L, w]; v [B, H, Lk, d]. Weights are [B, H, Lq, Lk] (dense) or
+        [B, H, nb, bs, width] (windows). `starts`: time steps of the first query and key.
         """
         q = q * self.scale  # on q, the smallest tensor it can go on
         q_len, k_len = q.shape[-2], k.shape[-2]
@@ -249,7 +283,9 @@ class DifferentialAttention(nn.Module):
             scores = q @ k.transpose(-1, -2)  # [B, H, 2, Lq, Lk]
             padding = None if key_padding_mask is None else key_padding_mask[:, None, None, None, :]
 
-        geometry = self._geometry(q_len, k_len, windowed, causal, scores.device, scores.dtype)
+        geometry = self._geometry(
+            q_len, k_len, windowed, causal, starts, scores.device, scores.dtype
+        )
         if self.position is not None and self.position.acts_on_scores:
             scores = self.position.score_terms(scores, geometry.distance, geometry.past)
         if self.talk_before is not None:
@@ -272,8 +308,17 @@ class DifferentialAttention(nn.Module):
         return out, weights
 
     def _geometry(
-        self, q_len: int, k_len: int, windowed: bool, causal: bool, device, dtype
+        self,
+        q_len: int,
+        k_len: int,
+        windowed: bool,
+        causal: bool,
+        starts: tuple[int, int],
+        device,
+        dtype,
     ) -> _Geometry:
+        """Masks from sequence indices; distance and side from time steps (index + start)."""
+
         def build() -> _Geometry:
             if windowed:
                 q_pos, k_pos = block_local.window_positions(
@@ -286,14 +331,16 @@ class DifferentialAttention(nn.Module):
                 blocked = None
             if causal:
                 blocked = combine_masks(blocked, k_pos > q_pos)
-            return _Geometry(blocked, *relative_geometry(q_pos, k_pos, dtype))
+            q_steps, k_steps = q_pos + starts[0], k_pos + starts[1]
+            return _Geometry(blocked, *relative_geometry(q_steps, k_steps, dtype))
 
-        key = (q_len, k_len, windowed, causal, device, dtype)
+        key = (q_len, k_len, windowed, causal, starts, device, dtype)
         return self._geometry_cache.get(key, build)
 
     def extra_repr(self) -> str:
         return (
-            f"d_model={self.d_model}, n_heads={self.n_heads}, block_size={self.block_size}, "
+            f"d_model={self.d_model}, n_heads={self.n_heads}, head_layout={self.head_layout}, "
+            f"block_size={self.block_size}, "
             f"cross_attention={self.cross_attention}, lambda_mode={self.lambda_mode}, "
             f"lambda_init={self.lambda_init:.3f}, dropout={self.dropout}"
         )

@@ -13,14 +13,16 @@ from .registry import register_attention
 
 @register_attention("einsum")
 class EinsumAttention(ProjectedAttention):
-    def _attend(self, q, k, v, blocked, rows_may_be_empty, dropout) -> tuple[Tensor, Tensor]:
+    def _attend(
+        self, q, k, v, blocked, rows_may_be_empty, dropout, starts=(0, 0)
+    ) -> tuple[Tensor, Tensor]:
         batch, q_len, _ = q.shape
         k_len = k.shape[1]
         # [B, L, E] -> [B, L, H, head_dim]
         q = q.view(batch, q_len, self.n_heads, self.head_dim)
         k = k.view(batch, k_len, self.n_heads, self.head_dim)
         v = v.view(batch, k_len, self.n_heads, self.head_dim)
-        scores = self._score_terms(torch.einsum("bqhd,bkhd->bhqk", q * self.scale, k))
+        scores = self._score_terms(torch.einsum("bqhd,bkhd->bhqk", q * self.scale, k), starts)
         weights = masked_softmax_(scores, blocked, rows_may_be_empty)  # [B, H, Lq, Lk]
         dropped = F.dropout(weights, dropout) if dropout else weights
         out = torch.einsum("bhqk,bkhd->bqhd", dropped, v)

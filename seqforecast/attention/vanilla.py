@@ -13,7 +13,9 @@ from .registry import register_attention
 
 @register_attention("vanilla")
 class VanillaAttention(ProjectedAttention):
-    def _attend(self, q, k, v, blocked, rows_may_be_empty, dropout) -> tuple[Tensor, Tensor]:
+    def _attend(
+        self, q, k, v, blocked, rows_may_be_empty, dropout, starts=(0, 0)
+    ) -> tuple[Tensor, Tensor]:
         batch, q_len, _ = q.shape
         k_len = k.shape[1]
         heads, head_dim = self.n_heads, self.head_dim
@@ -28,7 +30,7 @@ class VanillaAttention(ProjectedAttention):
             )
 
         scores = torch.bmm(fold_heads(q) * self.scale, fold_heads(k).transpose(1, 2))
-        scores = self._score_terms(scores.view(batch, heads, q_len, k_len))
+        scores = self._score_terms(scores.view(batch, heads, q_len, k_len), starts)
         weights = masked_softmax_(scores, blocked, rows_may_be_empty)  # [B, H, Lq, Lk]
         dropped = F.dropout(weights, dropout) if dropout else weights
         out = torch.bmm(dropped.reshape(batch * heads, q_len, k_len), fold_heads(v))

@@ -33,6 +33,8 @@ class DiffAttentionConfig(AttentionConfig):
     talking_heads: bool = MISSING
     distance_decay: bool = MISSING
     past_bias: bool = MISSING
+    decay_form: str = MISSING
+    head_layout: str = MISSING
 
 
 # ---------------------------------------------------------------- positional encodings
@@ -54,6 +56,7 @@ class NoEncodingConfig:
 @dataclass
 class RelativeEncodingConfig(NoEncodingConfig):
     distance_decay: bool = MISSING
+    decay_form: str = MISSING
     past_bias: bool = MISSING
 
 

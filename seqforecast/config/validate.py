@@ -10,14 +10,15 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ..attention import available_attention
-from ..attention.diff import LAMBDA_MODES
+from ..attention.diff import HEAD_LAYOUTS, LAMBDA_MODES
+from ..attention.position import DECAY_FORMS
 from ..data import DATASETS
 from ..data.gaps import FILLS
 from ..data.scaling import SCALERS
 from ..data.windows import PROTOCOLS
 from ..model.ffn import ACTIVATIONS
 from ..model.normalization import INSTANCE_NORMS
-from ..model.positional import POSITIONAL_ENCODINGS
+from ..model.positional import INSIDE_ATTENTION, POSITIONAL_ENCODINGS
 from ..model.transformer import DECODING
 
 STRATEGIES = ("single", "ddp")
@@ -99,6 +100,41 @@ def _check_csv(cfg: Mapping) -> None:
     )
 
 
+def _conflict(key: str, value, other: str, other_value, why: str) -> None:
+    raise ConfigError(f"{key}={value} conflicts with {other}={other_value}: {why}")
+
+
+def _check_attention_with_positions(cfg: Mapping) -> None:
+    """Combinations each value allows alone but the builder would reject together: caught
+    here, in one line naming both keys."""
+    attn, pos, model = cfg["attention"], cfg["pos_encoding"], cfg["model"]
+    head_dim = model["d_model"] // model["n_heads"]
+    shape = f"model.d_model/model.n_heads = {model['d_model']}/{model['n_heads']}"
+    qk_width, qk_what = head_dim, shape
+    if attn["name"] == "diff":
+        if attn["head_layout"] == "paper":
+            if head_dim % 2:
+                why = (
+                    f"the paper layout halves each head's q/k, and {shape} = {head_dim} is odd; "
+                    f"use an even head width or attention.head_layout=seed"
+                )
+                _conflict("attention.head_layout", "paper", "model.d_model", model["d_model"], why)
+            qk_width, qk_what = head_dim // 2, f"half of {shape} (attention.head_layout=paper)"
+        own = [key for key in ("distance_decay", "past_bias") if attn[key]]
+        if own and pos["name"] in INSIDE_ATTENTION:
+            why = (
+                "both would put a position module inside diff attention; use "
+                "pos_encoding=relative alone (it has distance_decay and past_bias) or set "
+                f"attention.{own[0]}=false"
+            )
+            _conflict(f"attention.{own[0]}", "true", "pos_encoding", pos["name"], why)
+    if pos["name"] == "rope" and qk_width % 2:
+        why = f"rope rotates pairs of q/k channels, and the q/k width per head, {qk_what} = "
+        _conflict(
+            "pos_encoding", "rope", "model.d_model", model["d_model"], f"{why}{qk_width}, is odd"
+        )
+
+
 # What a required key (??? in its YAML) is for, in the line that says it is missing.
 REQUIRED_HINTS = {"data.path": "the CSV file to read", "data.target": "the column to forecast"}
 
@@ -149,6 +185,8 @@ def validate_config(cfg) -> None:
     if cfg["attention"]["name"] == "diff":
         _at_least(cfg, "attention.block_size", 0)
         _choice(cfg, "attention.lambda_mode", LAMBDA_MODES)
+        _choice(cfg, "attention.head_layout", HEAD_LAYOUTS)
+        _choice(cfg, "attention.decay_form", DECAY_FORMS)
 
     # positional encoding
     _choice(cfg, "pos_encoding.name", POSITIONAL_ENCODINGS)
@@ -163,14 +201,10 @@ def validate_config(cfg) -> None:
             f"must be >= data.in_len + data.out_len = {needed}",
         )
     if pos["name"] == "rope":
-        head_dim = d_model // n_heads
-        _check(
-            head_dim % 2 == 0,
-            "pos_encoding",
-            "rope",
-            f"rope needs an even head dim, d_model/n_heads = {head_dim}",
-        )
         _check(pos["base"] > 1, "pos_encoding.base", pos["base"], "must be > 1")
+    if pos["name"] == "relative":
+        _choice(cfg, "pos_encoding.decay_form", DECAY_FORMS)
+    _check_attention_with_positions(cfg)
 
     # feed-forward
     _choice(cfg, "ffn.activation", list(ACTIVATIONS))

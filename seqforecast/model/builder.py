@@ -36,7 +36,7 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1) -> Foreca
     attn_name = attention["name"]
     accepted = set(attention_options(attn_name))
     attn_options = {k: v for k, v in attention.items() if k != "name"}
-    new_position = attention_position_factory(cfg["pos_encoding"], d_model // n_heads)
+    new_position = attention_position_factory(cfg["pos_encoding"], n_heads)
 
     def make_attention(layer: int, cross: bool) -> nn.Module:
         options = dict(attn_options)

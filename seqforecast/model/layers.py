@@ -3,7 +3,9 @@
 Pre-norm (`norm_first=True`):  x + dropout(f(norm(x)))
 Post-norm:                     norm(x + dropout(f(x)))
 Attention modules come from the registry and share one call; layers pass their weights up
-when asked (`need_weights`), for attention maps.
+when asked (`need_weights`), for attention maps, and tell each attention where its queries and
+keys sit on the time axis (the time step of the first one), so that position modules inside
+attention count self- and cross-attention on one axis.
 """
 
 from __future__ import annotations
@@ -36,12 +38,17 @@ class EncoderLayer(nn.Module):
         self.attn_residual = Residual(d_model, dropout, norm_first)
         self.ffn_residual = Residual(d_model, dropout, norm_first)
 
-    def forward(self, x: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-        """x [B, L, d_model] -> (x, self-attention weights [B, H, L, L] or None)."""
+    def forward(
+        self, x: Tensor, need_weights: bool = False, start: int = 0
+    ) -> tuple[Tensor, Tensor | None]:
+        """x [B, L, d_model] at time steps start.. -> (x, self-attention weights [B, H, L, L]
+        or None)."""
         maps = {}
 
         def attend(h: Tensor) -> Tensor:
-            out, maps["self"] = self.self_attn(h, h, need_weights=need_weights)
+            out, maps["self"] = self.self_attn(
+                h, h, need_weights=need_weights, query_start=start, key_start=start
+            )
             return out
 
         x = self.attn_residual(x, attend)
@@ -67,17 +74,30 @@ class DecoderLayer(nn.Module):
         self.ffn_residual = Residual(d_model, dropout, norm_first)
 
     def forward(
-        self, x: Tensor, memory: Tensor, causal: bool, need_weights: bool = False
+        self,
+        x: Tensor,
+        memory: Tensor,
+        causal: bool,
+        need_weights: bool = False,
+        start: int = 0,
+        memory_start: int = 0,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        """x [B, Lt, d_model], memory [B, Ls, d_model] -> (x, self weights, cross weights)."""
+        """x [B, Lt, d_model] at time steps start.., memory [B, Ls, d_model] at steps
+        memory_start.. -> (x, self weights, cross weights)."""
         maps = {}
 
         def attend_self(h: Tensor) -> Tensor:
-            out, maps["self"] = self.self_attn(h, h, causal=causal, need_weights=need_weights)
+            out, maps["self"] = self.self_attn(
+                h, h, causal=causal, need_weights=need_weights, query_start=start,
+                key_start=start,
+            )  # fmt: skip
             return out
 
         def attend_memory(h: Tensor) -> Tensor:
-            out, maps["cross"] = self.cross_attn(h, memory, need_weights=need_weights)
+            # Cross-attention: the decoder's steps for queries, the encoder's for keys.
+            out, maps["cross"] = self.cross_attn(
+                h, memory, need_weights=need_weights, query_start=start, key_start=memory_start
+            )
             return out
 
         x = self.self_residual(x, attend_self)

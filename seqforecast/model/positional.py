@@ -3,9 +3,12 @@
 Two kinds:
 - added to the embeddings before the first layer: `sinusoidal` (seed 002's table),
   `learned` (one trained vector per position), `none`;
-- acting inside every attention: `relative` (the seed 003 distance decay and past bias) and
-  `rope` (rotary q/k). These give the attention backends an `AttentionPosition` and add
-  nothing to the embeddings.
+- acting inside every attention: `relative` (a per-head additive distance decay, ALiBi-style,
+  or seed 003's multiplicative one, and the past bias) and `rope` (rotary q/k). These give
+  the attention backends an `AttentionPosition` and add nothing to the embeddings.
+
+Both kinds read one time axis: encoder steps 0..in_len-1, decoder steps from
+in_len - label_len (the added encodings through `offset`, attention through its starts).
 """
 
 from __future__ import annotations
@@ -99,12 +102,15 @@ def build_input_encoding(pos_cfg: Mapping, d_model: int) -> nn.Module:
 
 
 def attention_position_factory(
-    pos_cfg: Mapping, head_dim: int
+    pos_cfg: Mapping, n_heads: int
 ) -> Callable[[], AttentionPosition | None]:
-    """A factory giving each attention module its own position module (or None)."""
+    """A factory giving each attention module its own position module (or None). Rotary
+    embeddings take their width from the q/k chunks the backend hands them."""
     name = pos_cfg["name"]
     if name == "relative":
-        return lambda: RelativePositionTerms(pos_cfg["distance_decay"], pos_cfg["past_bias"])
+        return lambda: RelativePositionTerms(
+            pos_cfg["distance_decay"], pos_cfg["past_bias"], pos_cfg["decay_form"], n_heads
+        )
     if name == "rope":
-        return lambda: RotaryEmbedding(head_dim, pos_cfg["base"])
+        return lambda: RotaryEmbedding(base=pos_cfg["base"])
     return lambda: None

@@ -103,9 +103,9 @@ class ForecastTransformer(nn.Module):
         return (forecast, maps) if return_attention else forecast
 
     def _encode(self, src: Tensor, maps: dict, need_weights: bool) -> Tensor:
-        x = self.input_encoding(self.src_embed(src))  # [B, in_len, d_model]
+        x = self.input_encoding(self.src_embed(src))  # [B, in_len, d_model], steps 0..in_len-1
         for layer in self.encoder:
-            x, weights = layer(x, need_weights=need_weights)
+            x, weights = layer(x, need_weights=need_weights, start=0)
             maps["encoder"].append(weights)
         return self.encoder_norm(x)
 
@@ -122,12 +122,17 @@ class ForecastTransformer(nn.Module):
         if placeholders:
             fill = self.placeholder.expand(x.shape[0], self.out_len, -1)
             x = torch.cat([x, fill], dim=1)  # [B, label_len + out_len, d_model]
-        # The decoder's first step sits label_len steps before the forecast on the time axis.
-        x = self.input_encoding(x, offset=self.in_len - self.label_len)
+        # The decoder's first step sits label_len steps before the forecast on the time axis,
+        # for the added encodings and the position modules inside attention alike (generation
+        # keeps that start, so its steps are teacher forcing's).
+        start = self.in_len - self.label_len
+        x = self.input_encoding(x, offset=start)
         causal = self.decoding == "autoregressive"
         maps["decoder_self"], maps["cross"] = [], []
         for layer in self.decoder:
-            x, self_weights, cross_weights = layer(x, memory, causal, need_weights)
+            x, self_weights, cross_weights = layer(
+                x, memory, causal, need_weights, start=start, memory_start=0
+            )
             maps["decoder_self"].append(self_weights)
             maps["cross"].append(cross_weights)
         out = self.head(self.decoder_norm(x))

@@ -36,17 +36,21 @@ def randomize_(module: nn.Module, scale: float = 0.3) -> nn.Module:
     return module
 
 
-def dense_diff_reference(attn, query, key_value, causal=False, key_padding_mask=None):
+def dense_diff_reference(
+    attn, query, key_value, causal=False, key_padding_mask=None, query_start=0, key_start=0
+):
     """Differential attention written densely: the full [Lq, Lk] score matrix and a window mask.
 
-    Independent of the backend's block layout; reads only the module's parameters.
+    Independent of the backend's block layout; reads only the module's parameters. Position
+    terms act on the time steps query_start + i and key_start + j.
     Returns (out [B, Lq, E], weights [B, H, Lq, Lk]).
     """
     batch, q_len, d_model = query.shape
     k_len = key_value.shape[1]
     heads, d = attn.n_heads, d_model // attn.n_heads
-    q = attn.q_proj(query).view(batch, q_len, heads, 2, d)
-    k = attn.k_proj(key_value).view(batch, k_len, heads, 2, d)
+    w = d // 2 if attn.head_layout == "paper" else d  # width of each q/k half
+    q = attn.q_proj(query).view(batch, q_len, heads, 2, w)
+    k = attn.k_proj(key_value).view(batch, k_len, heads, 2, w)
     v = attn.v_proj(key_value).view(batch, k_len, heads, d)
 
     i = torch.arange(q_len)[:, None]
@@ -60,15 +64,20 @@ def dense_diff_reference(attn, query, key_value, causal=False, key_padding_mask=
     allowed = allowed.expand(batch, 1, q_len, k_len)
     if key_padding_mask is not None:
         allowed = allowed & ~key_padding_mask[:, None, None, :]
-    distance = (i - j).abs().to(query.dtype)
-    past = (j < i).to(query.dtype)
+    t_q, t_k = i + query_start, j + key_start
+    distance = (t_q - t_k).abs().to(query.dtype)
+    past = (t_k < t_q).to(query.dtype)
+    terms = attn.position
 
     def probs(half: int) -> torch.Tensor:
-        s = torch.einsum("bqhd,bkhd->bhqk", q[..., half, :], k[..., half, :]) / math.sqrt(d)
-        if attn.position is not None and attn.position.decay is not None:
-            s = s / (1 + attn.position.decay.clamp(min=0) * distance)
-        if attn.position is not None and attn.position.bias is not None:
-            s = s - attn.position.bias * past
+        s = torch.einsum("bqhd,bkhd->bhqk", q[..., half, :], k[..., half, :]) / math.sqrt(w)
+        if terms is not None and getattr(terms, "slope_raw", None) is not None:
+            slopes = torch.nn.functional.softplus(terms.slope_raw)
+            s = s - slopes[:, None, None] * distance
+        if terms is not None and getattr(terms, "decay", None) is not None:
+            s = s / (1 + terms.decay.clamp(min=0) * distance)
+        if terms is not None and getattr(terms, "bias", None) is not None:
+            s = s - terms.bias * past
         if attn.talk_before is not None:
             s = torch.einsum("gh,bhqk->bgqk", attn.talk_before, s)
         p = s.masked_fill(~allowed, float("-inf")).softmax(-1)

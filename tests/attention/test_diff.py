@@ -18,12 +18,16 @@ def _diff(d_model=16, heads=4, **options):
     return randomize_(build_attention("diff", d_model, heads, **options)).eval()
 
 
+LAYOUTS = ["paper", "seed"]
+
+
 @pytest.mark.parametrize("length", [1, 7, 12, 13])
 @pytest.mark.parametrize("block_size", [0, 1, 3, 4, 5, 16])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("options", [{}, ALL_OPTIONS], ids=["plain", "all-options"])
-def test_self_attention_matches_dense_reference(length, block_size, causal, options):
-    attn = _diff(block_size=block_size, **options)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_self_attention_matches_dense_reference(length, block_size, causal, options, layout):
+    attn = _diff(block_size=block_size, head_layout=layout, **options)
     x = torch.randn(2, length, 16)
     out, weights = attn(x, x, causal=causal, need_weights=True)
     expected, expected_weights = dense_diff_reference(attn, x, x, causal=causal)
@@ -34,11 +38,17 @@ def test_self_attention_matches_dense_reference(length, block_size, causal, opti
 @pytest.mark.parametrize("block_size", [0, 4])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("options", [{}, ALL_OPTIONS], ids=["plain", "all-options"])
-def test_cross_attention_matches_dense_reference(block_size, causal, options):
-    attn = _diff(block_size=block_size, cross_attention=True, **options)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_cross_attention_matches_dense_reference(block_size, causal, options, layout):
+    """Queries at time steps 20.., keys at 0..: the position terms read the time steps."""
+    attn = _diff(block_size=block_size, cross_attention=True, head_layout=layout, **options)
     query, memory = torch.randn(2, 6, 16), torch.randn(2, 11, 16)
-    out, weights = attn(query, memory, causal=causal, need_weights=True)
-    expected, expected_weights = dense_diff_reference(attn, query, memory, causal=causal)
+    out, weights = attn(
+        query, memory, causal=causal, need_weights=True, query_start=20, key_start=0
+    )
+    expected, expected_weights = dense_diff_reference(
+        attn, query, memory, causal=causal, query_start=20, key_start=0
+    )
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-4)
     torch.testing.assert_close(weights, expected_weights, atol=1e-6, rtol=1e-4)
 
@@ -111,10 +121,11 @@ def test_block_local_self_attention_rejects_different_lengths():
 @pytest.mark.parametrize("cross,block_size", [(False, 0), (True, 0), (True, 4)], ids=str)
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("padded", [False, True])
-def test_fused_path_matches_the_reference(cross, block_size, causal, padded, sdpa_calls):
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_fused_path_matches_the_reference(cross, block_size, causal, padded, layout, sdpa_calls):
     """Without weights asked for and nothing between scores and softmax, dense diff (self or
     cross) runs on two fused SDPA calls: the same function."""
-    attn = _diff(block_size=block_size, cross_attention=cross)
+    attn = _diff(block_size=block_size, cross_attention=cross, head_layout=layout)
     query, memory = torch.randn(3, 7, 16), torch.randn(3, 9 if cross else 7, 16)
     padding = None
     if padded:

@@ -50,8 +50,11 @@ def _vanilla_reference(attn, x, causal, terms=None, rope=None):
         q, k = _rotary_reference(q), _rotary_reference(k)
     scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(d)
     i, j = torch.arange(length)[:, None], torch.arange(length)[None, :]
-    if terms is not None:
+    if terms is not None and terms.decay_form == "seed":
         scores = scores / (1 + terms.decay * (i - j).abs()) - terms.bias * (j < i)
+    elif terms is not None:  # alibi: minus a non-negative slope per head times the distance
+        slopes = torch.log1p(torch.exp(terms.slope_raw))[:, None, None]
+        scores = scores - slopes * (i - j).abs() - terms.bias * (j < i)
     if causal:
         scores = scores.masked_fill(j > i, float("-inf"))
     out = torch.einsum("bhqk,bkhd->bqhd", scores.softmax(-1), v)
@@ -59,13 +62,15 @@ def _vanilla_reference(attn, x, causal, terms=None, rope=None):
 
 
 @pytest.mark.parametrize("name", ["vanilla", "einsum"])
-@pytest.mark.parametrize("kind", ["relative", "rope"])
+@pytest.mark.parametrize("kind", ["relative-alibi", "relative-seed", "rope"])
 @pytest.mark.parametrize("need_weights", [False, True])
 @pytest.mark.parametrize("causal", [False, True])
 def test_projected_backends_apply_position_modules(name, kind, need_weights, causal):
-    position = (
-        randomize_(RelativePositionTerms()) if kind == "relative" else RotaryEmbedding(head_dim=4)
-    )
+    if kind == "rope":
+        position = RotaryEmbedding(head_dim=4)
+    else:
+        form = kind.split("-")[1]
+        position = randomize_(RelativePositionTerms(decay_form=form, n_heads=4))
     attn = build_attention(name, 16, 4, position=position).eval()
     x = torch.randn(2, 9, 16)
     out, weights = attn(x, x, causal=causal, need_weights=need_weights)
@@ -73,7 +78,7 @@ def test_projected_backends_apply_position_modules(name, kind, need_weights, cau
         attn,
         x,
         causal,
-        terms=position if kind == "relative" else None,
+        terms=position if kind != "rope" else None,
         rope=position if kind == "rope" else None,
     )
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-4)
@@ -81,10 +86,13 @@ def test_projected_backends_apply_position_modules(name, kind, need_weights, cau
 
 
 @pytest.mark.parametrize("block_size", [0, 3])
-def test_diff_applies_rotary_to_both_halves(block_size):
-    rope = RotaryEmbedding(head_dim=4)
-    attn = randomize_(build_attention("diff", 16, 4, block_size=block_size, position=rope)).eval()
-    plain = build_attention("diff", 16, 4, block_size=block_size).eval()
+@pytest.mark.parametrize("layout", ["paper", "seed"])
+def test_diff_applies_rotary_to_both_halves(block_size, layout):
+    rope = RotaryEmbedding()
+    options = dict(block_size=block_size, head_layout=layout)
+    attn = randomize_(build_attention("diff", 16, 4, position=rope, **options)).eval()
+    plain = build_attention("diff", 16, 4, **options).eval()
+    width = attn.half_dim  # each q/k half is rotated on its own
     plain.load_state_dict(attn.state_dict())
     x = torch.randn(2, 10, 16)
 
@@ -95,7 +103,7 @@ def test_diff_applies_rotary_to_both_halves(block_size):
             self.proj = proj
 
         def forward(self, t):
-            y = self.proj(t).view(t.shape[0], t.shape[1], -1, 4)
+            y = self.proj(t).view(t.shape[0], t.shape[1], -1, width)
             return _rotary_reference(y).flatten(2)
 
     plain.q_proj, plain.k_proj = Rotated(plain.q_proj), Rotated(plain.k_proj)

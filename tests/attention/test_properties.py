@@ -23,6 +23,11 @@ CONFIGS = {
     "vanilla-rope": ("vanilla", {"position": "rope"}),
     "einsum-relative": ("einsum", {"position": "relative"}),
     "diff-block3-rope": ("diff", {"block_size": 3, "position": "rope"}),
+    "diff-seed-layout-block3-all-options": (
+        "diff",
+        {"block_size": 3, "head_layout": "seed", "decay_form": "seed", **ALL_OPTIONS},
+    ),
+    "diff-seed-layout-rope": ("diff", {"head_layout": "seed", "position": "rope"}),
 }
 
 
@@ -30,7 +35,7 @@ def _build(config_id, d_model=16, heads=4, **extra):
     name, options = CONFIGS[config_id]
     options = dict(options)
     if options.get("position") == "rope":
-        options["position"] = RotaryEmbedding(head_dim=d_model // heads)
+        options["position"] = RotaryEmbedding()
     elif options.get("position") == "relative":
         options["position"] = RelativePositionTerms()
     return randomize_(build_attention(name, d_model, heads, **options, **extra)).eval()
@@ -95,9 +100,9 @@ def test_finite_outputs_and_gradients_even_with_every_key_padded(config_id, need
 @pytest.mark.parametrize("config_id", CONFIGS)
 @pytest.mark.parametrize("need_weights", [False, True])
 def test_gradcheck_float64(config_id, need_weights):
-    attn = _build(config_id, d_model=4, heads=2).double()
-    query = torch.randn(1, 5, 4, dtype=torch.float64, requires_grad=True)
-    memory = torch.randn(1, 5, 4, dtype=torch.float64, requires_grad=True)
+    attn = _build(config_id, d_model=8, heads=2).double()  # q/k halves of width 2 (paper)
+    query = torch.randn(1, 5, 8, dtype=torch.float64, requires_grad=True)
+    memory = torch.randn(1, 5, 8, dtype=torch.float64, requires_grad=True)
 
     def run(q, kv):
         return attn(q, kv, causal=True, need_weights=need_weights)[0]

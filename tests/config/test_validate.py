@@ -1,9 +1,12 @@
 """Semantic config checks: one line naming the key, the value and what is allowed."""
 
 import pytest
+import torch
 from hydra.errors import HydraException
+from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from seqforecast import build_model
 from seqforecast.config import ConfigError, compose_config, validate_config
 
 BAD_VALUES = [  # (overrides, text the one-line message must contain)
@@ -22,7 +25,31 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
     (["model.dropout=1.5"], "model.dropout=1.5 is not allowed: must be in [0, 1)"),
     (["ffn.activation=swish"], "ffn.activation='swish' is not allowed: choose one of relu"),
     (["ffn.d_ff=0"], "ffn.d_ff=0"),
-    (["pos_encoding=rope", "d_model=12", "n_heads=4"], "rope needs an even head dim"),
+    (
+        ["pos_encoding=rope", "d_model=12", "n_heads=4"],
+        "pos_encoding=rope conflicts with model.d_model=12: rope rotates pairs of q/k channels",
+    ),
+    (
+        ["attention=diff", "attention.distance_decay=true", "pos_encoding=relative"],
+        "attention.distance_decay=true conflicts with pos_encoding=relative",
+    ),
+    (
+        ["attention=diff", "attention.past_bias=true", "pos_encoding=rope"],
+        "attention.past_bias=true conflicts with pos_encoding=rope",
+    ),
+    (
+        ["attention=diff", "d_model=12", "n_heads=4"],
+        "attention.head_layout=paper conflicts with model.d_model=12",
+    ),
+    (
+        ["attention=diff", "pos_encoding=rope", "d_model=24", "n_heads=4"],
+        "pos_encoding=rope conflicts with model.d_model=24: rope rotates pairs of q/k channels, "
+        "and the q/k width per head, half of model.d_model/model.n_heads = 24/4 "
+        "(attention.head_layout=paper) = 3, is odd",
+    ),
+    (["attention=diff", "attention.head_layout=wide"], "attention.head_layout='wide'"),
+    (["attention=diff", "attention.decay_form=exp"], "attention.decay_form='exp'"),
+    (["pos_encoding=relative", "pos_encoding.decay_form=exp"], "pos_encoding.decay_form='exp'"),
     (["pos_encoding=learned", "pos_encoding.max_len=10"], "pos_encoding.max_len=10"),
     (["lr=0"], "trainer.lr=0.0 is not allowed: must be > 0"),
     (["epochs=0"], "trainer.epochs=0"),
@@ -65,3 +92,49 @@ def test_types_and_keys_are_the_schemas_job(override, key):
     with pytest.raises((HydraException, OmegaConfBaseException)) as err:
         compose_config([override])
     assert key in str(err.value) + str(err.value.__cause__)
+
+
+def _combinations():
+    """Every attention x position encoding x the diff options that interact with positions,
+    at head widths that are even, odd, and odd once halved. Each base config is composed
+    once; the options are set on copies of it."""
+    shapes = [(16, 2), (12, 4), (24, 4)]  # head width 8; 3 (odd); 6 (halved: 3, odd)
+    diff_options = [
+        {"head_layout": layout, "distance_decay": decay, "past_bias": bias, "decay_form": form,
+         "block_size": block}
+        for layout in ("paper", "seed") for decay in (False, True) for bias in (False, True)
+        for form in ("alibi", "seed") for block in (0, 4)
+        if decay or form == "alibi"  # the decay form matters only with a decay
+    ]  # fmt: skip
+    for d_model, heads in shapes:
+        for pos in ("sinusoidal", "learned", "none", "relative", "rope"):
+            base = ["experiment=quick", f"d_model={d_model}", f"n_heads={heads}",
+                    f"pos_encoding={pos}"]  # fmt: skip
+            for attention in ("vanilla", "einsum"):
+                yield compose_config([*base, f"attention={attention}"])
+            diff = compose_config([*base, "attention=diff"])
+            for options in diff_options:
+                cfg = diff.copy()
+                for key, value in options.items():
+                    OmegaConf.update(cfg, f"attention.{key}", value)
+                yield cfg
+
+
+def test_whatever_validation_accepts_builds_and_runs_and_the_rest_is_one_line():
+    """Validation first: a combination the builder (or the first forward pass) would reject
+    is caught by validate_config, in one line naming both keys."""
+    accepted = refused = 0
+    for cfg in _combinations():
+        try:
+            validate_config(cfg)
+        except ConfigError as err:
+            message = str(err)
+            assert "\n" not in message and " conflicts with " in message, message
+            refused += 1
+            continue
+        model = build_model(cfg).eval()
+        with torch.no_grad():
+            out = model(torch.randn(1, cfg.data.in_len, 1))
+        assert out.shape == (1, cfg.data.out_len, 1) and out.isfinite().all()
+        accepted += 1
+    assert accepted > 100 and refused > 20
