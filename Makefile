@@ -22,10 +22,12 @@ $(VENV)/.installed: pyproject.toml
 train: venv
 	$(BIN)/python -m seqforecast.train $(ARGS)
 
-# Test files run in parallel, one file per worker at a time (module fixtures are built once).
+# Test files run in parallel, one file per worker at a time (module fixtures are built once),
+# each process on one torch thread: with a worker per core, more threads only oversubscribe the
+# cores (measured: 17% less wall time, 20% less CPU on two test files, 2 workers, 2 cores).
 test: venv
 	$(BIN)/ruff check seqforecast tests scripts
-	$(BIN)/python -m pytest -q -n auto --dist loadfile
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n auto --dist loadfile
 
 tensorboard: venv
 	$(BIN)/tensorboard --logdir outputs

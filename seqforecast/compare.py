@@ -39,8 +39,8 @@ OPTIONS = ("reference", "split", "out")
 
 
 def parse(argv: list[str]) -> tuple[list[str], dict[str, str | None]]:
-    """Paths and options; a path may hold '=' (sweep job dirs do), an option's key never does
-    more than name one of OPTIONS."""
+    """Paths and key=value options. A path may hold '=' (sweep job dirs do), so an argument is
+    an option only when its key is one of OPTIONS and it is no existing path."""
     paths, options = [], dict.fromkeys(OPTIONS)
     options["split"] = "test"
     for arg in argv:

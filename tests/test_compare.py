@@ -7,6 +7,8 @@ import shutil
 
 import pytest
 
+from seqforecast.compare import main as compare_main
+
 from .cli_helpers import run_cli
 
 TINY = ["experiment=quick", "data.train_size=64", "data.val_size=16", "data.test_size=256"]
@@ -110,7 +112,9 @@ def test_failed_and_incomplete_runs_are_listed_not_averaged(sweep, tmp_path):
     assert listed[str(failed)] == "failed: boom"
 
 
-def test_bad_input_is_one_line_and_exit_2(sweep, tmp_path):
+def test_bad_input_is_one_line_and_exit_2(sweep, tmp_path, capsys):
+    """In-process (the CLI's own entry point, as the subprocess tests above run it): each bad
+    input prints one line on stderr and returns 2."""
     empty = tmp_path / "empty"
     empty.mkdir()
     other_horizon = tmp_path / "h"
@@ -136,8 +140,8 @@ def test_bad_input_is_one_line_and_exit_2(sweep, tmp_path):
         ([], "give at least one run or sweep dir"),
     ]  # fmt: skip
     for args, message in cases:
-        proc = compare([*args, f"out={tmp_path / 'out'}"], tmp_path, check=False)
-        assert proc.returncode == 2, (args, proc.stderr)
-        assert message in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
-        assert "Traceback" not in proc.stderr
+        code = compare_main([*args, f"out={tmp_path / 'out'}"])
+        stderr = capsys.readouterr().err
+        assert code == 2, (args, stderr)
+        assert message in stderr and stderr.count("\n") == 1, stderr
     assert not (tmp_path / "out").exists()
