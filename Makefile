@@ -9,7 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 # Extra arguments for the training CLI, e.g. make train ARGS="attention=diff block_size=16"
 ARGS ?=
 
-.PHONY: venv train test lint tensorboard bench-attention clean
+.PHONY: venv train test lint tensorboard bench-attention peers bench-realdata clean
 
 venv: $(VENV)/.installed
 
@@ -37,6 +37,14 @@ lint: venv
 
 bench-attention: venv
 	$(BIN)/python scripts/bench_attention.py
+
+# The optional peers of the real-data benchmark; the constraint keeps torch at $(TORCH_SPEC).
+peers: venv
+	echo "$(TORCH_SPEC)" > $(VENV)/torch-constraint.txt
+	$(BIN)/pip install --quiet -c $(VENV)/torch-constraint.txt -e '.[peers]'
+
+bench-realdata: peers
+	$(BIN)/python scripts/bench_realdata.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

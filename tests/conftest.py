@@ -11,6 +11,7 @@ LONGEST_FIRST = (
     "test_regression.py",
     "test_cli.py",
     "test_compare.py",
+    "test_realdata.py",
     "test_tensorboard_and_evaluate.py",
 )
 

@@ -211,7 +211,7 @@ BAD_FILES = {  # name: (file text or None for no file, extra args, message)
     "duplicate times": (_with_line_7("2024-01-01 00:04:00,3,1"), TIME, "line 7, column 'time': duplicate timestamp"),
     "bad time": (_with_line_7("yesterday,1,2"), TIME, "'yesterday' is not an ISO 8601 time"),
     "unknown scaling": ("\n".join([HEADER, *_rows(40)]), ["data.scale=zscore"], "data.scale='zscore' is not allowed: choose one of none, standard, minmax"),
-    "season too long": ("\n".join([HEADER, *_rows(40)]), ["data.season=9"], "data.season=9 is not allowed: must be in [0, data.in_len=4]"),
+    "season too long": ("\n".join([HEADER, *_rows(40)]), ["data.season=9"], "data.season=9 is not allowed: a period in rows in [1, data.in_len=4]"),
     "target as feature": ("\n".join([HEADER, *_rows(40)]), ["data.features=[y]"], "data.features=['y'] is not allowed: must not repeat the target 'y'"),
 }  # fmt: skip
 CSV_ARGS = ["data=csv", "data.target=y", "data.features=[x]", "in_len=4", "out_len=2",

@@ -105,7 +105,7 @@ class CsvDataConfig:
     test_start: str | None = None
     scale: str = MISSING
     fill: str = MISSING
-    season: int = MISSING
+    season: Any = MISSING  # a period in rows, or a list of periods
 
 
 # ---------------------------------------------------------------- single-schema groups
@@ -132,6 +132,17 @@ class ModelConfig:
     decoding: str = MISSING
     label_len: int = MISSING
     instance_norm: str = MISSING
+    linear_path: str = MISSING
+    linear_init: str = MISSING
+    decomposition_kernel: int = MISSING
+    channel_independent: bool = MISSING
+
+
+@dataclass
+class EmbeddingConfig:
+    name: str = MISSING
+    patch_len: int = MISSING
+    stride: int = MISSING
 
 
 @dataclass
@@ -144,6 +155,8 @@ class TrainerConfig:
     min_lr_frac: float = MISSING
     grad_clip: float = MISSING
     patience: int = MISSING
+    validate_initial: bool = MISSING
+    min_improvement: float = MISSING
     eval_batch_size: int = MISSING
     device: str = MISSING
     num_threads: int = MISSING
@@ -177,6 +190,7 @@ class TrainConfig:
     pos_encoding: Any = MISSING
     data: Any = MISSING
     ffn: FFNConfig = MISSING
+    embedding: EmbeddingConfig = MISSING
     model: ModelConfig = MISSING
     trainer: TrainerConfig = MISSING
     log: LogConfig = MISSING

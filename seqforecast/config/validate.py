@@ -16,12 +16,15 @@ from ..data import DATASETS
 from ..data.gaps import FILLS
 from ..data.scaling import SCALERS
 from ..data.windows import PROTOCOLS
+from ..model.embedding import EMBEDDINGS
 from ..model.ffn import ACTIVATIONS
+from ..model.linear_path import LINEAR_PATHS
 from ..model.normalization import INSTANCE_NORMS
 from ..model.positional import INSIDE_ATTENTION, POSITIONAL_ENCODINGS
 from ..model.transformer import DECODING
 
 STRATEGIES = ("single", "ddp")
+LINEAR_INITS = ("zero", "least_squares")
 PRECISIONS = ("fp32", "bf16")
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
@@ -79,11 +82,16 @@ def _check_csv(cfg: Mapping) -> None:
     _choice(cfg, "data.protocol", PROTOCOLS)
     _choice(cfg, "data.scale", SCALERS)
     _choice(cfg, "data.fill", FILLS)
+    season = data["season"]
+    periods = season if isinstance(season, list) else [season]
     _check(
-        0 <= data["season"] <= data["in_len"],
+        all(isinstance(p, int) and not isinstance(p, bool) for p in periods)
+        and (periods == [0] or (bool(periods) and all(1 <= p <= data["in_len"] for p in periods)))
+        and len(set(periods)) == len(periods),
         "data.season",
-        data["season"],
-        f"must be in [0, data.in_len={data['in_len']}] (0 = no seasonal baseline)",
+        season,
+        f"a period in rows in [1, data.in_len={data['in_len']}], or a list of distinct periods "
+        f"(e.g. [48, 336]: a seasonal naive each); 0 = no seasonal baseline",
     )
     split = data["split"]
     _check(
@@ -135,6 +143,52 @@ def _check_attention_with_positions(cfg: Mapping) -> None:
         )
 
 
+def _check_tokens_and_linear_path(cfg: Mapping) -> None:
+    model, emb, data = cfg["model"], cfg["embedding"], cfg["data"]
+    _choice(cfg, "embedding.name", EMBEDDINGS)
+    if emb["name"] == "point":  # one token per step: patch_len and stride do not apply
+        return _check_linear_path(cfg)
+    patch_len, stride = emb["patch_len"], emb["stride"]
+    _check(
+        1 <= patch_len <= data["in_len"],
+        "embedding.patch_len",
+        patch_len,
+        f"must be in [1, data.in_len={data['in_len']}]",
+    )
+    _check(
+        1 <= stride <= patch_len,
+        "embedding.stride",
+        stride,
+        f"must be in [1, embedding.patch_len={patch_len}] (no input step skipped)",
+    )
+    if model["label_len"] % stride:
+        _conflict(
+            "model.label_len", model["label_len"], "embedding.stride", stride,
+            "the decoder reads the last label_len steps in chunks of stride steps; "
+            "make label_len a multiple of stride",
+        )  # fmt: skip
+    _check_linear_path(cfg)
+
+
+def _check_linear_path(cfg: Mapping) -> None:
+    model, data = cfg["model"], cfg["data"]
+    _choice(cfg, "model.linear_path", LINEAR_PATHS)
+    _choice(cfg, "model.linear_init", LINEAR_INITS)
+    _at_least(cfg, "model.decomposition_kernel", 1)
+    if model["linear_init"] == "least_squares" and model["linear_path"] == "none":
+        _conflict(
+            "model.linear_init", "least_squares", "model.linear_path", "none",
+            "there is no linear path to fit; set model.linear_path=nlinear or dlinear",
+        )  # fmt: skip
+    features = data.get("features") or []
+    if model["channel_independent"] and features:
+        _conflict(
+            "model.channel_independent", "true", "data.features", features,
+            "each channel is forecast from its own past, so covariates would be ignored; "
+            "drop data.features or set model.channel_independent=false",
+        )  # fmt: skip
+
+
 # What a required key (??? in its YAML) is for, in the line that says it is missing.
 REQUIRED_HINTS = {"data.path": "the CSV file to read", "data.target": "the column to forecast"}
 
@@ -178,6 +232,8 @@ def validate_config(cfg) -> None:
         f"must be in [{low}, data.in_len={in_len}]"
         + (" for autoregressive decoding" if low else ""),
     )
+
+    _check_tokens_and_linear_path(cfg)
 
     # attention
     _choice(cfg, "attention.name", available_attention())
@@ -250,6 +306,7 @@ def validate_config(cfg) -> None:
         _at_least(cfg, key, 0)
     _at_least(cfg, "trainer.num_threads", 0)
     _probability(cfg, "trainer.warmup_frac")
+    _probability(cfg, "trainer.min_improvement")
     min_lr = cfg["trainer"]["min_lr_frac"]
     _check(0.0 <= min_lr <= 1.0, "trainer.min_lr_frac", min_lr, "must be in [0, 1]")
     _choice(cfg, "trainer.strategy", STRATEGIES)

@@ -26,10 +26,15 @@ def _plain(cfg) -> dict:
 
 def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1) -> ForecastTransformer:
     """Build the forecaster from a composed config (groups model, attention, pos_encoding,
-    ffn, data). `n_features`: input channels (targets first, then covariates); `n_targets`:
-    channels forecast (1 and 1 for the sigmoids)."""
+    ffn, embedding, data). `n_features`: input channels (targets first, then covariates);
+    `n_targets`: channels forecast (1 and 1 for the sigmoids)."""
     cfg = _plain(cfg)
     model, attention, ffn_cfg = cfg["model"], cfg["attention"], cfg["ffn"]
+    # Point tokens are patches of one step (configs written before patches carry no embedding).
+    embedding = cfg.get("embedding", {"name": "point"})
+    patch_len, stride = (
+        (1, 1) if embedding["name"] == "point" else (embedding["patch_len"], embedding["stride"])
+    )
     d_model, n_heads = model["d_model"], model["n_heads"]
     dropout, norm_first = model["dropout"], model["norm_first"]
 
@@ -83,4 +88,9 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1) -> Foreca
         decoder_layers=decoder,
         input_encoding=build_input_encoding(cfg["pos_encoding"], d_model),
         norm_first=norm_first,
+        patch_len=patch_len,
+        stride=stride,
+        linear_path=model.get("linear_path", "none"),
+        decomposition_kernel=model.get("decomposition_kernel", 25),
+        channel_independent=model.get("channel_independent", False),
     )

@@ -20,7 +20,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from .embedding import Tokenizer
 from .layers import DecoderLayer, EncoderLayer
+from .linear_path import LinearPath
 from .normalization import build_instance_norm
 
 DECODING = ("oneshot", "autoregressive")
@@ -42,6 +44,11 @@ class ForecastTransformer(nn.Module):
         decoder_layers: list[DecoderLayer],
         input_encoding: nn.Module,
         norm_first: bool,
+        patch_len: int = 1,
+        stride: int = 1,
+        linear_path: str = "none",
+        decomposition_kernel: int = 25,
+        channel_independent: bool = False,
     ):
         super().__init__()
         if decoding not in DECODING:
@@ -50,17 +57,26 @@ class ForecastTransformer(nn.Module):
             raise ValueError("autoregressive decoding needs label_len >= 1")
         if not 1 <= n_targets <= n_features:
             raise ValueError(f"n_targets={n_targets} must be in [1, n_features={n_features}]")
+        if channel_independent and n_features != n_targets:
+            raise ValueError(
+                f"channel_independent forecasts every channel from its own past: "
+                f"n_features={n_features} must equal n_targets={n_targets} (no covariates)"
+            )
         self.n_features = n_features
         self.n_targets = n_targets
+        self.channel_independent = channel_independent
+        # Inside the model, a channel-independent window is one channel. [B * C, L, 1]
+        inner_features, inner_targets = (1, 1) if channel_independent else (n_features, n_targets)
         self.in_len = in_len
         self.out_len = out_len
         self.label_len = label_len
         self.decoding = decoding
         self.instance_norm = instance_norm
-        self.norm = build_instance_norm(instance_norm, n_features)
+        self.norm = build_instance_norm(instance_norm, inner_features)
+        self.tokens = Tokenizer(in_len, label_len, out_len, patch_len, stride)
 
-        self.src_embed = nn.Linear(n_features, d_model)
-        self.tgt_embed = nn.Linear(n_targets, d_model)
+        self.src_embed = nn.Linear(patch_len * inner_features, d_model)
+        self.tgt_embed = nn.Linear(stride * inner_targets, d_model)
         self.placeholder = (
             nn.Parameter(torch.randn(d_model) * 0.02) if decoding == "oneshot" else None
         )
@@ -70,7 +86,16 @@ class ForecastTransformer(nn.Module):
         # Pre-norm stacks end un-normalised; close each with a LayerNorm (as nn.Transformer).
         self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
-        self.head = nn.Linear(d_model, n_targets)
+        self.head = nn.Linear(d_model, stride * inner_targets)
+        self.linear_path = (
+            LinearPath(linear_path, in_len, out_len, decomposition_kernel)
+            if linear_path != "none"
+            else None
+        )
+        if self.linear_path is not None:
+            # The Transformer starts at zero and learns what the linear path misses.
+            nn.init.zeros_(self.head.weight)
+            nn.init.zeros_(self.head.bias)
 
     def forward(
         self, src: Tensor, tgt: Tensor | None = None, return_attention: bool = False
@@ -84,26 +109,59 @@ class ForecastTransformer(nn.Module):
             raise ValueError(
                 f"src must be [batch, {self.in_len}, {self.n_features}], got {tuple(src.shape)}"
             )
+        if self.channel_independent:
+            batch = src.shape[0]
+            src = _fold(src)
+            tgt = _fold(tgt) if tgt is not None else None
         maps: dict[str, list[Tensor]] = {"encoder": [], "decoder_self": [], "cross": []}
         src, stats = self.norm.normalize(src)
         memory = self._encode(src, maps, return_attention)
+        n_targets = src.shape[2] if self.channel_independent else self.n_targets
         # The decoder starts from the last label_len observed target values: [B, label_len, T]
-        known = src[:, src.shape[1] - self.label_len :, : self.n_targets]
+        known = src[:, src.shape[1] - self.label_len :, :n_targets]
+        stride, out_tokens = self.tokens.stride, self.tokens.output_tokens
 
         if self.decoding == "oneshot":
             forecast = self._decode(known, memory, maps, return_attention, placeholders=True)
         elif tgt is not None and self.training:
-            # Teacher forcing: position label_len - 1 + t reads value t - 1 and predicts value t.
-            shifted = self.norm.normalize_targets(tgt[:, :-1], stats)
+            # Teacher forcing: each decoder token reads the chunk before it and predicts its
+            # own, so the inputs are the known chunks and all output chunks but the last.
+            shifted = self.norm.normalize_targets(tgt[:, : (out_tokens - 1) * stride], stats)
             values = torch.cat([known, shifted], dim=1)
-            forecast = self._decode(values, memory, maps, return_attention)[:, -self.out_len :]
+            forecast = self._decode(values, memory, maps, return_attention)
+            forecast = forecast[:, -out_tokens * stride :]
         else:
             forecast = self._generate(known, memory, maps, return_attention)
+        forecast = forecast[:, : self.out_len]  # [B, out_len, T]
+        if self.linear_path is not None:
+            forecast = forecast + self.linear_path(src[..., :n_targets])
         forecast = self.norm.denormalize_targets(forecast, stats)
+        if self.channel_independent:
+            forecast = _unfold(forecast, batch)
         return (forecast, maps) if return_attention else forecast
 
+    @torch.no_grad()
+    def fit_linear_path(self, src: Tensor, target: Tensor) -> None:
+        """Least-squares fit of the linear path on training windows src [N, in_len, F],
+        target [N, out_len, T], in the units it reads (the instance-normalised window)."""
+        if self.linear_path is None:
+            raise ValueError("this model has no linear path (model.linear_path=none)")
+        if self.channel_independent:
+            src, target = _fold(src), _fold(target)
+        n_targets = target.shape[2]
+        normalized, stats = self.norm.normalize(src)
+        self.linear_path.fit_least_squares(
+            normalized[..., :n_targets], self.norm.normalize_targets(target, stats)
+        )
+
+    def token_spans(self, decoder_tokens: int) -> tuple[list, list]:
+        """([first, last] step of each encoder token, the same for the decoder's first
+        `decoder_tokens` tokens): the labels of attention maps."""
+        return self.tokens.encoder_spans(), self.tokens.decoder_spans(decoder_tokens)
+
     def _encode(self, src: Tensor, maps: dict, need_weights: bool) -> Tensor:
-        x = self.input_encoding(self.src_embed(src))  # [B, in_len, d_model], steps 0..in_len-1
+        # [B, encoder_tokens, d_model], tokens 0..encoder_tokens-1 on the time axis
+        x = self.input_encoding(self.src_embed(self.tokens.encoder_input(src)))
         for layer in self.encoder:
             x, weights = layer(x, need_weights=need_weights, start=0)
             maps["encoder"].append(weights)
@@ -117,15 +175,17 @@ class ForecastTransformer(nn.Module):
         need_weights: bool,
         placeholders: bool = False,
     ) -> Tensor:
-        """values [B, L, T] (+ out_len placeholders) -> predictions [B, L or out_len, T]."""
-        x = self.tgt_embed(values)  # [B, L, d_model]
+        """values [B, k * stride, T] (+ output placeholders) -> predictions, a chunk per
+        token: [B, k * stride, T], or [B, output_tokens * stride, T] with placeholders."""
+        x = self.tgt_embed(self.tokens.chunk(values))  # [B, k, d_model]
         if placeholders:
-            fill = self.placeholder.expand(x.shape[0], self.out_len, -1)
-            x = torch.cat([x, fill], dim=1)  # [B, label_len + out_len, d_model]
-        # The decoder's first step sits label_len steps before the forecast on the time axis,
+            out_tokens = self.tokens.output_tokens
+            fill = self.placeholder.expand(x.shape[0], out_tokens, -1)
+            x = torch.cat([x, fill], dim=1)  # [B, label tokens + output tokens, d_model]
+        # The decoder's first token sits label_len steps before the forecast on the time axis,
         # for the added encodings and the position modules inside attention alike (generation
         # keeps that start, so its steps are teacher forcing's).
-        start = self.in_len - self.label_len
+        start = self.tokens.decoder_start
         x = self.input_encoding(x, offset=start)
         causal = self.decoding == "autoregressive"
         maps["decoder_self"], maps["cross"] = [], []
@@ -135,13 +195,25 @@ class ForecastTransformer(nn.Module):
             )
             maps["decoder_self"].append(self_weights)
             maps["cross"].append(cross_weights)
-        out = self.head(self.decoder_norm(x))
-        return out[:, -self.out_len :] if placeholders else out
+        out = self.tokens.unchunk(self.head(self.decoder_norm(x)))  # [B, tokens * stride, T]
+        return out[:, -self.tokens.output_tokens * self.tokens.stride :] if placeholders else out
 
     def _generate(self, known: Tensor, memory: Tensor, maps: dict, need_weights: bool) -> Tensor:
         values = known
-        for _ in range(self.out_len):
-            # Only the last step's maps are kept (the full prefix attends there).
-            nxt = self._decode(values, memory, maps, need_weights)[:, -1:]
+        stride = self.tokens.stride
+        for _ in range(self.tokens.output_tokens):
+            # One chunk of `stride` steps a time. Only the last step's maps are kept (the
+            # full prefix attends there).
+            nxt = self._decode(values, memory, maps, need_weights)[:, -stride:]
             values = torch.cat([values, nxt], dim=1)
         return values[:, self.label_len :]
+
+
+def _fold(x: Tensor) -> Tensor:
+    """[B, L, C] -> [B * C, L, 1]: each channel its own series."""
+    return x.transpose(1, 2).reshape(-1, x.shape[1], 1)
+
+
+def _unfold(x: Tensor, batch: int) -> Tensor:
+    """[B * C, L, 1] -> [B, L, C]."""
+    return x.reshape(batch, -1, x.shape[1]).transpose(1, 2)

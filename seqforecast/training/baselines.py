@@ -6,6 +6,7 @@
   inputs to out_len outputs shared by all series, add the last value back. Fit here by
   least squares (closed form, float64, tiny ridge) on the training windows.
 - `seasonal_naive` (when a season is configured, `data.season`): repeat the last full season.
+  With several periods (`data.season=[48, 336]`), one per period: `seasonal_naive_48`, ...
 
 They forecast the target channels, the first channels of src (`n_targets` = the target's
 last dim); covariates are not forecast.
@@ -17,6 +18,8 @@ from collections.abc import Callable
 
 import torch
 from torch import Tensor
+
+from ..model.linear_path import least_squares
 
 Forecaster = Callable[[Tensor], Tensor]  # src [B, in_len, F] -> [B, out_len, F]
 
@@ -42,12 +45,10 @@ class NLinear:
         """Least squares on windows src [N, in_len, F], target [N, out_len, F]."""
         last = src[:, -1:, :]
         # Channel-independent: every (window, feature) pair is one sample. [N * F, in_len]
-        x = (src - last).transpose(1, 2).reshape(-1, src.shape[1]).double()
-        y = (target - last).transpose(1, 2).reshape(-1, target.shape[1]).double()
-        x = torch.cat([x, torch.ones(len(x), 1, dtype=x.dtype, device=x.device)], dim=1)
-        gram = x.T @ x + ridge * torch.eye(x.shape[1], dtype=x.dtype, device=x.device)
-        solution = torch.linalg.solve(gram, x.T @ y)  # [in_len + 1, out_len]
-        return cls(solution[:-1].to(src.dtype), solution[-1].to(src.dtype))
+        x = (src - last).transpose(1, 2).reshape(-1, src.shape[1])
+        y = (target - last).transpose(1, 2).reshape(-1, target.shape[1])
+        weight, bias = least_squares(x, y, ridge)  # [in_len, out_len], [out_len]
+        return cls(weight.to(src.dtype), bias.to(src.dtype))
 
     def __call__(self, src: Tensor) -> Tensor:
         last = src[:, -1:, :]
@@ -62,8 +63,14 @@ def seasonal_naive(src: Tensor, out_len: int, season: int) -> Tensor:
     return src[:, index]
 
 
+def seasonal_periods(season: int | list[int]) -> list[int]:
+    """`data.season` as a list of periods: 0 -> [], 48 -> [48], [48, 336] -> [48, 336]."""
+    periods = list(season) if isinstance(season, (list, tuple)) else [season]
+    return [p for p in periods if p]
+
+
 def fit_baselines(
-    train_src: Tensor, train_target: Tensor, season: int = 0
+    train_src: Tensor, train_target: Tensor, season: int | list[int] = 0
 ) -> dict[str, Forecaster]:
     out_len, n_targets = train_target.shape[1], train_target.shape[2]
     nlinear = NLinear.fit(train_src[..., :n_targets], train_target)
@@ -72,8 +79,8 @@ def fit_baselines(
         "drift": lambda src: drift(src[..., :n_targets], out_len),
         "nlinear": lambda src: nlinear(src[..., :n_targets]),
     }
-    if season:
-        baselines["seasonal_naive"] = lambda src: seasonal_naive(
-            src[..., :n_targets], out_len, season
-        )
+    periods = seasonal_periods(season)
+    for period in periods:
+        name = "seasonal_naive" if len(periods) == 1 else f"seasonal_naive_{period}"
+        baselines[name] = lambda src, p=period: seasonal_naive(src[..., :n_targets], out_len, p)
     return baselines

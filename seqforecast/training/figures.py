@@ -15,24 +15,31 @@ from matplotlib.ticker import MaxNLocator
 
 def attention_figure(
     weights: np.ndarray,
-    query_steps: Sequence[int],
-    key_steps: Sequence[int],
+    query_spans: Sequence[tuple[int, int]],
+    key_spans: Sequence[tuple[int, int]],
     title: str,
     signed: bool,
 ) -> Figure:
-    """weights [H, Lq, Lk] -> a row of H heatmaps, axes in time steps, one colour bar.
+    """weights [H, Lq, Lk] -> a row of H heatmaps, one colour bar. Axes in time steps for
+    point tokens ([first, last] spans of one step), else one cell per patch, ticks labelled
+    with the steps each covers.
 
     Signed (differential) maps use a diverging colour map centred on zero, so zeros outside a
     block-local window read as white; softmax maps use a sequential one from zero.
     """
+    points = all(a == b for a, b in list(query_spans) + list(key_spans))
     heads = weights.shape[0]
     # A fixed layout: matplotlib's constrained layout would double the drawing time.
     fig = Figure(figsize=(2.6 * heads + 1.2, 3.0))
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, heads, squeeze=False)[0]
     fig.subplots_adjust(left=0.3 / heads + 0.04, right=0.9, bottom=0.17, top=0.8, wspace=0.3)
-    # Pixel edges sit half a step around each time step.
-    extent = (key_steps[0] - 0.5, key_steps[-1] + 0.5, query_steps[-1] + 0.5, query_steps[0] - 0.5)
+    if points:  # pixel edges sit half a step around each time step
+        q0, q1, k0, k1 = query_spans[0][0], query_spans[-1][0], key_spans[0][0], key_spans[-1][0]
+    else:  # one cell per token
+        q0, q1, k0, k1 = 0, len(query_spans) - 1, 0, len(key_spans) - 1
+    extent = (k0 - 0.5, k1 + 0.5, q1 + 0.5, q0 - 0.5)
+    unit = "time step" if points else "patch (time steps)"
     if signed:
         bound = max(float(np.abs(weights).max()), 1e-12)
         style = dict(cmap="RdBu_r", norm=TwoSlopeNorm(vcenter=0.0, vmin=-bound, vmax=bound))
@@ -44,15 +51,27 @@ def attention_figure(
             weights[head], extent=extent, aspect="auto", interpolation="nearest", **style
         )
         ax.set_title(f"head {head}", fontsize=9)
-        ax.set_xlabel("key time step", fontsize=8)
+        ax.set_xlabel(f"key {unit}", fontsize=8)
         if head == 0:
-            ax.set_ylabel("query time step", fontsize=8)
+            ax.set_ylabel(f"query {unit}", fontsize=8)
         ax.tick_params(labelsize=7)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        if points:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        else:
+            _span_ticks(ax.xaxis, key_spans)
+            _span_ticks(ax.yaxis, query_spans)
     fig.colorbar(image, ax=list(axes), fraction=0.03, pad=0.02)
     fig.suptitle(title, fontsize=10)
     return fig
+
+
+def _span_ticks(axis, spans: Sequence[tuple[int, int]], most: int = 6) -> None:
+    """At most `most` ticks on token cells, each labelled "first-last" (time steps)."""
+    every = max(1, -(-len(spans) // most))
+    ticks = list(range(0, len(spans), every))
+    axis.set_ticks(ticks)
+    axis.set_ticklabels([f"{spans[i][0]}-{spans[i][1]}" for i in ticks])
 
 
 def forecast_figure(

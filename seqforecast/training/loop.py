@@ -139,7 +139,7 @@ def train_model(
         scheduler.load_state_dict(resume["scheduler"])
         shuffle.set_state(resume["shuffle"])
         state = LoopState(**resume["loop"])
-        if state.best_epoch:  # rank 0 reads it: other machines need not see the run dir
+        if math.isfinite(state.best_mse):  # rank 0 reads it: others need not see the run dir
             best_weights = ctx.broadcast(
                 load_checkpoint(checkpoint_dir / BEST)["model"] if ctx.is_main else None
             )
@@ -170,6 +170,18 @@ def train_model(
     def agreed_stop() -> bool:
         """A signal counts once any rank got it, so every rank stops at the same step."""
         return ctx.sum(torch.tensor([float(bool(stop))], dtype=torch.float64)).item() > 0
+
+    if resume is None and trainer_cfg.get("validate_initial", False):
+        # Epoch 0: the weights training starts from compete for "best" like any epoch's, so a
+        # start that is already good (the linear path's least-squares fit) is kept unless
+        # training improves on it on validation.
+        val = evaluator.model_metrics(net, "val")
+        state.best_mse = val["mse"]
+        best_weights = {k: v.detach().clone() for k, v in net.state_dict().items()}
+        state.history.append({"epoch": 0, "step": 0, "val_mse": val["mse"]})
+        monitor.on_epoch_end(0, 0, net, val)
+        log.info("epoch 0 (before training)  val_mse %.6g (data units)", val["mse"])
+        save(BEST)
 
     session_start = time.perf_counter()
     seconds_before = state.seconds
@@ -258,7 +270,10 @@ def train_model(
             }
             state.history.append(record)
             state.epoch, state.order = epoch, None
-            improved = val["mse"] < state.best_mse
+            # An epoch counts as better only by a margin (trainer.min_improvement, relative):
+            # on a small validation set, a 0.1% dip is noise, and "best" should not be luck.
+            margin = 1.0 - trainer_cfg.get("min_improvement", 0.0)
+            improved = val["mse"] < state.best_mse * margin
             if improved:
                 state.best_mse, state.best_epoch, state.since_best = val["mse"], epoch, 0
                 best_weights = {k: v.detach().clone() for k, v in net.state_dict().items()}

@@ -82,7 +82,7 @@ def save_visuals(
     for m in maps:
         title = f"{m.stack} layer {m.layer} ({label})"
         images[f"attention/{m.stack}/layer{m.layer}"] = _draw(
-            attention_figure(m.weights, m.query_steps, m.key_steps, title, signed),
+            attention_figure(m.weights, m.query_spans, m.key_spans, title, signed),
             directory / f"{m.name}.png",
         )
 
@@ -163,7 +163,7 @@ class RunMonitor(Monitor):
                 self.writer.add_scalar(f"baseline/{baseline}/{split}_mse", row["mse"], step)
         for name, value in diff_lambdas(model).items():
             self.writer.add_scalar(f"lambda/{name}", value, step)
-        if self.attention_every and epoch % self.attention_every == 0:
+        if self.attention_every and epoch and epoch % self.attention_every == 0:  # 0: on_start
             self._visuals(model, step, f"epoch_{epoch:03d}", f"epoch {epoch}")
         self.writer.flush()
 

@@ -17,33 +17,40 @@ class AttentionMap:
     stack: str  # encoder | decoder_self | cross
     layer: int  # 1-based
     weights: np.ndarray  # [H, Lq, Lk] for the probe's single series
-    query_steps: list[int]  # time step of each query row
-    key_steps: list[int]  # time step of each key column
+    query_spans: list[tuple[int, int]]  # [first, last] time step of each query token
+    key_spans: list[tuple[int, int]]  # [first, last] time step of each key token
 
     @property
     def name(self) -> str:
         return f"{self.stack}_layer{self.layer}"
 
+    @property
+    def query_steps(self) -> list[int]:
+        """First time step of each query token (its only step for point tokens)."""
+        return [first for first, _ in self.query_spans]
+
+    @property
+    def key_steps(self) -> list[int]:
+        return [first for first, _ in self.key_spans]
+
 
 def probe(model: nn.Module, src: Tensor) -> tuple[Tensor, list[AttentionMap]]:
     """Forecast and attention maps for src [1, in_len, F], in eval mode.
 
-    Time steps: the encoder reads steps 0..in_len-1; the decoder's first position is step
-    in_len - label_len. (Autoregressive maps are those of the last generation step.)
+    Each token is labelled by the time steps it covers: point tokens one step each (the
+    encoder's 0..in_len-1, the decoder's from in_len - label_len), patches their spans.
+    (Autoregressive maps are those of the last generation step.)
     """
     with evaluation(model):
         forecast, maps = model(src, return_attention=True)
-    in_len = src.shape[1]
-    encoder_steps = list(range(in_len))
     result = []
     for stack in STACKS:
         for i, weights in enumerate(maps[stack], start=1):
             array = weights[0].float().cpu().numpy()  # [H, Lq, Lk]
-            start = in_len - model.label_len
-            decoder_steps = list(range(start, start + array.shape[1]))
-            query_steps = encoder_steps if stack == "encoder" else decoder_steps
-            key_steps = decoder_steps if stack == "decoder_self" else encoder_steps
-            result.append(AttentionMap(stack, i, array, query_steps, key_steps[: array.shape[2]]))
+            encoder_spans, decoder_spans = model.token_spans(array.shape[1])
+            query_spans = encoder_spans if stack == "encoder" else decoder_spans
+            key_spans = decoder_spans if stack == "decoder_self" else encoder_spans
+            result.append(AttentionMap(stack, i, array, query_spans, key_spans[: array.shape[2]]))
     return forecast, result
 
 

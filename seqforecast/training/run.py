@@ -60,6 +60,9 @@ def run_training(
     saved = None if resume is None else resume.get("data_state")
     data = build_data(plain["data"], cfg.seed, device, saved=saved)
     model = build_model(plain, data.n_features, data.n_targets).to(device)
+    if plain["model"]["linear_init"] == "least_squares" and resume is None:
+        # Training starts from NLinear's fit on the training windows (no other split read).
+        model.fit_linear_path(data.train.src, data.train.target)
     seed_everything(cfg.seed + ctx.rank)  # each rank its own stream (dropout)
     if trainer_cfg["compile"]:
         compile_model(model)

@@ -9,6 +9,7 @@ from omegaconf.errors import OmegaConfBaseException
 from seqforecast import build_model
 from seqforecast.config import ConfigError, compose_config, validate_config
 
+CSV_ARGS = "CSV"  # stands for a CSV run's required keys in the table below
 BAD_VALUES = [  # (overrides, text the one-line message must contain)
     (["d_model=30"], "model.d_model=30 is not allowed: must be a multiple of model.n_heads=4"),
     (["n_heads=0"], "model.n_heads=0"),
@@ -61,11 +62,45 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
     (["data.slope_range=[2,1]"], "data.slope_range=[2.0, 1.0]"),
     (["data.noise=-0.1"], "data.noise=-0.1"),
     (["seed=1000003"], "data.val_seed=1000003 is not allowed: must differ from seed"),
+    (["embedding.name=nope"], "embedding.name='nope' is not allowed: choose one of point, patch"),
+    (
+        ["embedding=patch", "in_len=12"],
+        "embedding.patch_len=16 is not allowed: must be in [1, data.in_len=12]",
+    ),
+    (
+        ["embedding=patch", "embedding.stride=20", "in_len=48"],
+        "embedding.stride=20 is not allowed: must be in [1, embedding.patch_len=16]",
+    ),
+    (
+        ["embedding=patch", "model.label_len=4"],
+        "model.label_len=4 conflicts with embedding.stride=8",
+    ),
+    (
+        ["model.linear_path=arima"],
+        "model.linear_path='arima' is not allowed: choose one of none, nlinear, dlinear",
+    ),
+    (
+        ["model.linear_init=least_squares"],
+        "model.linear_init=least_squares conflicts with model.linear_path=none",
+    ),
+    (["model.linear_path=dlinear", "model.decomposition_kernel=0"], "model.decomposition_kernel=0"),
+    (
+        [CSV_ARGS, "data.features=[t]", "model.channel_independent=true"],
+        "model.channel_independent=true conflicts with data.features=['t']",
+    ),
+    ([CSV_ARGS, "data.season=[12, 12]"], "a list of distinct periods"),
+    (
+        [CSV_ARGS, "data.season=[12, 30]"],
+        "data.season=[12, 30] is not allowed: a period in rows in [1, data.in_len=24]",
+    ),
+    ([CSV_ARGS, "data.season=-1"], "data.season=-1"),
 ]
 
 
 @pytest.mark.parametrize("overrides,message", BAD_VALUES, ids=lambda v: str(v))
 def test_bad_values_name_the_key(overrides, message):
+    if CSV_ARGS in overrides:
+        overrides = ["data=csv", "data.path=x.csv", "data.target=y", *overrides[1:]]
     cfg = compose_config(overrides)
     with pytest.raises(ConfigError) as err:
         validate_config(cfg)

@@ -62,3 +62,17 @@ def test_metrics_values():
     assert m["rmse"] == pytest.approx(math.sqrt(2.5))
     with pytest.raises(ValueError):
         forecast_metrics(pred, target[:, :1])
+
+
+def test_several_seasons_give_a_seasonal_naive_each():
+    series = torch.arange(48.0).reshape(1, 48, 1) % 7 + torch.arange(48.0).reshape(1, 48, 1) // 12
+    src, target = series[:, :36], series[:, 36:]
+    one = fit_baselines(src, target, 12)
+    several = fit_baselines(src, target, [7, 12])
+    assert "seasonal_naive" in one and "seasonal_naive" not in several
+    assert torch.equal(several["seasonal_naive_12"](src), one["seasonal_naive"](src))
+    # Period 7 repeats src[29..35], then src[29..33].
+    assert torch.equal(
+        several["seasonal_naive_7"](src)[0, :, 0], src[0, [*range(29, 36), *range(29, 34)], 0]
+    )
+    assert "seasonal_naive" not in fit_baselines(src, target, 0)

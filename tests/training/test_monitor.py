@@ -14,14 +14,16 @@ from seqforecast.training.probe import probe
 
 def test_signed_maps_use_a_diverging_colour_map_centred_on_zero():
     weights = np.array([[[0.5, -0.25], [0.0, 0.1]]])
-    fig = attention_figure(weights, [0, 1], [0, 1], "t", signed=True)
+    fig = attention_figure(weights, [(0, 0), (1, 1)], [(0, 0), (1, 1)], "t", signed=True)
     image = fig.axes[0].images[0]
     assert image.get_cmap().name == "RdBu_r"
     assert image.norm.vcenter == 0.0 and image.norm.vmin == -0.5 and image.norm.vmax == 0.5
     assert len(fig.axes) == 2  # one head panel and the colour bar
     assert fig.axes[0].get_xlabel() == "key time step"
     assert fig.axes[0].get_ylabel() == "query time step"
-    plain = attention_figure(np.abs(weights).repeat(3, 0), [5, 6], [0, 1], "t", signed=False)
+    plain = attention_figure(
+        np.abs(weights).repeat(3, 0), [(5, 5), (6, 6)], [(0, 0), (1, 1)], "t", signed=False
+    )
     assert plain.axes[0].images[0].get_cmap().name == "viridis"
     assert len(plain.axes) == 4
     # Axes show time steps: query rows 5 and 6.

@@ -1,0 +1,81 @@
+"""Tokens: how a window of time steps becomes the sequence the Transformer reads (`embedding`).
+
+- `point`: one token per time step (patch_len = stride = 1).
+- `patch` (PatchTST, Nie et al. 2023): the input is cut into patches of `patch_len` steps,
+  one every `stride` steps; each patch is one token. A 336-step input with 16/8 is 42 tokens.
+
+The encoder-decoder stays as it is. The decoder's tokens are non-overlapping chunks of
+`stride` steps: the last `label_len` observed steps (label_len a multiple of stride), then
+ceil(out_len / stride) output tokens, each projected to its `stride` steps; the steps past
+out_len are cut off. Autoregressive decoding generates one chunk at a time.
+
+One time axis, in units of `stride` steps. A token is placed by the step it ends on: encoder
+token k ends `stride` steps after token k - 1, and the last one ends at the forecast start.
+The input is padded on the left (its first value repeated) so that this holds for any in_len.
+Decoder token j therefore sits at `encoder_tokens - label_len / stride + j`, and the position
+encodings and the position terms inside attention count encoder and decoder on that axis.
+With patch_len = stride = 1 all of this is the point model, bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+EMBEDDINGS = ("point", "patch")
+
+
+class Tokenizer:
+    """Cuts windows into tokens and puts per-token outputs back as time steps."""
+
+    def __init__(self, in_len: int, label_len: int, out_len: int, patch_len: int, stride: int):
+        if not 1 <= stride <= patch_len <= in_len:
+            raise ValueError(
+                f"patch_len={patch_len}, stride={stride}: need 1 <= stride <= patch_len <= "
+                f"in_len={in_len}"
+            )
+        if label_len % stride:
+            raise ValueError(f"label_len={label_len} must be a multiple of stride={stride}")
+        self.in_len, self.label_len, self.out_len = in_len, label_len, out_len
+        self.patch_len, self.stride = patch_len, stride
+        # Left padding so that the last patch ends exactly at in_len.
+        self.pad = (-(in_len - patch_len)) % stride
+        self.encoder_tokens = (in_len + self.pad - patch_len) // stride + 1
+        self.label_tokens = label_len // stride
+        self.output_tokens = math.ceil(out_len / stride)
+        self.decoder_start = self.encoder_tokens - self.label_tokens  # on the token axis
+
+    @property
+    def is_point(self) -> bool:
+        return self.patch_len == 1 and self.stride == 1
+
+    def encoder_input(self, src: Tensor) -> Tensor:
+        """src [B, in_len, F] -> [B, encoder_tokens, patch_len * F] (step-major in a token)."""
+        if self.is_point:
+            return src
+        if self.pad:
+            src = torch.cat([src[:, :1].expand(-1, self.pad, -1), src], dim=1)
+        patches = src.unfold(1, self.patch_len, self.stride)  # [B, N, F, patch_len]
+        return patches.transpose(2, 3).flatten(2)  # [B, N, patch_len * F]
+
+    def chunk(self, values: Tensor) -> Tensor:
+        """values [B, k * stride, T] -> [B, k, stride * T]: decoder tokens."""
+        b, length, t = values.shape
+        return values.reshape(b, length // self.stride, self.stride * t)
+
+    def unchunk(self, tokens: Tensor) -> Tensor:
+        """tokens [B, k, stride * T] -> [B, k * stride, T]: each token's steps in order."""
+        b, k, width = tokens.shape
+        return tokens.reshape(b, k * self.stride, width // self.stride)
+
+    def encoder_spans(self) -> list[tuple[int, int]]:
+        """[first, last] input step of each encoder token (padding counted as step 0)."""
+        first = [k * self.stride - self.pad for k in range(self.encoder_tokens)]
+        return [(max(f, 0), f + self.patch_len - 1) for f in first]
+
+    def decoder_spans(self, tokens: int) -> list[tuple[int, int]]:
+        """[first, last] time step of each of the decoder's first `tokens` tokens."""
+        start = self.in_len - self.label_len
+        return [(start + j * self.stride, start + (j + 1) * self.stride - 1) for j in range(tokens)]
