@@ -169,7 +169,7 @@ class Windows:
     truth: np.ndarray
 
 
-def test_windows(ds: Dataset, values: np.ndarray) -> Windows:
+def held_out_windows(ds: Dataset, values: np.ndarray) -> Windows:
     n = len(values)
     val = round(n * SPLIT[0])  # seqforecast's rounding (data/windows.py split_ranges)
     test = val + round(n * SPLIT[1])
@@ -505,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
             lines = ds.path.read_text().splitlines(keepends=True)
             path.write_text("".join(lines[: 1 + SMOKE_ROWS[name]]))
         times, values = read_series(path, ds)
-        w = test_windows(ds, values)
+        w = held_out_windows(ds, values)
         print(
             f"{name}: {len(values)} rows, train {w.train_rows} / val {w.val_rows} / test "
             f"{w.test_rows}, {len(w.origins)} test windows", flush=True,
@@ -543,9 +543,8 @@ def main(argv: list[str] | None = None) -> int:
         }  # fmt: skip
         # Written after every dataset: a long run that stops keeps what it finished.
         write_report(args.out, "scripts/bench_realdata.py", argv, **report)
-    write_report(args.out, "scripts/bench_realdata.py", argv, **report)
     args.out.with_suffix(".md").write_text(markdown(report, args.datasets))
-    print(f"\nwrote {args.out} and {args.out.with_suffix('.md').name}")
+    print(f"wrote {args.out.with_suffix('.md')}", file=sys.stderr)
     bad = [n for n in args.datasets if report[n]["alignment_problems"]]
     failed = [r for n in args.datasets for r in report[n]["runs"] if r["status"] != "ok"]
     return 1 if bad or failed else 0
