@@ -3,7 +3,7 @@ peers, every forecaster scored on exactly the same test windows.
 
     python scripts/bench_realdata.py                       # every dataset, 3 seeds, all peers
     python scripts/bench_realdata.py --datasets co2 --seeds 0 1 2 3 4
-    python scripts/bench_realdata.py --variants preset preset_diff ablate_point
+    python scripts/bench_realdata.py --variants preset preset_diff ablate_point  # see VARIANTS
     python scripts/bench_realdata.py --smoke               # a tiny slice, no peers (the suite)
 
 The series ship inside statsmodels (nothing is downloaded); `--write-data` writes them to
