@@ -144,8 +144,8 @@ def _check_attention_with_positions(cfg: Mapping) -> None:
 
 
 def _check_tokens_and_linear_path(cfg: Mapping) -> None:
+    _choice(cfg, "embedding.name", EMBEDDINGS)  # first: names the key an old config lacks
     model, emb, data = cfg["model"], cfg["embedding"], cfg["data"]
-    _choice(cfg, "embedding.name", EMBEDDINGS)
     if emb["name"] == "point":  # one token per step: patch_len and stride do not apply
         return _check_linear_path(cfg)
     patch_len, stride = emb["patch_len"], emb["stride"]
@@ -171,9 +171,9 @@ def _check_tokens_and_linear_path(cfg: Mapping) -> None:
 
 
 def _check_linear_path(cfg: Mapping) -> None:
-    model, data = cfg["model"], cfg["data"]
     _choice(cfg, "model.linear_path", LINEAR_PATHS)
     _choice(cfg, "model.linear_init", LINEAR_INITS)
+    model, data = cfg["model"], cfg["data"]
     _at_least(cfg, "model.decomposition_kernel", 1)
     if model["linear_init"] == "least_squares" and model["linear_path"] == "none":
         _conflict(
@@ -181,7 +181,7 @@ def _check_linear_path(cfg: Mapping) -> None:
             "there is no linear path to fit; set model.linear_path=nlinear or dlinear",
         )  # fmt: skip
     features = data.get("features") or []
-    if model["channel_independent"] and features:
+    if _get(cfg, "model.channel_independent") and features:
         _conflict(
             "model.channel_independent", "true", "data.features", features,
             "each channel is forecast from its own past, so covariates would be ignored; "

@@ -173,3 +173,13 @@ def test_whatever_validation_accepts_builds_and_runs_and_the_rest_is_one_line():
         assert out.shape == (1, cfg.data.out_len, 1) and out.isfinite().all()
         accepted += 1
     assert accepted > 100 and refused > 20
+
+
+@pytest.mark.parametrize("missing", ["embedding", "model.linear_path", "model.channel_independent"])
+def test_a_config_from_before_a_key_existed_is_one_line_naming_it(missing):
+    """Run dirs written before patches and the linear path: refused in one line, no KeyError."""
+    cfg = OmegaConf.to_container(compose_config([]), resolve=True)
+    node, _, key = missing.rpartition(".")
+    del (cfg[node] if node else cfg)[key]
+    with pytest.raises(ConfigError, match=r"the config has no .*written by an older seqforecast"):
+        validate_config(cfg)
