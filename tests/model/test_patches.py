@@ -146,3 +146,18 @@ def test_patch_positions_count_tokens_on_one_axis():
         model(torch.randn(1, IN, 1))
     assert seen == [(7, 0), (5, model.tokens.decoder_start)]
     assert model.tokens.decoder_start == 5
+
+
+@pytest.mark.parametrize(
+    "position,ffn",
+    list(itertools.product(
+        ["sinusoidal", "learned", "relative", "rope", "none"],
+        ["relu", "gelu", "glu", "geglu", "swiglu"],
+    )),
+)  # fmt: skip
+def test_every_position_encoding_and_ffn_works_on_patches(position, ffn):
+    model = build_model(patch_cfg(f"pos_encoding={position}", f"ffn={ffn}", "attention=diff"))
+    src, target = torch.randn(2, IN, 1), torch.randn(2, OUT, 1)
+    model.train()
+    F.mse_loss(model(src, target), target).backward()
+    assert all(p.grad is not None and p.grad.isfinite().all() for p in model.parameters())
