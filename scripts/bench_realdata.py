@@ -51,6 +51,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import REPO, write_report  # noqa: E402
 
+from seqforecast.data.windows import split_ranges  # noqa: E402
+
 
 @dataclass(frozen=True)
 class Dataset:
@@ -147,15 +149,14 @@ def _write_csv(path: Path, header: tuple[str, str], rows: list[tuple[str, str]])
         writer.writerows(rows)
 
 
-def read_series(path: Path, ds: Dataset) -> tuple[list[str], np.ndarray]:
-    """(times, values), gaps filled forward (as data.fill=ffill does)."""
+def read_values(path: Path, ds: Dataset) -> np.ndarray:
+    """The target column, gaps filled forward (as data.fill=ffill does)."""
     with path.open() as f:
-        pairs = [(r["time"], r[ds.target]) for r in csv.DictReader(f)]
-    values = np.array([float(v) if v.strip() else np.nan for _, v in pairs])
+        values = np.array([float(r[ds.target] or "nan") for r in csv.DictReader(f)])
     for i in range(1, len(values)):
         if np.isnan(values[i]):
             values[i] = values[i - 1]
-    return [t for t, _ in pairs], values
+    return values
 
 
 @dataclass
@@ -171,11 +172,10 @@ class Windows:
 
 def held_out_windows(ds: Dataset, values: np.ndarray) -> Windows:
     n = len(values)
-    val = round(n * SPLIT[0])  # seqforecast's rounding (data/windows.py split_ranges)
-    test = val + round(n * SPLIT[1])
-    origins = np.arange(test, n - ds.out_len + 1)
+    rows = split_ranges(n, SPLIT)  # seqforecast's own split points
+    origins = np.arange(rows["test"].start, n - ds.out_len + 1)
     truth = np.stack([values[o : o + ds.out_len] for o in origins])
-    return Windows(val, test - val, n - test, origins, truth)
+    return Windows(len(rows["train"]), len(rows["val"]), len(rows["test"]), origins, truth)
 
 
 def scores(forecast: np.ndarray, truth: np.ndarray) -> dict:
@@ -504,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
             lines = ds.path.read_text().splitlines(keepends=True)
             path.write_text("".join(lines[: 1 + SMOKE_ROWS[name]]))
-        times, values = read_series(path, ds)
+        values = read_values(path, ds)
         w = held_out_windows(ds, values)
         print(
             f"{name}: {len(values)} rows, train {w.train_rows} / val {w.val_rows} / test "

@@ -18,3 +18,13 @@ def run_cli(args, cwd, module="seqforecast.train", check=True):
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def run_script(name, *args, cwd):
+    """Run scripts/<name> with `args` in `cwd`; assert it exits 0 and return its stdout."""
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / name), *args],
+        cwd=cwd, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout

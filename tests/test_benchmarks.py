@@ -1,19 +1,8 @@
 """The benchmark scripts run and write their tables (tiny settings; no timing is asserted)."""
 
 import json
-import subprocess
-import sys
 
-from .cli_helpers import REPO
-
-
-def run_script(name, *args, cwd):
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / name), *args],
-        cwd=cwd, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+from .cli_helpers import run_script
 
 
 def test_bench_attention_runs_each_case_and_writes_json(tmp_path):

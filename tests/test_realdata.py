@@ -2,8 +2,6 @@
 CLI, epoch 0 competing for "best", and the real-data benchmark in its smoke mode."""
 
 import json
-import subprocess
-import sys
 
 import torch
 
@@ -12,7 +10,7 @@ from seqforecast.config import compose_config
 from seqforecast.data import synthetic_data
 from seqforecast.training import train_model
 
-from .cli_helpers import REPO, run_cli
+from .cli_helpers import REPO, run_cli, run_script
 
 SUNSPOTS = REPO / "data" / "real" / "sunspots.csv"
 
@@ -57,16 +55,13 @@ def test_the_starting_weights_stay_the_result_when_no_epoch_beats_them(tmp_path)
 
 def test_bench_realdata_smoke_checks_window_alignment_and_writes_its_table(tmp_path):
     out = tmp_path / "realdata.json"
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "bench_realdata.py"), "--smoke",
-         "--datasets", "sunspots", "--variants", "preset", "default_csv",
-         "--runs-dir", str(tmp_path / "runs"), "--out", str(out)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    stdout = run_script(
+        "bench_realdata.py", "--smoke", "--datasets", "sunspots", "--variants", "preset",
+        "default_csv", "--runs-dir", str(tmp_path / "runs"), "--out", str(out), cwd=tmp_path,
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads(out.read_text())["sunspots"]
     assert report["alignment_problems"] == []
     assert [r["status"] for r in report["runs"]] == ["ok", "ok"]
     names = {r["forecaster"] for r in report["table"]}
     assert {"seqforecast preset", "seqforecast default_csv", "nlinear", "seasonal_naive"} <= names
-    assert "sunspots:" in proc.stdout and "test MSE" in proc.stdout
+    assert "sunspots:" in stdout and "test MSE" in stdout

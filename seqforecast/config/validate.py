@@ -143,11 +143,11 @@ def _check_attention_with_positions(cfg: Mapping) -> None:
         )
 
 
-def _check_tokens_and_linear_path(cfg: Mapping) -> None:
+def _check_tokens(cfg: Mapping) -> None:
     _choice(cfg, "embedding.name", EMBEDDINGS)  # first: names the key an old config lacks
     model, emb, data = cfg["model"], cfg["embedding"], cfg["data"]
     if emb["name"] == "point":  # one token per step: patch_len and stride do not apply
-        return _check_linear_path(cfg)
+        return
     patch_len, stride = emb["patch_len"], emb["stride"]
     _check(
         1 <= patch_len <= data["in_len"],
@@ -167,7 +167,6 @@ def _check_tokens_and_linear_path(cfg: Mapping) -> None:
             "the decoder reads the last label_len steps in chunks of stride steps; "
             "make label_len a multiple of stride",
         )  # fmt: skip
-    _check_linear_path(cfg)
 
 
 def _check_linear_path(cfg: Mapping) -> None:
@@ -233,7 +232,8 @@ def validate_config(cfg) -> None:
         + (" for autoregressive decoding" if low else ""),
     )
 
-    _check_tokens_and_linear_path(cfg)
+    _check_tokens(cfg)
+    _check_linear_path(cfg)
 
     # attention
     _choice(cfg, "attention.name", available_attention())

@@ -177,7 +177,7 @@ def train_model(
         # training improves on it on validation.
         val = evaluator.model_metrics(net, "val")
         state.best_mse = val["mse"]
-        best_weights = {k: v.detach().clone() for k, v in net.state_dict().items()}
+        best_weights = _snapshot(net)
         state.history.append({"epoch": 0, "step": 0, "val_mse": val["mse"]})
         monitor.on_epoch_end(0, 0, net, val)
         log.info("epoch 0 (before training)  val_mse %.6g (data units)", val["mse"])
@@ -276,7 +276,7 @@ def train_model(
             improved = val["mse"] < state.best_mse * margin
             if improved:
                 state.best_mse, state.best_epoch, state.since_best = val["mse"], epoch, 0
-                best_weights = {k: v.detach().clone() for k, v in net.state_dict().items()}
+                best_weights = _snapshot(net)
             else:
                 state.since_best += 1
             patience = trainer_cfg["patience"]
@@ -309,6 +309,11 @@ def train_model(
         seconds=state.seconds,
         history=state.history,
     )
+
+
+def _snapshot(net: nn.Module) -> dict[str, Tensor]:
+    """A copy of the weights, kept as the best while training goes on."""
+    return {k: v.detach().clone() for k, v in net.state_dict().items()}
 
 
 def _diverged(what: str, epoch: int, state: LoopState) -> NonFiniteLoss:
