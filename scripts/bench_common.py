@@ -14,12 +14,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
+def repo_env() -> dict[str, str]:
+    """This environment with the repository first on PYTHONPATH, for child processes."""
+    return dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
 def run_worker(script: str, spec: dict, timeout: int, label: dict | None = None) -> dict:
     """Run `script --worker <spec as JSON>` in a fresh Python process (so one case's
     allocations and caches cannot colour the next) and return the JSON result it prints last.
     A timeout or a failure becomes `{**label, "status": why}` (label defaults to the spec)."""
     label = spec if label is None else label
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = repo_env()
     try:
         proc = subprocess.run(
             [sys.executable, script, "--worker", json.dumps(spec)],

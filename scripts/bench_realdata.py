@@ -35,7 +35,6 @@ import itertools
 import json
 import math
 import multiprocessing
-import os
 import queue as queue_module
 import re
 import statistics
@@ -49,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import REPO, write_report  # noqa: E402
+from bench_common import REPO, repo_env, write_report  # noqa: E402
 
 from seqforecast.data.windows import split_ranges  # noqa: E402
 
@@ -222,7 +221,7 @@ def run_seqforecast(
         sys.executable, "-m", "seqforecast.train", *overrides, f"seed={seed}",
         f"trainer.num_threads={threads}", f"hydra.run.dir={run_dir}", *extra,
     ]  # fmt: skip
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = repo_env()
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO)
     wall = time.perf_counter() - start
