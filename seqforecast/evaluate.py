@@ -20,7 +20,7 @@ from pathlib import Path
 from .cli_args import parse_bool, parse_key_values, run_tool
 from .training.evaluation import Evaluator
 from .training.monitor import save_visuals
-from .training.report import format_table, write_metrics
+from .training.report import format_table, write_metrics, write_per_series
 from .training.restore import LoadedRun, load_run
 
 USAGE = " ".join(line.strip() for line in __doc__.strip().splitlines()[:2])
@@ -33,6 +33,8 @@ def reevaluate(run: LoadedRun, checkpoint: str) -> dict:
     out_dir = run.run_dir / "evaluate" / checkpoint
     info = {"checkpoint": checkpoint, "epoch": run.checkpoint["epoch"], "notes": run.data.notes}
     write_metrics(out_dir / "metrics.json", results, info, run.data.info)
+    if run.data.series_ids:
+        write_per_series(out_dir / "per_series.csv", evaluator.per_series(), run.data.series_ids)
     signed = run.config["attention"]["name"] == "diff"
     label = f"{checkpoint} checkpoint"
     save_visuals(out_dir, run.model, run.data, evaluator.baselines, signed, label)

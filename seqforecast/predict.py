@@ -1,10 +1,15 @@
 """python -m seqforecast.predict run_dir=<run> input=recent.csv output=forecast.csv
-                               [checkpoint=best|last] [device=...]
+                               [checkpoint=best|last] [device=...] [ids=a,b]
 
 Forecasts the next out_len steps after a CSV's last rows with a run trained on CSV data: the
 run's config and checkpoint (loaded with weights_only=True), the last in_len rows of the
 input (the run's columns, its fill policy, its training scaler), the forecast written in the
 data's own units, with timestamps continuing the input's when it has a time column.
+
+A panel run (data.id_column or data.targets) reads the input in the run's format and writes,
+in long format (id, time, value), the next out_len steps of every series (or those named in
+ids=), each in its own scaling and continuing its own time grid; a series the run never saw
+is scaled on its own rows (a note says so), one shorter than in_len is skipped (a note too).
 """
 
 from __future__ import annotations
@@ -20,14 +25,18 @@ import torch
 from .cli_args import UsageError, parse_key_values, run_tool
 from .data import DataError, read_series
 from .data.gaps import GapFiller
-from .data.scaling import Scaler
+from .data.panel_data import read_panel
+from .data.scaling import Scaler, fit_scaler
 from .data.windows import window_rows
 from .training.files import atomic_write_text
 from .training.metrics import predict as model_forecast
 from .training.restore import LoadedRun, RunError, load_run
 
 USAGE = " ".join(line.strip() for line in __doc__.strip().splitlines()[:2])
-DEFAULTS = {"run_dir": None, "input": None, "output": None, "checkpoint": "best", "device": None}
+DEFAULTS = {
+    "run_dir": None, "input": None, "output": None, "checkpoint": "best", "device": None,
+    "ids": None,
+}  # fmt: skip
 
 
 def time_format(times: list[datetime]) -> str:
@@ -73,26 +82,111 @@ def forecast_csv(run: LoadedRun, input_path: Path, output_path: Path) -> tuple[i
     window = filler.inputs(inputs, np.array([rows]))  # [1, in_len, C], model units
     device = next(run.model.parameters()).device
     src = torch.from_numpy(window).float().to(device)  # [1, in_len, C]
-    forecast = model_forecast(run.model, src, batch_size=1)  # [1, out_len, 1]
-    values = scaler.inverse(forecast.double().cpu(), slice(0, 1))[0, :, 0].tolist()
+    n_targets = state.get("n_targets", 1)
+    forecast = model_forecast(run.model, src, batch_size=1)  # [1, out_len, n_targets]
+    values = scaler.inverse(forecast.double().cpu(), slice(0, n_targets))[0].tolist()
+    cells = [",".join(f"{v:.10g}" for v in step) for step in values]  # one per step
 
-    target = columns[0]
+    targets = ",".join(columns[:n_targets])
     if time_column:
         times = next_times(series.times[-in_len:], out_len, input_path)
         fmt = time_format(series.times)
-        header = f"{time_column},{target}"
-        rows = [f"{t.strftime(fmt)},{v:.10g}" for t, v in zip(times, values, strict=True)]
+        header = f"{time_column},{targets}"
+        rows = [f"{t.strftime(fmt)},{c}" for t, c in zip(times, cells, strict=True)]
         first = times[0].strftime(fmt)
     else:
-        header, first = target, ""
-        rows = [f"{v:.10g}" for v in values]
+        header, first = targets, ""
+        rows = cells
     atomic_write_text(output_path, "\n".join([header, *rows]) + "\n")
     return len(rows), first
+
+
+def forecast_panel(
+    run: LoadedRun, input_path: Path, output_path: Path, only: list[str] | None
+) -> tuple[int, int, list[str]]:
+    """A panel run: the next out_len steps of every series of the input (or the ids in
+    `only`), in long format: id, time, value. Returns (series, rows written, notes)."""
+    state, data_cfg = run.checkpoint["data_state"], run.config["data"]
+    if input_path.resolve() == output_path.resolve():
+        raise UsageError(f"output={output_path} would overwrite the input; choose another file")
+    in_len, out_len = data_cfg["in_len"], data_cfg["out_len"]
+    panel = read_panel({**data_cfg, "path": str(input_path)})
+    chosen = panel.ids if only is None else only
+    unknown = [i for i in chosen if i not in panel.ids]
+    if unknown:
+        raise DataError(f"{input_path}: no series {', '.join(map(repr, unknown[:5]))} (ids=)")
+    saved = {series_id: k for k, series_id in enumerate(state["ids"])}
+    windows, kept, notes, refitted, short = [], [], [], [], []
+    for series_id in chosen:
+        s = panel.ids.index(series_id)
+        rows = panel.values[panel.rows(s)]
+        if len(rows) < in_len:
+            short.append(series_id)
+            continue
+        if series_id in saved:
+            shift, scale = state["shift"][saved[series_id]], state["scale"][saved[series_id]]
+        else:  # a series the run never saw: scaled on its own rows
+            fitted = fit_scaler(data_cfg["scale"], rows)
+            shift, scale = fitted.shift, fitted.scale
+            refitted.append(series_id)
+        windows.append((rows[-in_len:] - shift.numpy()) / scale.numpy())
+        kept.append((s, shift[: panel.n_targets], scale[: panel.n_targets]))
+    if short:
+        notes.append(
+            f"{len(short)} series have fewer than in_len={in_len} rows and get no "
+            f"forecast: {', '.join(short[:5])}{' ...' if len(short) > 5 else ''}"
+        )
+    if refitted:
+        notes.append(
+            f"{len(refitted)} series the run never saw were scaled on their own rows: "
+            f"{', '.join(refitted[:5])}"
+        )
+    if not kept:
+        raise DataError(f"{input_path}: no series has in_len={in_len} rows to forecast from")
+    device = next(run.model.parameters()).device
+    src = torch.from_numpy(np.stack(windows)).float().to(device)  # [S, in_len, C]
+    forecast = model_forecast(run.model, src, batch_size=256).double().cpu()  # [S, out_len, T]
+    id_column = state.get("id_column") or "id"
+    time_column = state["time_column"]
+    target = panel.columns[0]
+    header = [id_column, *([time_column] if time_column else ["step"]), target]
+    lines = [",".join(header)]
+    for k, (s, shift, scale) in enumerate(kept):
+        values = (forecast[k, :, 0] * scale[0] + shift[0]).tolist()
+        times = None if panel.times is None else panel.times[panel.rows(s)][-in_len:]
+        steps = future_times(times, int(panel.lengths()[s]), out_len, input_path)
+        lines += [f"{panel.ids[s]},{t},{v:.10g}" for t, v in zip(steps, values, strict=True)]
+    atomic_write_text(output_path, "\n".join(lines) + "\n")
+    return len(kept), len(lines) - 1, notes
+
+
+def future_times(times: np.ndarray | None, rows: int, steps: int, source: Path) -> list[str]:
+    """The next `steps` times of a series' grid (its most common step, from its last time);
+    without a time column, the row numbers that follow."""
+    if times is None:
+        return [str(rows + k) for k in range(steps)]
+    if times.dtype == np.int64:
+        return [str(t) for t in next_times(times.tolist(), steps, source)]
+    moments = times.astype("datetime64[us]").tolist()  # datetimes
+    fmt = time_format(moments)
+    return [t.strftime(fmt) for t in next_times(moments, steps, source)]
 
 
 def predict_command(argv: list[str]) -> None:
     args = parse_key_values(argv, DEFAULTS, ["run_dir", "input", "output"], USAGE)
     run = load_run(Path(args["run_dir"]), args["checkpoint"], args["device"], with_data=False)
+    state = run.checkpoint.get("data_state") or {}
+    if state.get("kind") == "panel":
+        only = [i.strip() for i in args["ids"].split(",") if i.strip()] if args["ids"] else None
+        series, rows, notes = forecast_panel(run, Path(args["input"]), Path(args["output"]), only)
+        for note in notes:
+            print(f"note: {note}")
+        steps = run.config["data"]["out_len"]
+        print(f"wrote {args['output']}: {steps} steps of {series} series, {rows} rows "
+              f"({args['checkpoint']} checkpoint)")  # fmt: skip
+        return
+    if args["ids"]:
+        raise UsageError("ids= picks series of a panel run; this run read one series")
     rows, first = forecast_csv(run, Path(args["input"]), Path(args["output"]))
     since = f" from {first}" if first else ""
     print(f"wrote {args['output']}: {rows} steps{since} ({args['checkpoint']} checkpoint)")

@@ -32,7 +32,7 @@ def test_train_writes_metrics_checkpoints_and_config(tmp_path, cwd):
     for split in ("test", "test_curve", "val"):
         assert set(metrics[split]) == {"model", "last_value", "drift", "nlinear"}
         for row in metrics[split].values():
-            assert set(row) == {"mse", "mae", "rmse"}
+            assert set(row) == {"mse", "mae", "rmse", "smape"}
             assert all(math.isfinite(v) and v >= 0 for v in row.values())
         ratios = metrics["model_over_baseline_mse"][split]
         assert set(ratios) == {"last_value", "drift", "nlinear"}

@@ -247,7 +247,8 @@ def test_a_bad_file_gets_one_line_and_exit_2(bad_file_runs, name):
 @pytest.mark.parametrize(
     "drop,message",
     [("data.target=y", "error: data.target is required (the column to forecast): set "
-                       "data.target=<value>"),
+                       "data.target=<value>, or data.targets=[a, b] / data.targets=all for one "
+                       "series per column"),
      ("data.path=", "error: data.path is required (the CSV file to read): set data.path=<value>")],
 )  # fmt: skip
 def test_a_missing_required_key_is_named(tmp_path, drop, message):

@@ -93,7 +93,9 @@ class SigmoidDataConfig(SigmoidSeedDataConfig):
 class CsvDataConfig:
     name: str = MISSING
     path: str = MISSING
-    target: str = MISSING
+    target: str | None = None
+    targets: Any = None  # wide format: a list of columns, or "all"
+    id_column: str | None = None  # long format: the column naming each row's series
     features: list[str] = MISSING
     time_column: str | None = None
     in_len: int = MISSING
@@ -136,6 +138,7 @@ class ModelConfig:
     linear_init: str = MISSING
     decomposition_kernel: int = MISSING
     channel_independent: bool = MISSING
+    channels: str = MISSING
 
 
 @dataclass

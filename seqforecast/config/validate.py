@@ -71,13 +71,7 @@ def _get(cfg: Mapping, key: str):
 def _check_csv(cfg: Mapping) -> None:
     data = cfg["data"]
     _check(bool(str(data["path"]).strip()), "data.path", data["path"], "the CSV file to read")
-    _check(bool(str(data["target"]).strip()), "data.target", data["target"], "a column name")
-    _check(
-        data["target"] not in data["features"],
-        "data.features",
-        data["features"],
-        f"must not repeat the target {data['target']!r}",
-    )
+    _check_series_columns(cfg)
     _at_least(cfg, "data.stride", 1)
     _choice(cfg, "data.protocol", PROTOCOLS)
     _choice(cfg, "data.scale", SCALERS)
@@ -167,6 +161,93 @@ def _check_tokens(cfg: Mapping) -> None:
             "the decoder reads the last label_len steps in chunks of stride steps; "
             "make label_len a multiple of stride",
         )  # fmt: skip
+
+
+CHANNELS = ("independent", "mixed")
+
+
+def _check_series_columns(cfg: Mapping) -> None:
+    """One series (data.target), a long panel (+ data.id_column) or a wide one (data.targets)."""
+    data = cfg["data"]
+    target, targets = data["target"], data.get("targets")
+    id_column = data.get("id_column")
+    channels = cfg["model"].get("channels", "independent")
+    _check(channels in CHANNELS, "model.channels", channels, "choose one of " + ", ".join(CHANNELS))
+    if targets is None:
+        if target is None:
+            raise ConfigError(
+                "data.target is required (the column to forecast): set data.target=<value>, or "
+                "data.targets=[a, b] / data.targets=all for one series per column"
+            )
+        _check(bool(str(target).strip()), "data.target", target, "a column name")
+        _check(
+            target not in data["features"],
+            "data.features",
+            data["features"],
+            f"must not repeat the target {target!r}",
+        )
+    else:
+        _check(
+            targets == "all"
+            or (
+                isinstance(targets, list)
+                and targets
+                and all(str(t).strip() for t in targets)
+                and len(set(targets)) == len(targets)
+            ),
+            "data.targets",
+            targets,
+            "a list of distinct column names, or all",
+        )
+        if target is not None:
+            _conflict(
+                "data.target",
+                target,
+                "data.targets",
+                targets,
+                "name the columns to forecast once: data.targets for several",
+            )
+        if id_column:
+            _conflict(
+                "data.id_column",
+                id_column,
+                "data.targets",
+                targets,
+                "a long panel (id column) forecasts data.target; wide format names "
+                "its series in data.targets",
+            )
+    if id_column:
+        _check(bool(str(id_column).strip()), "data.id_column", id_column, "a column name")
+        if id_column == target or id_column in data["features"]:
+            _conflict(
+                "data.id_column",
+                id_column,
+                "data.target/features",
+                [target, *data["features"]],
+                "the id column names each row's series; it cannot be forecast or read",
+            )
+        if channels == "mixed":
+            _conflict(
+                "model.channels",
+                "mixed",
+                "data.id_column",
+                id_column,
+                "a long panel has one target; mixed channels are wide columns (data.targets)",
+            )
+        _check(
+            data["time_column"] is not None,
+            "data.time_column",
+            None,
+            "a long panel (data.id_column) needs the time column ordering each series",
+        )
+    if (id_column or (targets and channels == "independent")) and data["fill"] == "interpolate":
+        _conflict(
+            "data.fill",
+            "interpolate",
+            "data.id_column/targets",
+            id_column or targets,
+            "a panel's windows share one buffer of rows; use data.fill=ffill",
+        )
 
 
 def _check_linear_path(cfg: Mapping) -> None:

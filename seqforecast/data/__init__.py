@@ -6,11 +6,20 @@ import torch
 
 from .csv_data import csv_data
 from .csv_series import DataError, read_series
+from .panel_data import panel_data
 from .scaling import Scaler, fit_scaler
 from .splits import EVAL_SPLITS, ForecastData, Split, generator_options, synthetic_data
 from .synthetic import GENERATORS, sigmoid, sigmoid_seed, test_curve
 
 DATASETS = (*GENERATORS, "csv")
+
+
+def is_panel(data_cfg: Mapping, channels: str = "independent") -> bool:
+    """Many series in one file: long format (`data.id_column`), or wide format
+    (`data.targets`) read as independent series."""
+    return data_cfg["name"] == "csv" and bool(
+        data_cfg.get("id_column") or (data_cfg.get("targets") and channels == "independent")
+    )
 
 
 def build_data(
@@ -19,10 +28,15 @@ def build_data(
     device: torch.device,
     saved: dict | None = None,
     allow_changed: bool = False,
+    channels: str = "independent",
 ) -> ForecastData:
-    """The data a config names: a synthetic generator (seeded), or a CSV file. `saved` (a
-    checkpoint's data_state) makes a CSV run score the same rows with the same scaler again
-    (see csv_data); synthetic data is regenerated from its seeds."""
+    """The data a config names: a synthetic generator (seeded), a CSV series, or a CSV panel
+    of many series (`is_panel`). `saved` (a checkpoint's data_state) makes a CSV run score the
+    same rows with the same scalers again (see csv_data, panel_data); synthetic data is
+    regenerated from its seeds. `channels` (model.channels): wide-format targets as
+    independent series, or as the joint channels of one series (`mixed`)."""
+    if is_panel(data_cfg, channels):
+        return panel_data(data_cfg, device, saved, allow_changed)
     if data_cfg["name"] == "csv":
         return csv_data(data_cfg, device, saved, allow_changed)
     return synthetic_data(data_cfg, seed, device)
@@ -37,6 +51,8 @@ __all__ = [
     "Scaler",
     "Split",
     "build_data",
+    "is_panel",
+    "panel_data",
     "csv_data",
     "fit_scaler",
     "generator_options",

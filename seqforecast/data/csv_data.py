@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 import torch
 
-from .csv_series import DataError, Series, read_series
+from .csv_series import DataError, Series, read_series, read_table
 from .gaps import GapFiller
 from .scaling import Scaler, fit_scaler
 from .splits import ForecastData, Split, add_fingerprints
@@ -26,7 +27,9 @@ def csv_data(
     data_cfg: Mapping, device: torch.device, saved: dict | None = None, allow_changed: bool = False
 ) -> ForecastData:
     path = data_cfg["path"]
-    columns = [data_cfg["target"], *data_cfg["features"]]  # the target first
+    targets = target_columns(data_cfg)
+    columns = [*targets, *data_cfg["features"]]  # the targets first
+    n_targets = len(targets)
     series = read_series(path, columns, data_cfg["time_column"], data_cfg["fill"])
     in_len, out_len = data_cfg["in_len"], data_cfg["out_len"]
     stride, protocol = data_cfg["stride"], data_cfg["protocol"]
@@ -73,7 +76,9 @@ def csv_data(
             )
         inputs, targets = window_rows(starts, in_len, out_len)
         src, target = to_tensors(
-            filler.inputs(inputs, np.asarray(starts)), filler.targets(targets, span, name, 1), 1
+            filler.inputs(inputs, np.asarray(starts)),
+            filler.targets(targets, span, name, n_targets),
+            n_targets,
         )
         splits[name] = Split(src.to(device), target.to(device))
         info[name] = split_info(span, starts, in_len, out_len, stride, protocol, series)
@@ -83,7 +88,7 @@ def csv_data(
         val=splits["val"],
         test=test,
         n_features=len(columns),
-        n_targets=1,
+        n_targets=n_targets,
         probe=Split(test.src[-1:], test.target[-1:]),  # the newest test window
         scaler=scaler,
         state={
@@ -93,7 +98,9 @@ def csv_data(
             "rows": {name: [r.start, r.stop] for name, r in ranges.items()},
             "n_rows": rows,
             "hashes": {name: rows_hash(series, r) for name, r in ranges.items()},
+            "n_targets": n_targets,
         },
+        mase_scale=mase_scale(series.values, ranges["train"], n_targets, data_cfg["season"]),
         info=info,
         notes=notes,
     )
@@ -101,6 +108,30 @@ def csv_data(
     info["test"]["role"] = "held out"
     add_fingerprints(data)
     return data
+
+
+def target_columns(data_cfg: Mapping) -> list[str]:
+    """The columns forecast: data.target, or wide-format data.targets (a list, or `all`: every
+    column but the time column) read as the joint channels of one series."""
+    targets = data_cfg.get("targets")
+    if not targets:
+        return [data_cfg["target"]]
+    if targets == "all":
+        header, _ = read_table(Path(data_cfg["path"]))
+        return [c for c in header if c != data_cfg["time_column"] and c not in data_cfg["features"]]
+    return list(targets)
+
+
+def mase_scale(values: np.ndarray, train: range, n_targets: int, season) -> torch.Tensor:
+    """[1, n_targets]: MASE's denominator, the in-sample seasonal-naive MAE (period: the first
+    of data.season, else 1) on the training rows' observed values (0: MASE skips it)."""
+    periods = season if isinstance(season, (list, tuple)) else [season]
+    m = next((p for p in periods if p), 1)
+    rows = values[train.start : train.stop, :n_targets]
+    if len(rows) <= m:
+        return torch.zeros(1, n_targets, dtype=torch.float64)
+    scale = np.nanmean(np.abs(rows[m:] - rows[:-m]), axis=0)
+    return torch.from_numpy(np.nan_to_num(scale)[None, :]).double()
 
 
 def split_info(span: range, starts, in_len, out_len, stride, protocol, series: Series) -> dict:

@@ -37,13 +37,8 @@ def parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text.strip())
 
 
-def read_series(
-    path: str | Path,
-    columns: Sequence[str],
-    time_column: str | None = None,
-    fill: str = "error",
-) -> Series:
-    path = Path(path)
+def read_table(path: Path) -> tuple[list[str], list[list[str]]]:
+    """(header, body rows) of a CSV file, every row as long as the header."""
     if not path.is_file():
         raise DataError(f"data.path={str(path)!r}: no such file")
     try:
@@ -54,13 +49,6 @@ def read_series(
     if not rows or not any(cell.strip() for cell in rows[0]):
         raise DataError(f"{path}: empty file, expected a header row with column names")
     header = [cell.strip() for cell in rows[0]]
-    wanted = list(columns) + ([time_column] if time_column else [])
-    missing = [c for c in wanted if c not in header]
-    if missing:
-        raise DataError(
-            f"{path}: no column {', '.join(map(repr, missing))}; the file has {', '.join(header)}"
-        )
-    index = {name: header.index(name) for name in wanted}
     # A blank line is a row of empty cells (what a one-column file writes for a gap).
     body = [row or [""] * len(header) for row in rows[1:]]
     for line, row in enumerate(body, start=2):
@@ -68,6 +56,28 @@ def read_series(
             raise DataError(
                 f"{path}: line {line} has {len(row)} cells, the header has {len(header)}"
             )
+    return header, body
+
+
+def require_columns(path: Path, header: list[str], wanted: Sequence[str]) -> None:
+    missing = [c for c in wanted if c not in header]
+    if missing:
+        raise DataError(
+            f"{path}: no column {', '.join(map(repr, missing))}; the file has {', '.join(header)}"
+        )
+
+
+def read_series(
+    path: str | Path,
+    columns: Sequence[str],
+    time_column: str | None = None,
+    fill: str = "error",
+) -> Series:
+    path = Path(path)
+    header, body = read_table(path)
+    wanted = list(columns) + ([time_column] if time_column else [])
+    require_columns(path, header, wanted)
+    index = {name: header.index(name) for name in wanted}
 
     values = np.empty((len(body), len(columns)))
     gaps: list[tuple[int, str]] = []

@@ -19,13 +19,100 @@ _CALL_ARGS = {"batch", "in_len", "out_len", "generator", "device"}
 
 @dataclass
 class Split:
-    """Windows of one split: src [N, in_len, F] and target [N, out_len, F]."""
+    """Windows of one split: src [N, in_len, F] and target [N, out_len, T], held as tensors.
+
+    `series` [N] (panels only) is the series each window belongs to (an index into the
+    panel's ids): per-series scaling, metrics and MASE read it. `WindowSplit` is the same
+    interface over one shared buffer of rows, for panels too large to copy every window."""
 
     src: Tensor
     target: Tensor
+    series: Tensor | None = None
 
     def __len__(self) -> int:
         return self.src.shape[0]
+
+    @property
+    def in_len(self) -> int:
+        return self.src.shape[1]
+
+    @property
+    def out_len(self) -> int:
+        return self.target.shape[1]
+
+    @property
+    def device(self) -> torch.device:
+        return self.src.device
+
+    def take(self, index: Tensor | slice) -> tuple[Tensor, Tensor]:
+        """(src, target) of the windows `index` picks."""
+        return self.src[index], self.target[index]
+
+    def series_of(self, index: Tensor | slice) -> Tensor | None:
+        return None if self.series is None else self.series[index]
+
+    def chunks(self, size: int):
+        """Slices covering every window in order, `size` at a time."""
+        return (slice(i, min(i + size, len(self))) for i in range(0, len(self), size))
+
+    def sample(self, limit: int) -> Split:
+        """At most `limit` windows, evenly spaced over the split, as tensors (all of them
+        when there are no more): what the closed-form fits read."""
+        if len(self) <= limit:
+            return Split(*self.take(slice(None)), self.series_of(slice(None)))
+        index = torch.linspace(0, len(self) - 1, limit, device=self.device).long()
+        return Split(*self.take(index), self.series_of(index))
+
+
+class WindowSplit(Split):
+    """Windows as index arithmetic over a buffer of rows: nothing is copied per window.
+
+    `values` [R, C] holds every series' rows one after another (model units, gaps filled);
+    window i reads rows [starts[i] - in_len, starts[i]) and forecasts [starts[i], starts[i]
+    + out_len), all inside one series (the builder only makes such starts). `take` gathers a
+    batch's rows in one indexing op."""
+
+    def __init__(
+        self, values: Tensor, starts: Tensor, in_len: int, out_len: int, n_targets: int,
+        series: Tensor,
+    ):  # fmt: skip
+        self.values, self.starts, self.series = values, starts, series
+        self._in_len, self._out_len, self.n_targets = in_len, out_len, n_targets
+        self.offsets = torch.arange(-in_len, out_len, device=values.device)  # [in_len + out_len]
+
+    def __len__(self) -> int:
+        return self.starts.shape[0]
+
+    def __repr__(self) -> str:
+        return (
+            f"WindowSplit({len(self)} windows over {self.values.shape[0]} rows, "
+            f"in_len={self._in_len}, out_len={self._out_len})"
+        )
+
+    @property
+    def in_len(self) -> int:
+        return self._in_len
+
+    @property
+    def out_len(self) -> int:
+        return self._out_len
+
+    @property
+    def device(self) -> torch.device:
+        return self.values.device
+
+    @property
+    def src(self) -> Tensor:  # every window: for small splits and tests only
+        return self.take(slice(None))[0]
+
+    @property
+    def target(self) -> Tensor:
+        return self.take(slice(None))[1]
+
+    def take(self, index: Tensor | slice) -> tuple[Tensor, Tensor]:
+        rows = self.starts[index][:, None] + self.offsets  # [b, in_len + out_len]
+        windows = self.values[rows]  # [b, in_len + out_len, C]
+        return windows[:, : self._in_len], windows[:, self._in_len :, : self.n_targets]
 
 
 EVAL_SPLITS = ("test", "test_curve", "val")  # reported, in this order
@@ -57,11 +144,18 @@ class ForecastData:
     state: dict | None = None
     info: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # Panels: each series' own scaling of the target channels ([S, n_targets], model units ->
+    # data units), and its ids. `mase_scale` [S, n_targets]: each series' in-sample
+    # seasonal-naive MAE on its training rows (CSV data; None for synthetic series).
+    series_ids: list[str] | None = None
+    series_shift: Tensor | None = None
+    series_scale: Tensor | None = None
+    mase_scale: Tensor | None = None
 
     def __post_init__(self):
         if self.probe is None:
             source = self.test_curve if self.test_curve is not None else self.test
-            self.probe = Split(source.src[:1], source.target[:1])
+            self.probe = Split(*source.take(slice(0, 1)), source.series_of(slice(0, 1)))
 
     def eval_splits(self) -> dict[str, Split]:
         """The splits reported after training: test, test_curve (when there is one), val."""
@@ -72,15 +166,30 @@ class ForecastData:
     def probe_name(self) -> str:
         return "test curve" if self.test_curve is not None else "newest test window"
 
-    def to_raw(self, values: Tensor) -> Tensor:
-        """Target values [..., n_targets] in model units -> the data's own units."""
+    @property
+    def is_panel(self) -> bool:
+        return self.series_scale is not None
+
+    def to_raw(self, values: Tensor, series: Tensor | None = None) -> Tensor:
+        """Target values [B, ..., n_targets] in model units -> the data's own units; a panel
+        needs each window's `series` [B] (its own scaling)."""
+        if self.is_panel:
+            if series is None:
+                raise ValueError("a panel's values need their series to be unscaled")
+            view = (-1,) + (1,) * (values.dim() - 2) + (self.n_targets,)  # [B, 1.., T]
+            scale = self.series_scale[series].to(values.device, values.dtype).view(view)
+            shift = self.series_shift[series].to(values.device, values.dtype).view(view)
+            return values * scale + shift
         if self.scaler is None:
             return values
         return self.scaler.inverse(values, slice(0, self.n_targets))
 
-    def squared_error_weights(self, device: torch.device) -> Tensor:
-        """[n_targets] factors that turn a squared error in model units into the data's own
-        units (scale² per target channel; ones when unscaled)."""
+    def squared_error_weights(self, device: torch.device, series: Tensor | None = None) -> Tensor:
+        """Factors that turn a squared error in model units into the data's own units (scale²
+        per target channel; ones when unscaled): [n_targets], or [B, n_targets] for a
+        panel's windows `series` [B]."""
+        if self.is_panel:
+            return self.series_scale[series].to(device, torch.float32).square()
         if self.scaler is None:
             return torch.ones(self.n_targets, device=device)
         return self.scaler.scale[: self.n_targets].to(device, torch.float32).square()
@@ -89,7 +198,7 @@ class ForecastData:
 def fingerprint(split: Split, data: ForecastData) -> str:
     """A short hash of a split's targets in the data's units: runs scored on equal
     fingerprints were scored on the same windows."""
-    raw = data.to_raw(split.target.detach().double()).cpu().numpy()
+    raw = data.to_raw(split.target.detach().double(), split.series).cpu().numpy()
     return hashlib.sha256(raw.tobytes()).hexdigest()[:16]
 
 

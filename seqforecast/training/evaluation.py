@@ -16,7 +16,7 @@ from torch import nn
 
 from ..data import ForecastData
 from .baselines import Forecaster, fit_baselines
-from .metrics import forecast_metrics, predict
+from .metrics import MetricSums, evaluation
 
 
 class Evaluator:
@@ -25,39 +25,63 @@ class Evaluator:
         self.baselines = dict(baselines)
         self.batch_size = batch_size
         self.splits = data.eval_splits()
-        self._baseline_results: dict[str, dict] = {}  # baselines never change: computed once
+        self._baseline_sums: dict[str, dict[str, MetricSums]] = {}  # baselines never change
+        self.model_sums: dict[str, MetricSums] = {}  # the latest model scores, per split
 
     @classmethod
     def for_run(cls, data: ForecastData, config: Mapping) -> Evaluator:
         """Baselines fitted on the run's training windows (with its `data.season`)."""
         season = config["data"].get("season", 0)
-        baselines = fit_baselines(data.train.src, data.train.target, season)
+        baselines = fit_baselines(data.train, season)
         return cls(data, baselines, config["trainer"]["eval_batch_size"])
 
+    def _score(self, split: str, forecasters: Mapping[str, Forecaster]) -> dict[str, MetricSums]:
+        """Every forecaster over every window of `split`, batch by batch (a panel's windows
+        are gathered per batch, never all at once)."""
+        windows, data = self.splits[split], self.data
+        n_series = len(data.series_ids) if data.series_ids else 1
+        sums = {name: MetricSums(n_series) for name in forecasters}
+        for index in windows.chunks(self.batch_size):
+            src, target = windows.take(index)
+            series = windows.series_of(index)
+            truth = data.to_raw(target, series)
+            scale = None
+            if data.mase_scale is not None:
+                scale = (
+                    data.mase_scale[series if series is not None else 0]
+                    .reshape(-1, data.n_targets)
+                    .expand(len(truth), -1)
+                )  # [B, T]
+            for name, forecast in forecasters.items():
+                sums[name].add(data.to_raw(forecast(src), series), truth, series, scale)
+        return sums
+
     def model_metrics(self, model: nn.Module, split: str) -> dict[str, float]:
-        """The model's MSE, MAE and RMSE over every window of `split` (eval mode)."""
-        windows = self.splits[split]
-        prediction = predict(model, windows.src, self.batch_size)
-        return forecast_metrics(self.data.to_raw(prediction), self.data.to_raw(windows.target))
+        """The model's metrics over every window of `split` (eval mode)."""
+        with evaluation(model):
+            self.model_sums[split] = self._score(split, {"model": model})["model"]
+        return self.model_sums[split].totals()
 
     def baseline_metrics(self, split: str) -> dict[str, dict[str, float]]:
         """{baseline: metrics} on every window of `split`."""
-        if split not in self._baseline_results:
-            windows = self.splits[split]
-            truth = self.data.to_raw(windows.target)
-            self._baseline_results[split] = {
-                name: forecast_metrics(self.data.to_raw(forecast(windows.src)), truth)
-                for name, forecast in self.baselines.items()
-            }
-        return self._baseline_results[split]
+        if split not in self._baseline_sums:
+            self._baseline_sums[split] = self._score(split, self.baselines)
+        return {name: sums.totals() for name, sums in self._baseline_sums[split].items()}
 
     def evaluate(self, model: nn.Module) -> dict[str, dict[str, dict[str, float]]]:
-        """{split: {forecaster: {mse, mae, rmse}}} for every evaluation split, the model first,
-        then each baseline on the same windows."""
+        """{split: {forecaster: metrics}} for every evaluation split, the model first, then
+        each baseline on the same windows."""
         return {
             split: {"model": self.model_metrics(model, split), **self.baseline_metrics(split)}
             for split in self.splits
         }
+
+    def per_series(self, split: str = "test") -> dict[str, dict[str, list[float]]]:
+        """{forecaster: {metric: [per series]}} from the latest `evaluate` (model first)."""
+        self.baseline_metrics(split)
+        found = {"model": self.model_sums[split]} if split in self.model_sums else {}
+        found.update(self._baseline_sums[split])
+        return {name: sums.per_series() for name, sums in found.items()}
 
 
 def ratios(results: Mapping) -> dict[str, dict[str, float]]:

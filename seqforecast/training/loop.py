@@ -115,9 +115,8 @@ def train_model(
     checkpoint_dir = Path(checkpoint_dir)
     net = unwrap(model)  # the plain model: evaluation, state dicts
     # Series steps one window feeds the model (input + forecast), for tokens/s.
-    window_tokens = data.train.src.shape[1] + data.train.target.shape[1]
-    values_per_window = data.train.target[0].numel()
-    unit_weights = data.squared_error_weights(data.train.target.device)  # [n_targets]
+    window_tokens = data.train.in_len + data.train.out_len
+    values_per_window = data.train.out_len * data.n_targets
     epochs, batch_size = trainer_cfg["epochs"], trainer_cfg["batch_size"]
     global_batch = batch_size * ctx.world_size
     steps_per_epoch = math.ceil(len(data.train) / global_batch)
@@ -208,8 +207,11 @@ def train_model(
             for batch in step_bar:
                 started = time.perf_counter()
                 index = state.order[batch * global_batch : (batch + 1) * global_batch]
-                local = ctx.shard(index).to(data.train.src.device)
-                src, target = data.train.src[local], data.train.target[local]
+                local = ctx.shard(index).to(data.train.device)
+                src, target = data.train.take(local)  # a panel gathers its windows here
+                # [n_targets], or [b, n_targets] for a panel (each series its own scale)
+                unit_weights = data.squared_error_weights(src.device, data.train.series_of(local))
+                fetched = time.perf_counter()
                 # Summed squared error scaled so that the ranks' average gradient is the
                 # global batch's mean (world size 1: the plain MSE).
                 global_values = len(index) * values_per_window
@@ -218,7 +220,7 @@ def train_model(
                 squares = (prediction.float() - target).square()  # [b, out_len, n_targets]
                 loss = squares.sum() * (ctx.world_size / global_values)
                 # The same error in the data's units, for the logs: [n_targets] -> scalar
-                data_sse = (squares.detach().sum(dim=(0, 1)) * unit_weights).sum()
+                data_sse = (squares.detach().sum(dim=1) * unit_weights).sum()
                 shared = ctx.sum(  # [global squared error (data units), ranks with a signal]
                     torch.tensor([data_sse.item(), float(bool(stop))], dtype=torch.float64)
                 )
@@ -248,6 +250,7 @@ def train_model(
                         "lr": lr,
                         "grad_norm": grad_norm,
                         "tokens_per_s": len(index) * window_tokens / seconds,
+                        "data_fraction": (fetched - started) / seconds,
                     },
                 )
                 if shared[1].item() > 0:

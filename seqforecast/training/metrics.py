@@ -2,22 +2,101 @@
 
 from __future__ import annotations
 
-import math
 from contextlib import contextmanager
 
 import torch
 from torch import Tensor
 
-METRICS = ("mse", "mae", "rmse")
+METRICS = ("mse", "mae", "rmse", "smape")  # every run
+SCALE_FREE = ("smape", "mase")  # averaged honestly over series of different magnitudes
+
+
+class MetricSums:
+    """Error sums over windows, per series, accumulated in float64 batch by batch.
+
+    Every aggregate is a mean over all values of all windows (windows have equal length, so
+    also the mean over windows): MSE, MAE, RMSE in the data's units; sMAPE in percent
+    (M4's: 200 |e| / (|y| + |ŷ|), 0 where both are 0); MASE, each error divided by its
+    series' in-sample seasonal-naive MAE (`mase_scale`), over the series where that is > 0.
+    """
+
+    FIELDS = ("squares", "absolute", "smape", "scaled", "values", "scaled_values", "windows")
+
+    def __init__(self, n_series: int = 1):
+        self.n_series = n_series
+        self.sums = {name: torch.zeros(n_series, dtype=torch.float64) for name in self.FIELDS}
+
+    def add(
+        self,
+        prediction: Tensor,
+        target: Tensor,
+        series: Tensor | None = None,
+        mase_scale: Tensor | None = None,
+    ) -> None:
+        """prediction, target [B, out_len, T] in the data's units; series [B] (None: all 0);
+        mase_scale [B, T] (None: no MASE)."""
+        if prediction.shape != target.shape:
+            raise ValueError(
+                f"prediction {tuple(prediction.shape)} vs target {tuple(target.shape)}"
+            )
+        error = prediction.detach().double() - target.detach().double()
+        size = error[0].numel()
+        denominator = prediction.detach().double().abs() + target.detach().double().abs()
+        ratio = torch.where(denominator > 0, 2 * error.abs() / denominator, 0.0)
+        per_window = {
+            "squares": error.square().flatten(1).sum(1),
+            "absolute": error.abs().flatten(1).sum(1),
+            "smape": 100 * ratio.flatten(1).sum(1),
+            "windows": torch.ones(len(error), dtype=torch.float64),
+            "values": torch.full((len(error),), float(size), dtype=torch.float64),
+        }
+        if mase_scale is not None:
+            scale = mase_scale.double().to(error.device)[:, None, :]  # [B, 1, T]
+            usable = (scale > 0).expand_as(error)
+            scaled = torch.where(usable, error.abs() / scale.clamp_min(1e-300), 0.0)
+            per_window["scaled"] = scaled.flatten(1).sum(1)
+            per_window["scaled_values"] = usable.flatten(1).sum(1).double()
+        index = (
+            torch.zeros(len(error), dtype=torch.long)
+            if series is None
+            else series.detach().long().cpu()
+        )
+        for name, values in per_window.items():
+            self.sums[name].index_add_(0, index, values.cpu())
+
+    @staticmethod
+    def _metrics(sums: dict, with_mase: bool) -> dict:
+        """{metric: value} from sums (scalars or per-series arrays alike)."""
+        values = sums["values"]
+        mse = sums["squares"] / values
+        metrics = {"mse": mse, "mae": sums["absolute"] / values, "rmse": mse**0.5,
+                   "smape": sums["smape"] / values}  # fmt: skip
+        if with_mase:
+            metrics["mase"] = sums["scaled"] / sums["scaled_values"]
+        return metrics
+
+    @property
+    def has_mase(self) -> bool:
+        return bool(self.sums["scaled_values"].sum() > 0)
+
+    def totals(self) -> dict[str, float]:
+        total = {name: values.sum() for name, values in self.sums.items()}
+        return {k: float(v) for k, v in self._metrics(total, self.has_mase).items()}
+
+    def per_series(self) -> dict[str, list[float]]:
+        """{metric: [one value per series]} plus `windows`; NaN for a series without windows."""
+        with torch.no_grad():
+            found = self._metrics(self.sums, self.has_mase)
+        found = {k: v.tolist() for k, v in found.items()}
+        found["windows"] = self.sums["windows"].long().tolist()
+        return found
 
 
 def forecast_metrics(prediction: Tensor, target: Tensor) -> dict[str, float]:
-    """MSE, MAE and RMSE over every value, accumulated in float64."""
-    if prediction.shape != target.shape:
-        raise ValueError(f"prediction {tuple(prediction.shape)} vs target {tuple(target.shape)}")
-    error = prediction.detach().double() - target.detach().double()
-    mse = error.square().mean().item()
-    return {"mse": mse, "mae": error.abs().mean().item(), "rmse": math.sqrt(mse)}
+    """MSE, MAE, RMSE and sMAPE over every value, accumulated in float64."""
+    sums = MetricSums()
+    sums.add(prediction, target)
+    return sums.totals()
 
 
 @contextmanager

@@ -87,7 +87,8 @@ def save_visuals(
         )
 
     def first_target(values):  # [1, L, T] in model units -> [L] in the data's units
-        return data.to_raw(values[..., : data.n_targets])[0, :, 0].cpu().numpy()
+        raw = data.to_raw(values[..., : data.n_targets], data.probe.series)
+        return raw[0, :, 0].cpu().numpy()
 
     window = data.probe.src
     lines = {"model": first_target(forecast)}

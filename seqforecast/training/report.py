@@ -22,7 +22,18 @@ SPLIT_TITLES = {
 
 
 def describe_split(info: Mapping) -> str:
-    """One phrase for a split's info: its series (synthetic) or its rows and windows (CSV)."""
+    """One phrase for a split's info: its series (synthetic), its rows and windows (CSV), or
+    its series and windows (a panel)."""
+    if "panel_series" in info:
+        left = info["left_out"]
+        shown = ", ".join(map(str, left[:5])) + (
+            f" and {len(left) - 5} more" if len(left) > 5 else ""
+        )
+        return (
+            f"{info['panel_series']} series, {info['windows']} windows every {info['stride']} "
+            f"step(s) ({info['protocol']} protocol; split by {info['split_by']})"
+            + (f"; left out (too short): {shown}" if left else "")
+        )
     if "series" in info and "seed" in info:
         return f"{info['series']} {info['generator']} series, seed {info['seed']}"
     if "rows" in info:
@@ -43,7 +54,9 @@ def format_table(results: Mapping, info: Mapping | None = None) -> str:
     info = info or {}
     model_over = ratios(results)
     width = max(len("forecaster"), *(len(n) for rows in results.values() for n in rows)) + 2
-    header = f"  {'forecaster':<{width}}" + "".join(f"{m:>13}" for m in METRICS)
+    shown = [*METRICS, *(["mase"] if any("mase" in r for rows in results.values()
+                                           for r in rows.values()) else [])]  # fmt: skip
+    header = f"  {'forecaster':<{width}}" + "".join(f"{m:>13}" for m in shown)
     header += f"{'model mse ÷':>14}"
     lines = []
     for split, rows in results.items():
@@ -51,7 +64,7 @@ def format_table(results: Mapping, info: Mapping | None = None) -> str:
         lines.append(SPLIT_TITLES.get(split, split) + (f": {detail}" if detail else ""))
         lines.append(header)
         for name, row in rows.items():
-            cells = "".join(f"{row[m]:>13.6g}" for m in METRICS)
+            cells = "".join(f"{row.get(m, float('nan')):>13.6g}" for m in shown)
             ratio = "" if name == "model" else f"{model_over[split][name]:>14.4g}"
             lines.append(f"  {name:<{width}}{cells}{ratio}")
     return "\n".join(lines)
@@ -69,3 +82,21 @@ def write_metrics(
         "run": dict(run_info),
     }
     atomic_write_text(path, json.dumps(payload, indent=2) + "\n")
+
+
+def write_per_series(path: Path, per_series: Mapping, ids: list[str]) -> None:
+    """per_series.csv, long format: one row per (series, forecaster) with the series' test
+    windows and its metrics in its own units (MSE, MAE, RMSE) and scale-free (sMAPE, MASE)."""
+    metrics = [m for m in (*METRICS, "mase") if m in next(iter(per_series.values()))]
+    lines = [",".join(["id", "forecaster", "windows", *metrics])]
+    for name, found in per_series.items():
+        for i, series_id in enumerate(ids):
+            if found["windows"][i] == 0:
+                continue  # left out of the test split (too short)
+            cells = [f"{found[m][i]:.8g}" for m in metrics]
+            lines.append(",".join([_csv_cell(series_id), name, str(found["windows"][i]), *cells]))
+    atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def _csv_cell(text: str) -> str:
+    return f'"{text.replace(chr(34), chr(34) * 2)}"' if any(c in text for c in ',"\n') else text

@@ -97,9 +97,12 @@ def load_run(
             torch_device,
             saved=state.get("data_state"),
             allow_changed=allow_changed_data,
+            channels=config["model"].get("channels", "independent"),
         )
-    n_features = len(state["data_state"]["columns"]) if state.get("data_state") else 1
-    model = build_model(config, n_features=n_features).to(torch_device)
+    data_state = state.get("data_state") or {}
+    n_features = len(data_state.get("columns", [None]))
+    n_targets = data_state.get("n_targets", 1)
+    model = build_model(config, n_features=n_features, n_targets=n_targets).to(torch_device)
     try:
         model.load_state_dict(state["model"])
     except (RuntimeError, KeyError) as err:

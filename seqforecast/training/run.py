@@ -17,11 +17,12 @@ from omegaconf import DictConfig, OmegaConf
 from ..config.validate import ConfigError
 from ..data import build_data
 from ..model import build_model
+from .baselines import FIT_WINDOWS
 from .distributed import SINGLE, Distributed, parameter_digest, wrap
 from .evaluation import Evaluator, ratios
 from .loop import train_model
 from .monitor import Monitor, RunMonitor, flatten
-from .report import describe_split, format_table, write_metrics
+from .report import describe_split, format_table, write_metrics, write_per_series
 from .restore import RunError
 from .runtime import compile_model, configure_threads, resolve_device, seed_everything
 
@@ -58,11 +59,13 @@ def run_training(
 
     # A resumed CSV run scores the rows it was trained on, or stops if the file changed.
     saved = None if resume is None else resume.get("data_state")
-    data = build_data(plain["data"], cfg.seed, device, saved=saved)
+    channels = plain["model"].get("channels", "independent")
+    data = build_data(plain["data"], cfg.seed, device, saved=saved, channels=channels)
     model = build_model(plain, data.n_features, data.n_targets).to(device)
     if plain["model"]["linear_init"] == "least_squares" and resume is None:
         # Training starts from NLinear's fit on the training windows (no other split read).
-        model.fit_linear_path(data.train.src, data.train.target)
+        fit = data.train.sample(FIT_WINDOWS)
+        model.fit_linear_path(fit.src, fit.target)
     seed_everything(cfg.seed + ctx.rank)  # each rank its own stream (dropout)
     if trainer_cfg["compile"]:
         compile_model(model)
@@ -128,6 +131,8 @@ def run_training(
             "ranks_hold_identical_weights": len(set(digests)) == 1,
         }
         write_metrics(run_dir / "metrics.json", results, run_info, data.info)
+        if data.series_ids:
+            write_per_series(run_dir / "per_series.csv", evaluator.per_series(), data.series_ids)
         monitor.on_end(model, result.steps, results, {**flatten(plain), **(choices or {})})
     finally:
         monitor.close()

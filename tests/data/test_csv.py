@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqforecast.data import DataError, csv_data, fit_scaler, read_series
+from seqforecast.data import DataError, Split, csv_data, fit_scaler, read_series
 from seqforecast.data.windows import forecast_starts, split_ranges
 from seqforecast.model.normalization import RevIN
 from seqforecast.training.baselines import fit_baselines, seasonal_naive
@@ -173,7 +173,7 @@ def test_revin_round_trips_targets():
 def test_seasonal_naive_repeats_the_last_season():
     src = torch.arange(10.0)[None, :, None]  # values 0..9
     assert seasonal_naive(src, 7, season=4)[0, :, 0].tolist() == [6, 7, 8, 9, 6, 7, 8]
-    baselines = fit_baselines(torch.randn(20, 10, 2), torch.randn(20, 3, 1), season=4)
+    baselines = fit_baselines(Split(torch.randn(20, 10, 2), torch.randn(20, 3, 1)), season=4)
     assert set(baselines) == {"last_value", "drift", "nlinear", "seasonal_naive"}
     assert baselines["seasonal_naive"](src.expand(1, 10, 1))[0, :, 0].tolist() == [6, 7, 8]
     assert math.isclose(baselines["last_value"](torch.randn(2, 10, 2)).shape[-1], 1)

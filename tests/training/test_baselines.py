@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+from seqforecast.data import Split
 from seqforecast.training import NLinear, drift, fit_baselines, forecast_metrics, last_value
 
 
@@ -44,7 +45,7 @@ def test_nlinear_is_one_map_shared_across_target_channels():
     bias = torch.tensor([0.5, -1.0])
     last = src[:, -1:, :]
     target = ((src - last).transpose(1, 2) @ weight + bias).transpose(1, 2) + last  # [50, 2, 3]
-    fitted = fit_baselines(src, target)
+    fitted = fit_baselines(Split(src, target))
     assert set(fitted) == {"last_value", "drift", "nlinear"}
     torch.testing.assert_close(fitted["nlinear"](src), target, atol=1e-4, rtol=1e-4)
     assert not torch.allclose(fitted["last_value"](src), target, atol=0.1)
@@ -67,12 +68,12 @@ def test_metrics_values():
 def test_several_seasons_give_a_seasonal_naive_each():
     series = torch.arange(48.0).reshape(1, 48, 1) % 7 + torch.arange(48.0).reshape(1, 48, 1) // 12
     src, target = series[:, :36], series[:, 36:]
-    one = fit_baselines(src, target, 12)
-    several = fit_baselines(src, target, [7, 12])
+    one = fit_baselines(Split(src, target), 12)
+    several = fit_baselines(Split(src, target), [7, 12])
     assert "seasonal_naive" in one and "seasonal_naive" not in several
     assert torch.equal(several["seasonal_naive_12"](src), one["seasonal_naive"](src))
     # Period 7 repeats src[29..35], then src[29..33].
     assert torch.equal(
         several["seasonal_naive_7"](src)[0, :, 0], src[0, [*range(29, 36), *range(29, 34)], 0]
     )
-    assert "seasonal_naive" not in fit_baselines(src, target, 0)
+    assert "seasonal_naive" not in fit_baselines(Split(src, target), 0)

@@ -1,0 +1,253 @@
+"""Reading a panel of many series from one CSV file, long or wide format, checked.
+
+- **Long** (`data.id_column`): one row per (series, time step), an id column, a time column,
+  the target and any covariates. Rows of different series may be interleaved or grouped;
+  each series' rows must come in increasing time (a duplicate (id, time) row, or a time
+  earlier than the row before it of the same id, is refused in one line).
+- **Wide** (`data.targets=[a, b]` or `all`): a shared time column and one column per series;
+  each column becomes one series, named by its header.
+
+Each series is one stretch of rows, rows being its steps in time order (a missing time
+step is not inserted: write the row with an empty value). Empty cells at a series' start
+or end are trimmed off (so series may start and end at different times); one inside it is
+an error unless `data.fill=ffill` (carried forward within the series, never from another).
+
+The result is a `Panel`: every series' rows one after another in one [rows, columns]
+array, float64, with `offsets` marking where each series starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .csv_series import MISSING, DataError, read_table, require_columns
+from .gaps import FILLS
+
+
+@dataclass
+class Panel:
+    ids: list[str]  # S series, in order of first appearance in the file
+    offsets: np.ndarray  # [S + 1]: series s is rows offsets[s]:offsets[s + 1]
+    values: np.ndarray  # [R, C] float64, targets first, then covariates; no NaN left
+    times: np.ndarray | None  # [R] datetime64[us], or int64 steps; None without a time column
+    lines: np.ndarray  # [R] the file line of each row (header = line 1)
+    columns: list[str]
+    n_targets: int
+    notes: list[str]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def rows(self, s: int) -> slice:
+        return slice(int(self.offsets[s]), int(self.offsets[s + 1]))
+
+
+def read_long(
+    path: str | Path,
+    id_column: str,
+    time_column: str | None,
+    columns: Sequence[str],
+    fill: str = "error",
+) -> Panel:
+    """A long-format panel: `columns` (the target first) per row of each id."""
+    path = Path(path)
+    if not time_column:
+        raise DataError(
+            f"data.id_column={id_column!r} needs data.time_column: each series is ordered by "
+            f"its own times"
+        )
+    if id_column in columns:
+        raise DataError(
+            f"data.id_column={id_column!r} is also named as a target or feature; the id column "
+            f"names the series and cannot be forecast"
+        )
+    header, body = read_table(path)
+    require_columns(path, header, [id_column, time_column, *columns])
+    ids_text = [row[header.index(id_column)].strip() for row in body]
+    empty = next((i for i, t in enumerate(ids_text) if not t), None)
+    if empty is not None:
+        raise DataError(f"{path}: line {empty + 2}, column {id_column!r}: empty id")
+    first_seen: dict[str, int] = {}
+    codes = np.fromiter(
+        (first_seen.setdefault(t, len(first_seen)) for t in ids_text), np.int64, len(ids_text)
+    )
+    ids = list(first_seen)
+    values = np.stack([_numbers(path, body, header, c, ids_text) for c in columns], axis=1)
+    times = _times(path, [row[header.index(time_column)] for row in body], time_column)
+
+    order = np.argsort(codes, kind="stable")  # grouped by series, file order inside each
+    codes, values, times, lines = codes[order], values[order], times[order], order + 2
+    _check_increasing(path, codes, times, lines, ids, time_column)
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(ids)))])
+    return _finish(path, ids, offsets, values, times, lines, list(columns), 1, fill)
+
+
+def read_wide(
+    path: str | Path,
+    time_column: str | None,
+    targets: Sequence[str] | str,
+    fill: str = "error",
+) -> Panel:
+    """A wide-format panel: each target column (or every column but the time, `all`) one
+    series with the shared time column."""
+    path = Path(path)
+    header, body = read_table(path)
+    if targets == "all":
+        targets = [c for c in header if c != time_column]
+    require_columns(path, header, [*targets, *([time_column] if time_column else [])])
+    if time_column in targets:
+        raise DataError(f"data.targets names the time column {time_column!r}")
+    rows = len(body)
+    values = np.concatenate([_numbers(path, body, header, c) for c in targets])[:, None]
+    if time_column:
+        one = _times(path, [row[header.index(time_column)] for row in body], time_column)
+        _check_increasing(
+            path, np.zeros(rows, np.int64), one, np.arange(rows) + 2, ["-"], time_column
+        )
+        times = np.tile(one, len(targets))
+    else:
+        times = None
+    lines = np.tile(np.arange(rows) + 2, len(targets))
+    offsets = np.arange(len(targets) + 1) * rows
+    return _finish(path, list(targets), offsets, values, times, lines, ["value"], 1, fill)
+
+
+# -- cells ---------------------------------------------------------------------------------
+
+
+def _numbers(path, body, header, column: str, ids: list[str] | None = None) -> np.ndarray:
+    """One column as float64 (NaN for an empty cell), or one line naming the first cell that
+    is not a number (and its series)."""
+    j = header.index(column)
+    texts = [row[j].strip() for row in body]
+    clean = ["nan" if t in MISSING else t for t in texts]
+    try:
+        values = np.array(clean, dtype=np.float64)
+    except ValueError:
+        values = None
+    if values is not None and not np.isinf(values).any():
+        return values
+    for i, text in enumerate(clean):
+        try:
+            bad = not np.isfinite(float(text)) and text != "nan"
+        except ValueError:
+            bad = True
+        if bad:
+            of = f" (series {ids[i]!r})" if ids else ""
+            raise DataError(
+                f"{path}: line {i + 2}, column {column!r}{of}: {texts[i]!r} is not a finite number"
+            )
+    raise AssertionError("unreachable: numpy refused a column of numbers")
+
+
+def _times(path, texts: list[str], column: str) -> np.ndarray:
+    """Integer steps when every cell is an integer, else ISO 8601 times (datetime64[us])."""
+    texts = [t.strip() for t in texts]
+    if all(t.lstrip("-").isdigit() for t in texts):
+        return np.array(texts, dtype=np.int64)
+    try:
+        return np.array(texts, dtype="datetime64[us]")
+    except ValueError:
+        pass
+    for i, text in enumerate(texts):
+        try:
+            np.datetime64(text, "us")
+        except ValueError:
+            raise DataError(
+                f"{path}: line {i + 2}, column {column!r}: {text!r} is not an ISO 8601 time "
+                f"(e.g. 2024-01-31 13:00) or an integer step"
+            ) from None
+    raise DataError(f"{path}: column {column!r} mixes integer steps and ISO 8601 times")
+
+
+def _check_increasing(path, codes, times, lines, ids, column: str) -> None:
+    """Within each series (rows grouped, file order), times strictly increase."""
+    same = codes[1:] == codes[:-1]
+    step = times[1:] - times[:-1]
+    zero = np.zeros((), dtype=step.dtype)
+    bad = np.flatnonzero(same & (step <= zero))
+    if not len(bad):
+        return
+    k = bad[np.argmin(lines[bad + 1])]  # the first offending line in the file
+    line, earlier = int(lines[k + 1]), int(lines[k])
+    name = f"series {ids[codes[k]]!r}: " if len(ids) > 1 or ids[0] != "-" else ""
+    now, before = _show(times[k + 1]), _show(times[k])
+    if now == before:
+        raise DataError(
+            f"{path}: line {line}: {name}duplicate time {now} in column {column!r} "
+            f"(also at line {earlier}); each (id, time) must appear once"
+        )
+    raise DataError(
+        f"{path}: line {line}: {name}time {now} comes after {before} (line {earlier}); each "
+        f"series' rows must be in increasing time"
+    )
+
+
+def _show(moment) -> str:
+    """An integer step or a datetime64 as the user wrote it (2024-01-02 13:00:00)."""
+    value = moment.item()
+    return value.isoformat(sep=" ") if hasattr(value, "isoformat") else str(value)
+
+
+# -- trimming and gaps ---------------------------------------------------------------------
+
+
+def _finish(path, ids, offsets, values, times, lines, columns, n_targets, fill) -> Panel:
+    """Trim each series' leading and trailing empty rows, drop series left empty, and fill
+    (or refuse) the gaps inside."""
+    if fill not in FILLS:
+        raise DataError(f"data.fill={fill!r} is not allowed: choose one of {', '.join(FILLS)}")
+    if fill == "interpolate":
+        raise DataError(
+            "data.fill=interpolate is not available for panels (it fills each window "
+            "differently); use data.fill=ffill, which carries values forward within a series"
+        )
+    complete = ~np.isnan(values).any(axis=1)
+    keep = np.zeros(len(values), dtype=bool)
+    kept_ids, lengths, empty, trimmed = [], [], [], 0
+    for s, series_id in enumerate(ids):
+        observed = np.flatnonzero(complete[offsets[s] : offsets[s + 1]])
+        if not len(observed):
+            empty.append(series_id)
+            continue
+        first, last = offsets[s] + observed[0], offsets[s] + observed[-1]
+        keep[first : last + 1] = True
+        kept_ids.append(series_id)
+        lengths.append(last + 1 - first)
+        trimmed += int(offsets[s + 1] - offsets[s]) - lengths[-1]
+    if not kept_ids:
+        raise DataError(f"{path}: no series has a row with every column filled")
+    notes = []
+    if empty:
+        notes.append(
+            f"{len(empty)} series have no complete row and are left out: "
+            f"{', '.join(empty[:5])}{' ...' if len(empty) > 5 else ''}"
+        )
+    if trimmed:
+        notes.append(f"{trimmed} empty row(s) at series' starts or ends trimmed off")
+    values, lines = values[keep], lines[keep]
+    times = times[keep] if times is not None else None
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    gaps = np.isnan(values)
+    if gaps.any():
+        if fill == "error":
+            r, c = np.argwhere(gaps)[0]
+            s = int(np.searchsorted(offsets, r, side="right") - 1)
+            raise DataError(
+                f"{path}: {int(gaps.sum())} empty or NaN cell(s) inside series, first at line "
+                f"{lines[r]}, column {columns[c]!r} (series {kept_ids[s]!r}); set "
+                f"data.fill=ffill to carry the last value forward"
+            )
+        # ffill: every series starts with a complete row, so the carry never crosses series.
+        rows = np.arange(len(values))[:, None]
+        last_seen = np.maximum.accumulate(np.where(gaps, 0, rows), axis=0)
+        values = np.take_along_axis(values, last_seen, axis=0)
+        notes.append(f"{int(gaps.sum())} empty cell(s) inside series carried forward (ffill)")
+    return Panel(kept_ids, offsets, values, times, lines, columns, n_targets, notes)

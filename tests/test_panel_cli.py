@@ -1,0 +1,135 @@
+"""A panel end to end, as a user runs it: the example panel, train, per_series.csv,
+evaluate, predict in long format, and bad panels refused in one line."""
+
+import csv
+import json
+from collections import defaultdict
+from datetime import date, timedelta
+
+import numpy as np
+import pytest
+
+from .cli_helpers import REPO, run_cli, run_script
+
+EXAMPLE = REPO / "data" / "panel_example.csv"
+SMALL = ["epochs=1", "in_len=24", "out_len=6", "model.label_len=6", "model.d_model=16",
+         "model.n_heads=2", "model.encoder_layers=1", "model.decoder_layers=1",
+         "data.season=[7]", "trainer.batch_size=256"]  # fmt: skip
+
+
+def test_the_example_panel_is_what_the_script_writes(tmp_path):
+    out = tmp_path / "panel.csv"
+    run_script("make_example_panel.py", "--out", str(out), cwd=tmp_path)
+    assert out.read_bytes() == EXAMPLE.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def panel_run(tmp_path_factory):
+    base = tmp_path_factory.mktemp("panel")
+    path = base / "panel.csv"
+    run_script("make_example_panel.py", "--series", "12", "--min-length", "60",
+               "--max-length", "120", "--out", str(path), cwd=base)  # fmt: skip
+    run_dir = base / "run"
+    proc = run_cli(["experiment=panel_example", *SMALL, f"data.path={path}",
+                    f"hydra.run.dir={run_dir}"], base)  # fmt: skip
+    return path, run_dir, proc
+
+
+def read_rows(path):
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def test_a_panel_run_writes_metrics_per_series(panel_run):
+    path, run_dir, proc = panel_run
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    test = metrics["test"]
+    assert set(test) == {"model", "last_value", "drift", "nlinear", "seasonal_naive"}
+    for row in test.values():
+        assert set(row) == {"mse", "mae", "rmse", "smape", "mase"}
+    info = metrics["splits"]["test"]
+    rows = read_rows(run_dir / "per_series.csv")
+    by_forecaster = defaultdict(list)
+    for row in rows:
+        by_forecaster[row["forecaster"]].append(row)
+    assert set(by_forecaster) == set(test)
+    model_rows = by_forecaster["model"]
+    assert len(model_rows) == info["panel_series"]
+    windows = np.array([int(r["windows"]) for r in model_rows])
+    assert windows.sum() == info["windows"]
+    for metric in ("mse", "mae", "smape", "mase"):
+        weighted = np.sum(np.array([float(r[metric]) for r in model_rows]) * windows)
+        assert weighted / windows.sum() == pytest.approx(test["model"][metric], rel=1e-6)
+    assert "test split: " in (run_dir / "train.log").read_text()
+    assert f"{info['panel_series']} series, {info['windows']} windows" in proc.stdout + proc.stderr
+
+
+def test_evaluate_reproduces_a_panel_run_and_refuses_a_changed_file(panel_run, tmp_path):
+    path, run_dir, _ = panel_run
+    run_cli([f"run_dir={run_dir}"], tmp_path, module="seqforecast.evaluate")
+    trained = json.loads((run_dir / "metrics.json").read_text())
+    again = json.loads((run_dir / "evaluate" / "best" / "metrics.json").read_text())
+    assert again["test"] == trained["test"]
+    assert (run_dir / "evaluate" / "best" / "per_series.csv").read_text() == (
+        run_dir / "per_series.csv"
+    ).read_text()
+
+    changed = tmp_path / "changed.csv"
+    lines = path.read_text().splitlines()
+    store, day, value, promo = lines[5].split(",")
+    lines[5] = ",".join([store, day, str(float(value or 1) + 7), promo])
+    changed.write_text("\n".join(lines) + "\n")
+    hydra_config = run_dir / ".hydra" / "config.yaml"
+    original = hydra_config.read_text()
+    try:
+        hydra_config.write_text(original.replace(str(path), str(changed)))
+        proc = run_cli([f"run_dir={run_dir}"], tmp_path, module="seqforecast.evaluate",
+                       check=False)  # fmt: skip
+    finally:
+        hydra_config.write_text(original)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert f"{changed} changed since the run was trained (1 series changed or new ({store})" in (
+        proc.stderr
+    )
+
+
+def test_predict_writes_every_series_in_long_format_on_its_own_grid(panel_run, tmp_path):
+    path, run_dir, _ = panel_run
+    out = tmp_path / "forecast.csv"
+    proc = run_cli([f"run_dir={run_dir}", f"input={path}", f"output={out}"], tmp_path,
+                   module="seqforecast.predict")  # fmt: skip
+    rows = read_rows(out)
+    assert list(rows[0]) == ["store", "date", "sales"]
+    last_day = {}
+    for row in read_rows(path):
+        last_day[row["store"]] = max(last_day.get(row["store"], ""), row["date"])
+    forecast = defaultdict(list)
+    for row in rows:
+        forecast[row["store"]].append(row)
+    assert set(forecast) <= set(last_day) and len(forecast) >= 10
+    for store, steps in forecast.items():
+        first = date.fromisoformat(last_day[store]) + timedelta(days=1)
+        assert [r["date"] for r in steps] == [str(first + timedelta(days=k)) for k in range(6)]
+        assert all(np.isfinite(float(r["sales"])) for r in steps)
+    assert f"6 steps of {len(forecast)} series" in proc.stdout
+
+    picked = tmp_path / "two.csv"
+    ids = sorted(forecast)[:2]
+    run_cli([f"run_dir={run_dir}", f"input={path}", f"output={picked}", f"ids={','.join(ids)}"],
+            tmp_path, module="seqforecast.predict")  # fmt: skip
+    two = read_rows(picked)
+    assert sorted({r["store"] for r in two}) == ids
+    # The same series forecast alone or with the others: the same numbers.
+    assert [r["sales"] for r in two if r["store"] == ids[0]] == [
+        r["sales"] for r in forecast[ids[0]]
+    ]
+
+
+def test_a_bad_panel_gets_one_line_and_exit_2(tmp_path):
+    path = tmp_path / "dup.csv"
+    path.write_text("store,date,sales,promo\na,2024-01-01,1,0\na,2024-01-01,2,0\n")
+    proc = run_cli(["experiment=panel_example", f"data.path={path}",
+                    f"hydra.run.dir={tmp_path / 'run'}"], tmp_path, check=False)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1
+    assert "line 3: series 'a': duplicate time" in proc.stderr
