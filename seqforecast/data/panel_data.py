@@ -89,33 +89,22 @@ def panel_data(
     values = torch.from_numpy(buffer).float().to(device)
     splits, info = {}, {}
     for k, name in enumerate(SPLITS):
-        starts, series, left_out = [], [], []
-        for s in range(len(panel)):
-            if not keep[s]:
-                continue
-            lo = 0 if k == 0 else int(bounds[s, k - 1])
-            span = range(lo, int(bounds[s, k]))
-            local = forecast_starts(span, in_len, out_len, stride, protocol) if len(span) else []
-            if not local:
-                left_out.append(panel.ids[s])
-                continue
-            starts.append(np.asarray(local) + panel.offsets[s])
-            series.append(np.full(len(local), s))
-        if not starts:
+        starts, series, left_out = split_windows(panel, bounds, keep, k, data_cfg)
+        if not len(starts):
             raise DataError(
                 f"{data_cfg['path']}: no series is long enough for a window in the {name} split "
                 f"(data.protocol={protocol}, in_len={in_len}, out_len={out_len})"
             )
         splits[name] = WindowSplit(
             values,
-            torch.from_numpy(np.concatenate(starts)).to(device),
+            torch.from_numpy(starts).to(device),
             in_len,
             out_len,
             panel.n_targets,
-            torch.from_numpy(np.concatenate(series)).to(device),
+            torch.from_numpy(series).to(device),
         )
         info[name] = {
-            "panel_series": len(starts),
+            "panel_series": len(np.unique(series)),
             "windows": len(splits[name]),
             "stride": stride,
             "protocol": protocol,
@@ -158,6 +147,27 @@ def panel_data(
     info["test"]["role"] = "held out"
     add_fingerprints(data)
     return data
+
+
+def split_windows(
+    panel: Panel, bounds: np.ndarray, keep: np.ndarray, k: int, data_cfg: Mapping
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Split k's windows over every kept series: (forecast-start rows in the buffer [N], the
+    series of each [N], the ids too short for one window). Starts are found inside each
+    series (`forecast_starts` on its own rows), so no window crosses into another series."""
+    starts, series, left_out = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], []
+    for s in np.flatnonzero(keep):
+        span = range(0 if k == 0 else int(bounds[s, k - 1]), int(bounds[s, k]))
+        local = forecast_starts(
+            span, data_cfg["in_len"], data_cfg["out_len"], data_cfg["stride"],
+            data_cfg["protocol"],
+        ) if len(span) else []  # fmt: skip
+        if not local:
+            left_out.append(panel.ids[s])
+            continue
+        starts.append(np.asarray(local, np.int64) + panel.offsets[s])
+        series.append(np.full(len(local), s, np.int64))
+    return np.concatenate(starts), np.concatenate(series), left_out
 
 
 def split_bounds(panel: Panel, data_cfg: Mapping) -> tuple[np.ndarray, str]:

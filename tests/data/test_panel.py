@@ -305,3 +305,25 @@ def test_bad_panels_get_one_line(tmp_path, name):
 def test_bad_panel_configs_get_one_line(panel_file, extra, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace("[", r"\[")):
         config(panel_file, *extra)
+
+
+def test_a_saved_panel_scores_the_same_windows_and_refuses_a_changed_file(panel_file, tmp_path):
+    cfg = config(panel_file)["data"]
+    data = panel_data(cfg, CPU)
+    again = panel_data(cfg, CPU, saved=data.state)
+    torch.testing.assert_close(again.test.target, data.test.target)
+    assert again.info["test"]["fingerprint"] == data.info["test"]["fingerprint"]
+    # Append two rows to s0: refused, unless allowed (then s0's test split runs on).
+    lines = panel_file.read_text().splitlines()
+    changed = tmp_path / "more.csv"
+    extra = [f"{np_day(40 + k)},s0,{3 + k},0" for k in range(2)]
+    changed.write_text("\n".join([*lines, *extra]) + "\n")
+    with pytest.raises(
+        DataError,
+        match=r"changed since the run was trained \(1 series changed or new \(s0\), 0 gone\)",
+    ):
+        panel_data({**cfg, "path": str(changed)}, CPU, saved=data.state)
+    allowed = panel_data({**cfg, "path": str(changed)}, CPU, saved=data.state, allow_changed=True)
+    assert len(allowed.test) == len(data.test) + 2
+    torch.testing.assert_close(allowed.series_scale, data.series_scale)
+    torch.testing.assert_close(allowed.val.target, data.val.target)
