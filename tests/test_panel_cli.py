@@ -133,3 +133,36 @@ def test_a_bad_panel_gets_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1
     assert "line 3: series 'a': duplicate time" in proc.stderr
+
+
+def test_wide_format_as_independent_series_or_mixed_channels(tmp_path):
+    path = tmp_path / "wide.csv"
+    days = [date(2024, 1, 1) + timedelta(days=k) for k in range(90)]
+    lines = ["date,north,south"] + [
+        f"{d},{300 + 20 * np.sin(k / 3):.3f},{5 + np.cos(k / 5):.4f}" for k, d in enumerate(days)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    common = ["data=csv", f"data.path={path}", "data.time_column=date", "data.targets=all",
+              *SMALL[:-2], "data.season=0"]  # fmt: skip
+    independent = tmp_path / "independent"
+    run_cli([*common, f"hydra.run.dir={independent}"], tmp_path)
+    per_series = read_rows(independent / "per_series.csv")
+    assert {r["id"] for r in per_series} == {"north", "south"}
+    out = tmp_path / "independent.csv"
+    run_cli([f"run_dir={independent}", f"input={path}", f"output={out}"], tmp_path,
+            module="seqforecast.predict")  # fmt: skip
+    rows = read_rows(out)
+    assert list(rows[0]) == ["id", "date", "value"] and len(rows) == 12
+    assert {r["date"] for r in rows if r["id"] == "north"} == {
+        str(days[-1] + timedelta(days=k)) for k in range(1, 7)
+    }
+
+    mixed = tmp_path / "mixed"
+    run_cli([*common, "model.channels=mixed", f"hydra.run.dir={mixed}"], tmp_path)
+    assert not (mixed / "per_series.csv").exists()  # one series with two channels
+    out = tmp_path / "mixed.csv"
+    run_cli([f"run_dir={mixed}", f"input={path}", f"output={out}"], tmp_path,
+            module="seqforecast.predict")  # fmt: skip
+    rows = read_rows(out)
+    assert list(rows[0]) == ["date", "north", "south"] and len(rows) == 6
+    assert 250 < float(rows[0]["north"]) < 350 and 2 < float(rows[0]["south"]) < 8
