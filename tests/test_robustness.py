@@ -20,6 +20,8 @@ from seqforecast.training import load_checkpoint
 
 from .cli_helpers import REPO, TINY, run_cli
 
+pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
+
 # Long enough (12 epochs of 16 steps) that a signal lands mid-run, short enough for CI.
 RUN = ["experiment=quick", "epochs=12", "data.train_size=1024", "attention=diff", "block_size=4"]
 
@@ -99,7 +101,11 @@ def test_a_signal_stops_at_a_step_boundary_with_a_resumable_checkpoint(
     events = EventAccumulator(str(run_dir))
     events.Reload()
     steps = [e.step for e in events.Scalars("train/mse")]
-    assert steps == list(range(1, 12 * 16 + 1)), "every step once, in order"
+    # train/* scalars come once per interval of at most trainer.log_every (10) steps, every
+    # epoch's end included: each step covered once, in order, across the interruption.
+    assert steps == sorted(set(steps)) and steps[-1] == 12 * 16, "once each, in order"
+    assert all(0 < b - a <= 10 for a, b in zip([0, *steps], steps, strict=False))
+    assert {16 * e for e in range(1, 13)} <= set(steps), "every epoch's end"
 
 
 def _copy_run(uninterrupted: Path, tmp_path: Path) -> Path:

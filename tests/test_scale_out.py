@@ -21,6 +21,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from .cli_helpers import REPO, TINY, run_cli
 
+pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
+
 
 def torchrun(args, cwd, nproc=2, popen=False):
     env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
@@ -40,7 +42,7 @@ def losses(run_dir: Path) -> list[float]:
     return [e.value for e in events.Scalars("train/mse")]
 
 
-DDP = [*TINY, "trainer.strategy=ddp", "epochs=3", "data.train_size=200"]
+DDP = [*TINY, "trainer.strategy=ddp", "epochs=3", "data.train_size=200", "trainer.log_every=1"]
 
 
 @pytest.fixture(scope="module")

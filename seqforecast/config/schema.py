@@ -161,8 +161,9 @@ class TrainerConfig:
     validate_initial: bool = MISSING
     min_improvement: float = MISSING
     eval_batch_size: int = MISSING
+    log_every: int = MISSING
     device: str = MISSING
-    num_threads: int = MISSING
+    num_threads: Any = MISSING  # auto, or a count (0: torch's default)
     strategy: str = MISSING
     compile: bool = MISSING
     precision: str = MISSING

@@ -381,11 +381,18 @@ def validate_config(cfg) -> None:
     # trainer
     for key in ("trainer.epochs", "trainer.batch_size", "trainer.eval_batch_size"):
         _at_least(cfg, key, 1)
+    if "log_every" in cfg["trainer"]:  # runs saved before it existed synced every step
+        _at_least(cfg, "trainer.log_every", 1)
     lr = cfg["trainer"]["lr"]
     _check(lr > 0, "trainer.lr", lr, "must be > 0")
     for key in ("trainer.weight_decay", "trainer.grad_clip", "trainer.patience"):
         _at_least(cfg, key, 0)
-    _at_least(cfg, "trainer.num_threads", 0)
+    threads = cfg["trainer"]["num_threads"]
+    _check(
+        threads == "auto" or (isinstance(threads, int) and not isinstance(threads, bool)
+                              and threads >= 0),
+        "trainer.num_threads", threads, "auto, 0 (torch's default) or a thread count",
+    )  # fmt: skip
     _probability(cfg, "trainer.warmup_frac")
     _probability(cfg, "trainer.min_improvement")
     min_lr = cfg["trainer"]["min_lr_frac"]

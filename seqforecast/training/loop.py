@@ -35,6 +35,7 @@ from .monitor import Monitor
 from .restore import RunError
 from .rng import capture_rng, restore_rng
 from .schedule import warmup_cosine
+from .tally import Interval, StepTally
 
 log = logging.getLogger(__name__)
 
@@ -110,208 +111,264 @@ def train_model(
 
     The training error is logged as `train/mse` in the data's own units, like every
     validation and test metric: the squared error of each target channel times its scale²."""
-    monitor = monitor or Monitor()
-    evaluator = evaluator or Evaluator(data, {}, trainer_cfg["eval_batch_size"])
-    checkpoint_dir = Path(checkpoint_dir)
-    net = unwrap(model)  # the plain model: evaluation, state dicts
-    # Series steps one window feeds the model (input + forecast), for tokens/s.
-    window_tokens = data.train.in_len + data.train.out_len
-    values_per_window = data.train.out_len * data.n_targets
-    epochs, batch_size = trainer_cfg["epochs"], trainer_cfg["batch_size"]
-    global_batch = batch_size * ctx.world_size
-    steps_per_epoch = math.ceil(len(data.train) / global_batch)
-    optimizer = make_optimizer(model, trainer_cfg["lr"], trainer_cfg["weight_decay"])
-    scheduler = warmup_cosine(
-        optimizer, epochs * steps_per_epoch, trainer_cfg["warmup_frac"], trainer_cfg["min_lr_frac"]
-    )
-    bf16 = trainer_cfg["precision"] == "bf16"
-    shuffle = torch.Generator().manual_seed(seed)  # batch order: on the CPU, device-independent
-    state, best_weights = LoopState(), None
+    loop = _Loop(model, data, trainer_cfg, Path(checkpoint_dir), seed, config_yaml,
+                 monitor or Monitor(), ctx, data_state,
+                 evaluator or Evaluator(data, {}, trainer_cfg["eval_batch_size"]))  # fmt: skip
     if resume is not None:
+        loop.restore(resume)
+    elif trainer_cfg.get("validate_initial", False):
+        loop.score_start()
+    hide_bars = None if progress else True  # tqdm's disable=None: bars only on a terminal
+    epochs = trainer_cfg["epochs"]
+    bar = tqdm(total=epochs, initial=loop.state.epoch, desc="epochs", file=sys.stderr,
+               disable=hide_bars)  # fmt: skip
+    with stop_on_signals() as stop, bar:
+        while loop.state.epoch < epochs and not loop.state.stopped_early:
+            loop.train_epoch(stop, hide_bars)
+            loop.end_epoch(stop, bar)
+    return loop.result()
+
+
+class _Loop:
+    """The loop's pieces: one optimizer step, an epoch of them, the epoch's end (validation,
+    early stopping, checkpoints), and what makes a run resumable."""
+
+    def __init__(self, model, data, cfg, checkpoint_dir, seed, config_yaml, monitor, ctx,
+                 data_state, evaluator):  # fmt: skip
+        self.model, self.net, self.data, self.cfg = model, unwrap(model), data, cfg
+        self.checkpoint_dir, self.config_yaml, self.data_state = (
+            checkpoint_dir,
+            config_yaml,
+            data_state,
+        )
+        self.monitor, self.ctx, self.evaluator = monitor, ctx, evaluator
+        self.device = data.train.device
+        # Series steps one window feeds the model (input + forecast), for tokens/s.
+        self.window_tokens = data.train.in_len + data.train.out_len
+        self.values_per_window = data.train.out_len * data.n_targets
+        # Squared error in model units -> data units: [n_targets], or per series of a panel.
+        self.unit_weights = (
+            data.series_scale.to(self.device, torch.float32).square()  # [S, n_targets]
+            if data.is_panel
+            else data.squared_error_weights(self.device)  # [n_targets]
+        )
+        self.global_batch = cfg["batch_size"] * ctx.world_size
+        self.steps_per_epoch = math.ceil(len(data.train) / self.global_batch)
+        self.log_every = max(1, cfg.get("log_every", 1))
+        self.optimizer = make_optimizer(model, cfg["lr"], cfg["weight_decay"])
+        self.scheduler = warmup_cosine(self.optimizer, cfg["epochs"] * self.steps_per_epoch,
+                                       cfg["warmup_frac"], cfg["min_lr_frac"])  # fmt: skip
+        self.bf16 = cfg["precision"] == "bf16"
+        self.shuffle = torch.Generator().manual_seed(seed)  # batch order: CPU, any device
+        self.state, self.best_weights = LoopState(), None
+        self.tally = StepTally(self.device, ctx)
+        self.session_start, self.seconds_before = time.perf_counter(), 0.0
+
+    # -- resuming and checkpoints ----------------------------------------------------------
+
+    def restore(self, resume: dict) -> None:
+        ctx = self.ctx
         if len(resume["rng"]) != ctx.world_size:
             raise RunError(
                 f"last.pt comes from a run on {len(resume['rng'])} process(es); resume it on "
                 f"as many (torchrun --nproc_per_node), not {ctx.world_size}"
             )
-        net.load_state_dict(resume["model"])
-        optimizer.load_state_dict(resume["optimizer"])
-        scheduler.load_state_dict(resume["scheduler"])
-        shuffle.set_state(resume["shuffle"])
-        state = LoopState(**resume["loop"])
-        if math.isfinite(state.best_mse):  # rank 0 reads it: others need not see the run dir
-            best_weights = ctx.broadcast(
-                load_checkpoint(checkpoint_dir / BEST)["model"] if ctx.is_main else None
+        self.net.load_state_dict(resume["model"])
+        self.optimizer.load_state_dict(resume["optimizer"])
+        self.scheduler.load_state_dict(resume["scheduler"])
+        self.shuffle.set_state(resume["shuffle"])
+        self.state = LoopState(**resume["loop"])
+        self.seconds_before = self.state.seconds
+        self.tally.start(self.state.step)
+        if math.isfinite(self.state.best_mse):  # rank 0 reads it: others need not see the dir
+            self.best_weights = ctx.broadcast(
+                load_checkpoint(self.checkpoint_dir / BEST)["model"] if ctx.is_main else None
             )
         restore_rng(resume["rng"][ctx.rank])  # last: nothing above may draw from them
-        log.info("resuming after epoch %d, step %d", state.epoch, state.step)
+        log.info("resuming after epoch %d, step %d", self.state.epoch, self.state.step)
 
-    def save(name: str) -> None:
-        rng = ctx.gather(capture_rng())  # collective: every rank calls save
-        if not ctx.is_main:
+    def save(self, name: str) -> None:
+        rng = self.ctx.gather(capture_rng())  # collective: every rank calls save
+        if not self.ctx.is_main:
             return
+        state = self.state
         save_checkpoint(
-            checkpoint_dir / name,
+            self.checkpoint_dir / name,
             {
-                "model": net.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "shuffle": shuffle.get_state(),
+                "model": self.net.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+                "shuffle": self.shuffle.get_state(),
                 "rng": rng,  # one state per rank
                 "loop": asdict(state),
                 "epoch": state.epoch,
                 "step": state.step,
-                "world_size": ctx.world_size,
-                "config": config_yaml,
-                "data_state": data_state,
+                "world_size": self.ctx.world_size,
+                "config": self.config_yaml,
+                "data_state": self.data_state,
             },
         )
 
-    def agreed_stop() -> bool:
-        """A signal counts once any rank got it, so every rank stops at the same step."""
-        return ctx.sum(torch.tensor([float(bool(stop))], dtype=torch.float64)).item() > 0
+    def _clock(self) -> None:
+        self.state.seconds = self.seconds_before + time.perf_counter() - self.session_start
 
-    if resume is None and trainer_cfg.get("validate_initial", False):
-        # Epoch 0: the weights training starts from compete for "best" like any epoch's, so a
-        # start that is already good (the linear path's least-squares fit) is kept unless
-        # training improves on it on validation.
-        val = evaluator.model_metrics(net, "val")
-        state.best_mse = val["mse"]
-        best_weights = _snapshot(net)
-        state.history.append({"epoch": 0, "step": 0, "val_mse": val["mse"]})
-        monitor.on_epoch_end(0, 0, net, val)
+    # -- epoch 0 ----------------------------------------------------------------------------
+
+    def score_start(self) -> None:
+        """Epoch 0: the weights training starts from compete for "best" like any epoch's, so
+        a start that is already good (the linear path's least-squares fit) is kept unless
+        training improves on it on validation."""
+        val = self.evaluator.model_metrics(self.net, "val")
+        self.state.best_mse = val["mse"]
+        self.best_weights = _snapshot(self.net)
+        self.state.history.append({"epoch": 0, "step": 0, "val_mse": val["mse"]})
+        self.monitor.on_epoch_end(0, 0, self.net, val)
         log.info("epoch 0 (before training)  val_mse %.6g (data units)", val["mse"])
-        save(BEST)
+        self.save(BEST)
 
-    session_start = time.perf_counter()
-    seconds_before = state.seconds
-    hide_bars = None if progress else True  # tqdm's disable=None: bars only on a terminal
-    epoch_bar = tqdm(
-        total=epochs, initial=state.epoch, desc="epochs", file=sys.stderr, disable=hide_bars
-    )
-    with stop_on_signals() as stop, epoch_bar:
-        while state.epoch < epochs and not state.stopped_early:
-            epoch = state.epoch + 1
-            if state.order is None:
-                state.order = torch.randperm(len(data.train), generator=shuffle)
-                state.next_batch, state.mse_sum, state.seen = 0, 0.0, 0
-            model.train()
-            step_bar = tqdm(
-                range(state.next_batch, steps_per_epoch),
-                total=steps_per_epoch,
-                initial=state.next_batch,
-                desc=f"epoch {epoch}",
-                leave=False,
-                file=sys.stderr,
-                disable=hide_bars,
-            )
-            for batch in step_bar:
-                started = time.perf_counter()
-                index = state.order[batch * global_batch : (batch + 1) * global_batch]
-                local = ctx.shard(index).to(data.train.device)
-                src, target = data.train.take(local)  # a panel gathers its windows here
-                # [n_targets], or [b, n_targets] for a panel (each series its own scale)
-                unit_weights = data.squared_error_weights(src.device, data.train.series_of(local))
-                fetched = time.perf_counter()
-                # Summed squared error scaled so that the ranks' average gradient is the
-                # global batch's mean (world size 1: the plain MSE).
-                global_values = len(index) * values_per_window
-                with torch.autocast(src.device.type, torch.bfloat16, enabled=bf16):
-                    prediction = model(src, target)
-                squares = (prediction.float() - target).square()  # [b, out_len, n_targets]
-                loss = squares.sum() * (ctx.world_size / global_values)
-                # The same error in the data's units, for the logs: [n_targets] -> scalar
-                data_sse = (squares.detach().sum(dim=1) * unit_weights).sum()
-                shared = ctx.sum(  # [global squared error (data units), ranks with a signal]
-                    torch.tensor([data_sse.item(), float(bool(stop))], dtype=torch.float64)
-                )
-                mse_value = shared[0].item() / global_values
-                if not math.isfinite(mse_value):
-                    raise _diverged(f"loss {mse_value}", epoch, state)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                # The norm before clipping; max_norm=inf only measures it.
-                max_norm = trainer_cfg["grad_clip"] or math.inf
-                grad_norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm).item()
-                if not math.isfinite(grad_norm):
-                    raise _diverged(f"gradient norm {grad_norm}", epoch, state)
-                lr = scheduler.get_last_lr()[0]
-                optimizer.step()
-                scheduler.step()
-                state.step += 1
-                state.next_batch += 1
-                state.mse_sum += mse_value * len(index)
-                state.seen += len(index)
-                step_bar.set_postfix(train_mse=f"{mse_value:.4g}")
-                seconds = time.perf_counter() - started
-                monitor.on_step(
-                    state.step,
-                    {
-                        "mse": mse_value,
-                        "lr": lr,
-                        "grad_norm": grad_norm,
-                        "tokens_per_s": len(index) * window_tokens / seconds,
-                        "data_fraction": (fetched - started) / seconds,
-                    },
-                )
-                if shared[1].item() > 0:
-                    state.seconds = seconds_before + time.perf_counter() - session_start
-                    save(LAST)
+    # -- training ---------------------------------------------------------------------------
+
+    def train_epoch(self, stop, hide_bars) -> None:
+        state = self.state
+        epoch = state.epoch + 1
+        if state.order is None:
+            state.order = torch.randperm(len(self.data.train), generator=self.shuffle)
+            state.next_batch, state.mse_sum, state.seen = 0, 0.0, 0
+        self.model.train()
+        bar = tqdm(range(state.next_batch, self.steps_per_epoch), total=self.steps_per_epoch,
+                   initial=state.next_batch, desc=f"epoch {epoch}", leave=False,
+                   file=sys.stderr, disable=hide_bars)  # fmt: skip
+        for batch in bar:
+            self.step(batch)
+            last = batch == self.steps_per_epoch - 1
+            # One host sync per interval; a signal in one process is seen at once (it
+            # needs no collective), under DDP at the interval's end.
+            signal_now = bool(stop) and not self.ctx.enabled
+            if self.tally.steps >= self.log_every or last or signal_now:
+                interval = self.flush(epoch, stop)
+                bar.set_postfix(train_mse=f"{interval.mse:.4g}")
+                if interval.stop:
+                    self._clock()
+                    self.save(LAST)
                     raise TrainingInterrupted(stop.signum or signal.SIGTERM, epoch, state.step)
 
-            # Every rank evaluates the same weights on the same windows: equal numbers, so
-            # early stopping agrees without a message.
-            val = evaluator.model_metrics(net, "val")
-            if not math.isfinite(val["mse"]):
-                raise _diverged(f"validation MSE {val['mse']}", epoch, state)
-            monitor.on_epoch_end(epoch, state.step, net, val)
-            record = {
-                "epoch": epoch,
-                "step": state.step,
-                "train_mse": state.mse_sum / state.seen,
-                "val_mse": val["mse"],
-                "lr": scheduler.get_last_lr()[0],
-            }
-            state.history.append(record)
-            state.epoch, state.order = epoch, None
-            # An epoch counts as better only by a margin (trainer.min_improvement, relative):
-            # on a small validation set, a 0.1% dip is noise, and "best" should not be luck.
-            margin = 1.0 - trainer_cfg.get("min_improvement", 0.0)
-            improved = val["mse"] < state.best_mse * margin
-            if improved:
-                state.best_mse, state.best_epoch, state.since_best = val["mse"], epoch, 0
-                best_weights = _snapshot(net)
-            else:
-                state.since_best += 1
-            patience = trainer_cfg["patience"]
-            state.stopped_early = bool(patience) and state.since_best >= patience
-            state.seconds = seconds_before + time.perf_counter() - session_start
-            epoch_bar.update(1)
-            epoch_bar.set_postfix(
-                train_mse=f"{record['train_mse']:.4g}", val_mse=f"{val['mse']:.4g}"
-            )
-            log.info(
-                "epoch %d/%d  train_mse %.6g  val_mse %.6g (data units)  lr %.3g%s",
-                epoch, epochs, record["train_mse"], val["mse"], record["lr"],
-                "  (best)" if improved else "",
-            )  # fmt: skip
-            if improved:
-                save(BEST)
-            save(LAST)
-            if state.stopped_early:
-                log.info("early stop: no val_mse improvement for %d epochs", patience)
-            if agreed_stop():
-                raise TrainingInterrupted(stop.signum or signal.SIGTERM, epoch, state.step)
+    def step(self, batch: int) -> None:
+        """One optimizer step on global batch `batch` of the epoch's order. No host sync:
+        its numbers stay on the device (`StepTally`)."""
+        started = time.perf_counter()
+        state, ctx = self.state, self.ctx
+        index = state.order[batch * self.global_batch : (batch + 1) * self.global_batch]
+        local = ctx.shard(index).to(self.device)
+        src, target = self.data.train.take(local)  # a panel gathers its windows here
+        series = self.data.train.series_of(local)
+        weights = self.unit_weights if series is None else self.unit_weights[series]
+        fetched = time.perf_counter()
+        # Summed squared error scaled so that the ranks' average gradient is the global
+        # batch's mean (world size 1: the plain MSE).
+        global_values = len(index) * self.values_per_window
+        with torch.autocast(src.device.type, torch.bfloat16, enabled=self.bf16):
+            prediction = self.model(src, target)
+        squares = (prediction.float() - target).square()  # [b, out_len, n_targets]
+        loss = squares.sum() * (ctx.world_size / global_values)
+        # The same error in the data's units, for the logs: [b, n_targets] x weights -> scalar
+        data_sse = (squares.detach().sum(dim=1) * weights).sum()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        # The norm before clipping (a tensor: no sync); max_norm=inf only measures it.
+        max_norm = self.cfg["grad_clip"] or math.inf
+        grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.tally.add(data_sse, grad_norm, len(index), global_values, fetched - started)
+        state.step += 1
+        state.next_batch += 1
 
-    net.load_state_dict(best_weights)
-    return TrainResult(
-        steps=state.step,
-        best_val_mse=state.best_mse,
-        best_epoch=state.best_epoch,
-        epochs_run=state.epoch,
-        stopped_early=state.stopped_early,
-        seconds=state.seconds,
-        history=state.history,
-    )
+    def flush(self, epoch: int, stop) -> Interval:
+        """The interval's numbers on the host (the sync); stops on a non-finite step, naming
+        it; logs the train/* scalars."""
+        interval = self.tally.flush(bool(stop))
+        if interval.bad is not None:
+            step, value, kind = interval.bad
+            raise _diverged(f"{kind} {value}", epoch, self.state, step)
+        state = self.state
+        state.mse_sum += interval.mse * interval.windows
+        state.seen += interval.windows
+        self.monitor.on_step(
+            state.step,
+            {
+                "mse": interval.mse,
+                "lr": self.scheduler.get_last_lr()[0],
+                "grad_norm": interval.grad_norm,
+                "tokens_per_s": interval.windows * self.window_tokens / interval.seconds,
+                "data_fraction": interval.fetch_seconds / interval.seconds,
+            },
+        )
+        return interval
+
+    # -- an epoch's end ---------------------------------------------------------------------
+
+    def end_epoch(self, stop, bar) -> None:
+        """Validate, keep the best weights, stop early, write checkpoints. Every rank
+        evaluates the same weights on the same windows: equal numbers, so early stopping
+        agrees without a message."""
+        state, cfg = self.state, self.cfg
+        epoch = state.epoch + 1
+        val = self.evaluator.model_metrics(self.net, "val")
+        if not math.isfinite(val["mse"]):
+            raise _diverged(f"validation MSE {val['mse']}", epoch, state)
+        self.monitor.on_epoch_end(epoch, state.step, self.net, val)
+        record = {
+            "epoch": epoch,
+            "step": state.step,
+            "train_mse": state.mse_sum / state.seen,
+            "val_mse": val["mse"],
+            "lr": self.scheduler.get_last_lr()[0],
+        }
+        state.history.append(record)
+        state.epoch, state.order = epoch, None
+        # An epoch counts as better only by a margin (trainer.min_improvement, relative):
+        # on a small validation set, a 0.1% dip is noise, and "best" should not be luck.
+        improved = val["mse"] < state.best_mse * (1.0 - cfg.get("min_improvement", 0.0))
+        if improved:
+            state.best_mse, state.best_epoch, state.since_best = val["mse"], epoch, 0
+            self.best_weights = _snapshot(self.net)
+        else:
+            state.since_best += 1
+        patience = cfg["patience"]
+        state.stopped_early = bool(patience) and state.since_best >= patience
+        self._clock()
+        bar.update(1)
+        bar.set_postfix(train_mse=f"{record['train_mse']:.4g}", val_mse=f"{val['mse']:.4g}")
+        log.info(
+            "epoch %d/%d  train_mse %.6g  val_mse %.6g (data units)  lr %.3g%s",
+            epoch, cfg["epochs"], record["train_mse"], val["mse"], record["lr"],
+            "  (best)" if improved else "",
+        )  # fmt: skip
+        if improved:
+            self.save(BEST)
+        self.save(LAST)
+        if state.stopped_early:
+            log.info("early stop: no val_mse improvement for %d epochs", patience)
+        if self._agreed_stop(stop):
+            raise TrainingInterrupted(stop.signum or signal.SIGTERM, epoch, state.step)
+
+    def _agreed_stop(self, stop) -> bool:
+        """A signal counts once any rank got it, so every rank stops at the same step."""
+        flag = torch.tensor([float(bool(stop))], dtype=torch.float64)
+        return self.ctx.sum(flag).item() > 0
+
+    def result(self) -> TrainResult:
+        self.net.load_state_dict(self.best_weights)
+        state = self.state
+        return TrainResult(
+            steps=state.step,
+            best_val_mse=state.best_mse,
+            best_epoch=state.best_epoch,
+            epochs_run=state.epoch,
+            stopped_early=state.stopped_early,
+            seconds=state.seconds,
+            history=state.history,
+        )
 
 
 def _snapshot(net: nn.Module) -> dict[str, Tensor]:
@@ -319,12 +376,13 @@ def _snapshot(net: nn.Module) -> dict[str, Tensor]:
     return {k: v.detach().clone() for k, v in net.state_dict().items()}
 
 
-def _diverged(what: str, epoch: int, state: LoopState) -> NonFiniteLoss:
+def _diverged(what: str, epoch: int, state: LoopState, step: int | None = None) -> NonFiniteLoss:
     kept = (
         f"best.pt (epoch {state.best_epoch}) and last.pt (epoch {state.epoch}) are untouched"
         if state.best_epoch
         else "no checkpoint was written"
     )
     return NonFiniteLoss(
-        f"non-finite {what} at epoch {epoch}, step {state.step + 1}: training stopped; {kept}"
+        f"non-finite {what} at epoch {epoch}, step {step or state.step + 1}: training stopped; "
+        f"{kept}"
     )
