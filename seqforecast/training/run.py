@@ -50,7 +50,6 @@ def run_training(
             f"trainer.strategy={trainer_cfg['strategy']!r} under torchrun with "
             f"{ctx.world_size} processes: set trainer.strategy=ddp"
         )
-    configure_threads(trainer_cfg["num_threads"])
     device = resolve_device(trainer_cfg["device"])
     if device.type == "cuda" and ctx.enabled:
         device = torch.device("cuda", ctx.local_rank)
@@ -62,6 +61,8 @@ def run_training(
     channels = plain["model"].get("channels", "independent")
     data = build_data(plain["data"], cfg.seed, device, saved=saved, channels=channels)
     model = build_model(plain, data.n_features, data.n_targets).to(device)
+    n_params = sum(p.numel() for p in model.parameters())
+    configure_threads(trainer_cfg["num_threads"], n_params)
     if plain["model"]["linear_init"] == "least_squares" and resume is None:
         # Training starts from NLinear's fit on the training windows (no other split read).
         fit = data.train.sample(FIT_WINDOWS)
@@ -74,7 +75,6 @@ def run_training(
         log.info(note)
     for split, info in data.info.items():
         log.info("%s split: %s", split, describe_split(info))
-    n_params = sum(p.numel() for p in model.parameters())
     log.info(
         "model: %s attention, %s positions, %s FFN, %d parameters, on %s",
         plain["attention"]["name"], plain["pos_encoding"]["name"],

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import random
+import time
 
 import numpy as np
 import torch
@@ -36,9 +38,73 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def configure_threads(num_threads: int) -> None:
-    if num_threads > 0:
-        torch.set_num_threads(num_threads)
+# Below this many parameters a step's matmuls are too small to share between threads.
+TINY_MODEL = 20_000
+
+
+def usable_cores() -> list[int]:
+    """The cores this process may run on (its affinity), else every core."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def busy_cores(cores: list[int], seconds: float = 0.25) -> float | None:
+    """How many of `cores` other processes keep busy now: their non-idle share over
+    `seconds` (/proc/stat; None where there is none). Instant, unlike the load average,
+    which lags a process that started seconds ago."""
+
+    def sample() -> dict[int, tuple[int, int]]:
+        found = {}
+        with open("/proc/stat") as f:
+            for line in f:
+                name, *fields = line.split()
+                if name.startswith("cpu") and name[3:].isdigit():
+                    ticks = [int(x) for x in fields]
+                    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)  # idle + iowait
+                    found[int(name[3:])] = (sum(ticks), idle)
+        return found
+
+    try:
+        before = sample()
+        time.sleep(seconds)
+        after = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    busy = 0.0
+    for core in cores:
+        if core in before and core in after:
+            total = after[core][0] - before[core][0]
+            idle = after[core][1] - before[core][1]
+            busy += (total - idle) / total if total > 0 else 0.0
+    return busy
+
+
+def choose_threads(setting, parameters: int) -> tuple[int, str]:
+    """The torch thread count for `trainer.num_threads` and why. An explicit number wins;
+    0 keeps torch's default (one per core); `auto` takes the cores this process may use that
+    no other process keeps busy (torch's threads spin: on a core another process needs, both
+    crawl), and one thread for a tiny model."""
+    if setting != "auto":
+        threads = int(setting) or torch.get_num_threads()
+        why = "trainer.num_threads" if int(setting) else "torch's default, one per core"
+        return threads, why
+    cores = usable_cores()
+    if parameters < TINY_MODEL:
+        return 1, f"auto: a model of {parameters} parameters gains nothing from more"
+    busy = busy_cores(cores)
+    if busy is None:
+        return len(cores), f"auto: {len(cores)} usable cores (their load is unknown here)"
+    free = max(1, min(len(cores), round(len(cores) - busy)))
+    return free, f"auto: {len(cores)} usable cores, {busy:.1f} kept busy by other processes"
+
+
+def configure_threads(setting, parameters: int) -> int:
+    """Set torch's intra-op threads from `trainer.num_threads` and log the choice."""
+    threads, why = choose_threads(setting, parameters)
+    torch.set_num_threads(threads)
+    log.info("torch threads: %d (%s)", threads, why)
+    return threads
 
 
 def compile_model(model: nn.Module) -> bool:
