@@ -14,7 +14,12 @@ so it counts what the step itself allocates. Cases whose estimated memory would 
 skipped and say so. The table is printed and written as JSON (--out).
 
 References, in the same run: torch's fused `scaled_dot_product_attention` (causal, full; no
-projections) and `torch.nn.MultiheadAttention` (causal mask, need_weights=False).
+projections) and `torch.nn.MultiheadAttention` (causal mask, need_weights=False). The
+block-local rows have references computing the same function: SDPA with the same causal
+block-local window as a boolean mask (`sdpa_band16`: each query sees its own block up to
+itself and the whole previous block), and FlexAttention with that window as a block mask
+(`flex_block16`, compiled; where this torch cannot run it on the device, the row says why).
+Both are attention cores only, without projections, so they do less than the diff rows.
 """
 
 from __future__ import annotations
@@ -32,6 +37,13 @@ DEFAULTS = dict(batch=4, d_model=64, heads=4, block_size=16)
 CASES = {
     # name: (description, quadratic memory factor or None when memory is linear in L)
     "sdpa_causal": ("F.scaled_dot_product_attention, causal, full (reference)", None),
+    # The block-local window as a mask: the fair reference for diff_block16 (same keys seen).
+    "sdpa_band16": (
+        "F.scaled_dot_product_attention, causal block-local window (bs 16) as a "
+        "bool mask (reference)",
+        0.5,
+    ),
+    "flex_block16": ("FlexAttention, the same window as a block mask, compiled (reference)", None),
     "torch_mha": ("torch.nn.MultiheadAttention, causal, need_weights=False", None),
     "vanilla": ("seqforecast vanilla, causal, need_weights=False", None),
     "einsum": ("seqforecast einsum, causal, need_weights=False", None),
@@ -71,6 +83,9 @@ def _build_step(case: str, length: int, cfg: dict):
 
         return step
 
+    if case in ("sdpa_band16", "flex_block16"):
+        return _banded_step(case, length, cfg)
+
     x = torch.randn(batch, length, d_model, requires_grad=True)
     if case == "torch_mha":
         mha = torch.nn.MultiheadAttention(d_model, heads, batch_first=True)
@@ -96,11 +111,51 @@ def _build_step(case: str, length: int, cfg: dict):
     return step
 
 
+def band(query, key, block_size: int):
+    """The causal block-local window: key j is seen by query i when j <= i and j lies in i's
+    block or the one before (block_local.py with lookahead 0)."""
+    return (key <= query) & (key // block_size >= query // block_size - 1)
+
+
+def _banded_step(case: str, length: int, cfg: dict):
+    import torch
+    import torch.nn.functional as F
+
+    batch, d_model, heads, bs = cfg["batch"], cfg["d_model"], cfg["heads"], cfg["block_size"]
+    shape = (batch, heads, length, d_model // heads)
+    q, k, v = (torch.randn(shape, requires_grad=True) for _ in range(3))
+    if case == "sdpa_band16":
+        positions = torch.arange(length)
+        mask = band(positions[:, None], positions[None, :], bs)  # [L, L] bool
+
+        def step():
+            F.scaled_dot_product_attention(q, k, v, attn_mask=mask).sum().backward()
+
+        return step
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    block_mask = create_block_mask(
+        lambda b, h, qi, ki: band(qi, ki, bs), None, None, length, length, device="cpu"
+    )
+    flex = torch.compile(flex_attention)
+
+    def step():
+        flex(q, k, v, block_mask=block_mask).sum().backward()
+
+    return step
+
+
 def run_case(case: str, length: int, cfg: dict, repeats: int, min_seconds: float) -> dict:
     import torch
 
     torch.manual_seed(0)
-    step = _build_step(case, length, cfg)
+    try:
+        step = _build_step(case, length, cfg)
+        if case == "flex_block16":
+            step()  # compiling happens here, before the memory baseline
+    except Exception as err:  # a reference this torch cannot run here: say why, in the row
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:80]
+        return {"case": case, "length": length, "status": f"unavailable: {reason}"}
     baseline_kib = _status_kib("VmRSS")
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # reset the high-water mark to the current resident set
@@ -177,6 +232,14 @@ def evaluate_targets(results) -> list[dict]:
                 True,
             )
             for n, goal in ((4096, 2.0), (16384, 5.0))
+        ),
+        (
+            "diff block 16 tokens/s >= 3x SDPA with the same band mask at L=4096",
+            ("diff_block16", 4096),
+            ("sdpa_band16", 4096),
+            "tokens_per_s",
+            3.0,
+            True,
         ),
         (
             "diff block 16 peak memory at L=16384 <= 5x L=4096",

@@ -1,0 +1,60 @@
+"""FLOPs by formula: equal to torch's FlopCounterMode where it counts correctly (the explicit
+attention paths), and not fooled by the fused kernel it counts as 0 on CPU."""
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+from torch.utils.flop_counter import FlopCounterMode
+
+from seqforecast import build_model
+from seqforecast.config import compose_config
+from seqforecast.model.flops import attention_pairs, block_pairs, forward_flops
+
+SMALL = ["experiment=quick", "d_model=32", "n_heads=4", "in_len=24", "out_len=8",
+         "model.label_len=8", "model.encoder_layers=2", "model.decoder_layers=2"]  # fmt: skip
+
+
+def counted(cfg, return_attention: bool) -> int:
+    model = build_model(cfg).eval()
+    src = torch.randn(3, cfg["data"]["in_len"], 1)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(src, return_attention=return_attention)
+    return counter.get_total_flops() // 3  # per window
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [],
+        ["attention=einsum"],
+        ["attention=diff"],
+        ["attention=diff", "attention.head_layout=seed"],
+        ["attention=diff", "block_size=4"],
+        ["attention=diff", "block_size=8", "attention.head_layout=seed"],
+        ["ffn=swiglu", "model.linear_path=nlinear"],
+        ["embedding=patch", "embedding.patch_len=8", "embedding.stride=4"],
+    ],
+)
+def test_formula_equals_the_counter_on_explicit_paths(extra):
+    cfg = OmegaConf.to_container(compose_config([*SMALL, *extra]), resolve=True)
+    # Asking for the weights runs every attention explicitly: every product is a matmul.
+    assert forward_flops(cfg, pairs="computed")["total"] == counted(cfg, return_attention=True)
+
+
+def test_the_counter_misses_the_fused_kernel_and_the_formula_does_not():
+    cfg = OmegaConf.to_container(compose_config(SMALL), resolve=True)
+    fused, explicit = counted(cfg, False), counted(cfg, True)
+    cores = forward_flops(cfg, pairs="computed")["attention_cores"]
+    assert fused == explicit - cores  # the fused call counted as 0
+    assert forward_flops(cfg)["total"] > fused
+
+
+def test_pairs_each_query_sees():
+    assert attention_pairs(4, 4, causal=True, block_size=0) == 1 + 2 + 3 + 4
+    assert attention_pairs(4, 6, causal=False, block_size=0) == 24
+    # Block 2, causal: query i sees i's block up to itself and the whole block before.
+    assert block_pairs(6, 2, causal=True) == 1 + 2 + 3 + 4 + 3 + 4
+    # Not causal: previous, own and next block, clipped to the sequence.
+    assert block_pairs(6, 2, causal=False) == 4 + 4 + 6 + 6 + 4 + 4
+    # Long sequences: block-local work grows linearly, full causal quadratically.
+    assert block_pairs(4096, 16, True) < attention_pairs(4096, 4096, True, 0) / 50
