@@ -9,7 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 # Extra arguments for the training CLI, e.g. make train ARGS="attention=diff block_size=16"
 ARGS ?=
 
-.PHONY: venv train test lint tensorboard bench-attention peers bench-realdata clean
+.PHONY: venv train test test-fast lint tensorboard bench-attention peers bench-realdata clean
 
 venv: $(VENV)/.installed
 
@@ -28,6 +28,11 @@ train: venv
 test: venv
 	$(BIN)/ruff check seqforecast tests scripts
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n auto --dist loadfile
+
+# The quick tier: every test but those marked slow (each trains for more than a few seconds).
+test-fast: venv
+	$(BIN)/ruff check seqforecast tests scripts
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n auto --dist loadfile -m "not slow"
 
 tensorboard: venv
 	$(BIN)/tensorboard --logdir outputs

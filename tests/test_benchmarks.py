@@ -2,7 +2,11 @@
 
 import json
 
+import pytest
+
 from .cli_helpers import run_script
+
+pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 
 
 def test_bench_attention_runs_each_case_and_writes_json(tmp_path):

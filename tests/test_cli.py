@@ -23,6 +23,7 @@ def read_metrics(run_dir: Path) -> dict:
     return json.loads((run_dir / "metrics.json").read_text())
 
 
+@pytest.mark.slow
 def test_train_writes_metrics_checkpoints_and_config(tmp_path, cwd):
     run_dir = tmp_path / "run"
     proc = run_cli([*TINY, "data.test_size=500", f"hydra.run.dir={run_dir}"], cwd)
@@ -60,6 +61,7 @@ def test_train_writes_metrics_checkpoints_and_config(tmp_path, cwd):
     assert "epoch 2/2" in (run_dir / "train.log").read_text()
 
 
+@pytest.mark.slow
 def test_same_seed_gives_identical_metrics(tmp_path, cwd):
     runs = {}
     for name, seed in (("a", 3), ("b", 3), ("c", 4)):
@@ -70,6 +72,7 @@ def test_same_seed_gives_identical_metrics(tmp_path, cwd):
     assert runs["a"] != runs["c"]
 
 
+@pytest.mark.slow
 def test_multirun_writes_one_run_dir_per_job_under_outputs(cwd):
     run_cli(["--multirun", *TINY, "attention=vanilla,diff", "block_size=4"], cwd)
     assert [p.name for p in cwd.iterdir()] == ["outputs"]
@@ -83,6 +86,7 @@ def test_multirun_writes_one_run_dir_per_job_under_outputs(cwd):
         assert read_metrics(sweeps[0] / job)["test"]["model"]["mse"] >= 0
 
 
+@pytest.mark.slow
 def test_single_run_goes_to_outputs_date_time(cwd):
     run_cli([*TINY, "epochs=1"], cwd)
     runs = list((cwd / "outputs").glob("*/*"))
@@ -91,6 +95,7 @@ def test_single_run_goes_to_outputs_date_time(cwd):
     assert (runs[0] / "metrics.json").is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "override,key",
     [

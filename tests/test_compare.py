@@ -11,6 +11,8 @@ from seqforecast.compare import main as compare_main
 
 from .cli_helpers import run_cli
 
+pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
+
 TINY = ["experiment=quick", "data.train_size=64", "data.val_size=16", "data.test_size=256"]
 
 

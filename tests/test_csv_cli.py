@@ -14,6 +14,8 @@ from seqforecast.data.windows import forecast_starts
 
 from .cli_helpers import REPO, TINY, run_cli
 
+pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
+
 EXAMPLE = REPO / "data" / "example.csv"
 SMALL = ["epochs=2", "in_len=24", "out_len=12", "model.label_len=12", "data.stride=4"]
 

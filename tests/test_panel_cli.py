@@ -11,6 +11,8 @@ import pytest
 
 from .cli_helpers import REPO, run_cli, run_script
 
+pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
+
 EXAMPLE = REPO / "data" / "panel_example.csv"
 SMALL = ["epochs=1", "in_len=24", "out_len=6", "model.label_len=6", "model.d_model=16",
          "model.n_heads=2", "model.encoder_layers=1", "model.decoder_layers=1",

@@ -3,6 +3,7 @@ CLI, epoch 0 competing for "best", and the real-data benchmark in its smoke mode
 
 import json
 
+import pytest
 import torch
 
 from seqforecast import build_model
@@ -11,6 +12,8 @@ from seqforecast.data import synthetic_data
 from seqforecast.training import train_model
 
 from .cli_helpers import REPO, run_cli, run_script
+
+pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 
 SUNSPOTS = REPO / "data" / "real" / "sunspots.csv"
 

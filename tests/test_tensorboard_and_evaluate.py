@@ -11,6 +11,8 @@ from tensorboard.plugins.hparams import plugin_data_pb2
 
 from .cli_helpers import TINY, run_cli
 
+pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
+
 BLOCK = 4
 HEADS = 2  # experiment=quick
 

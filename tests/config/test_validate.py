@@ -155,6 +155,7 @@ def _combinations():
                 yield cfg
 
 
+@pytest.mark.slow
 def test_whatever_validation_accepts_builds_and_runs_and_the_rest_is_one_line():
     """Validation first: a combination the builder (or the first forward pass) would reject
     is caught by validate_config, in one line naming both keys."""
