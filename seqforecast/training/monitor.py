@@ -5,7 +5,8 @@ the same maps as `.npz` (raw arrays) and `.png` under `figures/<point>/`, where 
 `epoch_000` (before training), every `log.attention_every` epochs, and `final` (the best
 weights, logged one step after the last).
 
-TensorBoard tags: train/mse, train/lr, train/grad_norm, train/tokens_per_s (per step);
+TensorBoard tags: train/mse, train/lr, train/grad_norm, train/tokens_per_s, train/data_fraction
+(per interval of trainer.log_every steps);
 <split>/mse and <split>/mae for val (the selection set) and test_curve (synthetic data) every
 epoch, for test (held out) every `log.test_every` epochs; baseline/<name>/<split>_mse and
 lambda/<stack>/layer<i> (per epoch); attention/<stack>/layer<i> and test/forecast (images);
