@@ -30,6 +30,7 @@ from .data.scaling import Scaler, fit_scaler
 from .data.windows import window_rows
 from .training.files import atomic_write_text
 from .training.metrics import predict as model_forecast
+from .training.report import csv_cell
 from .training.restore import LoadedRun, RunError, load_run
 
 USAGE = " ".join(line.strip() for line in __doc__.strip().splitlines()[:2])
@@ -111,14 +112,18 @@ def forecast_panel(
         raise UsageError(f"output={output_path} would overwrite the input; choose another file")
     in_len, out_len = data_cfg["in_len"], data_cfg["out_len"]
     panel = read_panel({**data_cfg, "path": str(input_path)})
+    position = {series_id: s for s, series_id in enumerate(panel.ids)}
     chosen = panel.ids if only is None else only
-    unknown = [i for i in chosen if i not in panel.ids]
+    unknown = [i for i in chosen if i not in position]
     if unknown:
-        raise DataError(f"{input_path}: no series {', '.join(map(repr, unknown[:5]))} (ids=)")
+        raise DataError(
+            f"{input_path}: ids= names series the file does not have: "
+            f"{', '.join(map(repr, unknown[:5]))}"
+        )
     saved = {series_id: k for k, series_id in enumerate(state["ids"])}
     windows, kept, notes, refitted, short = [], [], [], [], []
     for series_id in chosen:
-        s = panel.ids.index(series_id)
+        s = position[series_id]
         rows = panel.values[panel.rows(s)]
         if len(rows) < in_len:
             short.append(series_id)
@@ -155,7 +160,8 @@ def forecast_panel(
         values = (forecast[k, :, 0] * scale[0] + shift[0]).tolist()
         times = None if panel.times is None else panel.times[panel.rows(s)][-in_len:]
         steps = future_times(times, int(panel.lengths()[s]), out_len, input_path)
-        lines += [f"{panel.ids[s]},{t},{v:.10g}" for t, v in zip(steps, values, strict=True)]
+        series_id = csv_cell(panel.ids[s])
+        lines += [f"{series_id},{t},{v:.10g}" for t, v in zip(steps, values, strict=True)]
     atomic_write_text(output_path, "\n".join(lines) + "\n")
     return len(kept), len(lines) - 1, notes
 

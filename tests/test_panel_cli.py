@@ -121,6 +121,11 @@ def test_predict_writes_every_series_in_long_format_on_its_own_grid(panel_run, t
             tmp_path, module="seqforecast.predict")  # fmt: skip
     two = read_rows(picked)
     assert sorted({r["store"] for r in two}) == ids
+    proc = run_cli([f"run_dir={run_dir}", f"input={path}", f"output={tmp_path / 'x.csv'}",
+                    "ids=nope"], tmp_path, module="seqforecast.predict", check=False)  # fmt: skip
+    assert proc.returncode == 2 and "ids= names series the file does not have: 'nope'" in (
+        proc.stderr
+    )
     # The same series forecast alone or with the others: the same numbers.
     assert [r["sales"] for r in two if r["store"] == ids[0]] == [
         r["sales"] for r in forecast[ids[0]]

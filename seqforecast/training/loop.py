@@ -122,6 +122,7 @@ def train_model(
     epochs = trainer_cfg["epochs"]
     bar = tqdm(total=epochs, initial=loop.state.epoch, desc="epochs", file=sys.stderr,
                disable=hide_bars)  # fmt: skip
+    loop.start_clock()  # training time: epoch 0's validation is not part of it
     with stop_on_signals() as stop, bar:
         while loop.state.epoch < epochs and not loop.state.stopped_early:
             loop.train_epoch(stop, hide_bars)
@@ -208,6 +209,9 @@ class _Loop:
                 "data_state": self.data_state,
             },
         )
+
+    def start_clock(self) -> None:
+        self.session_start = time.perf_counter()
 
     def _clock(self) -> None:
         self.state.seconds = self.seconds_before + time.perf_counter() - self.session_start

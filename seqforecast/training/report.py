@@ -94,9 +94,10 @@ def write_per_series(path: Path, per_series: Mapping, ids: list[str]) -> None:
             if found["windows"][i] == 0:
                 continue  # left out of the test split (too short)
             cells = [f"{found[m][i]:.8g}" for m in metrics]
-            lines.append(",".join([_csv_cell(series_id), name, str(found["windows"][i]), *cells]))
+            lines.append(",".join([csv_cell(series_id), name, str(found["windows"][i]), *cells]))
     atomic_write_text(path, "\n".join(lines) + "\n")
 
 
-def _csv_cell(text: str) -> str:
+def csv_cell(text: str) -> str:
+    """A CSV cell: quoted (quotes doubled) when it holds a comma, a quote or a newline."""
     return f'"{text.replace(chr(34), chr(34) * 2)}"' if any(c in text for c in ',"\n') else text
