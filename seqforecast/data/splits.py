@@ -177,8 +177,9 @@ class ForecastData:
             if series is None:
                 raise ValueError("a panel's values need their series to be unscaled")
             view = (-1,) + (1,) * (values.dim() - 2) + (self.n_targets,)  # [B, 1.., T]
-            scale = self.series_scale[series].to(values.device, values.dtype).view(view)
-            shift = self.series_shift[series].to(values.device, values.dtype).view(view)
+            # Indexed where the windows' series live (the training device), then cast.
+            scale = self.series_scale.to(series.device)[series].to(values).view(view)
+            shift = self.series_shift.to(series.device)[series].to(values).view(view)
             return values * scale + shift
         if self.scaler is None:
             return values
@@ -189,7 +190,7 @@ class ForecastData:
         per target channel; ones when unscaled): [n_targets], or [B, n_targets] for a
         panel's windows `series` [B]."""
         if self.is_panel:
-            return self.series_scale[series].to(device, torch.float32).square()
+            return self.series_scale.to(device)[series.to(device)].float().square()
         if self.scaler is None:
             return torch.ones(self.n_targets, device=device)
         return self.scaler.scale[: self.n_targets].to(device, torch.float32).square()

@@ -47,11 +47,9 @@ class Evaluator:
             truth = data.to_raw(target, series)
             scale = None
             if data.mase_scale is not None:
-                scale = (
-                    data.mase_scale[series if series is not None else 0]
-                    .reshape(-1, data.n_targets)
-                    .expand(len(truth), -1)
-                )  # [B, T]
+                # Each window's series scale ([S, T] on the CPU, picked by a CPU index).
+                picked = data.mase_scale[0 if series is None else series.cpu()]
+                scale = picked.reshape(-1, data.n_targets).expand(len(truth), -1)  # [B, T]
             for name, forecast in forecasters.items():
                 sums[name].add(data.to_raw(forecast(src), series), truth, series, scale)
         return sums
