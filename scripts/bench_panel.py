@@ -96,7 +96,7 @@ def main(argv=None) -> int:
                 raise StopAfter
 
     model = build_model(plain, data.n_features, data.n_targets)
-    trainer = dict(plain["trainer"], epochs=1, validate_initial=False)
+    trainer = dict(plain["trainer"], epochs=1, validate_initial=False, log_every=1)  # per step
     with tempfile.TemporaryDirectory() as ckpt:
         try:
             train_model(model, data, trainer, Path(ckpt), seed=0, config_yaml="",

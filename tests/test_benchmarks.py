@@ -39,3 +39,26 @@ def test_bench_train_runs_the_reference_and_a_backend_through_the_loop(tmp_path)
     # The same dimensions: the reference and ours count the same matmul FLOPs per token.
     assert rows["vanilla"]["flops_per_token"] == rows["reference"]["flops_per_token"]
     assert "| default | vanilla |" in table
+
+
+def test_bench_attention_has_the_banded_reference(tmp_path):
+    out = tmp_path / "attention.json"
+    run_script(
+        "bench_attention.py", "--lengths", "64", "--cases", "sdpa_band16", "--repeats", "1",
+        "--steps", "1", "--min-seconds", "0", "--out", str(out), cwd=tmp_path,
+    )  # fmt: skip
+    (row,) = json.loads(out.read_text())["results"]
+    assert row["status"] == "ok" and row["tokens_per_s"] > 0
+
+
+def test_bench_panel_times_the_loader_from_the_loops_clock(tmp_path):
+    out = tmp_path / "panel.json"
+    table = run_script(
+        "bench_panel.py", "--series", "30", "--length", "150", "--steps", "3", "--warmup", "1",
+        "--rounds", "3", "--out", str(out), cwd=tmp_path,
+    )  # fmt: skip
+    result = json.loads(out.read_text())["result"]
+    assert result["series"] == 30 and result["timed_steps"] == 3
+    assert 0 < result["loader_fraction_of_step"] < 1
+    assert result["held_bytes"] < result["copied_windows_bytes"]
+    assert "loader share of a step" in table
