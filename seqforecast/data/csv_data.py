@@ -20,7 +20,14 @@ from .csv_series import DataError, Series, read_series, read_table
 from .gaps import GapFiller
 from .scaling import Scaler, fit_scaler
 from .splits import ForecastData, Split, add_fingerprints
-from .windows import SPLITS, forecast_starts, split_ranges, to_tensors, window_rows
+from .windows import (
+    SPLITS,
+    forecast_starts,
+    seasonal_periods,
+    split_ranges,
+    to_tensors,
+    window_rows,
+)
 
 
 def csv_data(
@@ -125,8 +132,7 @@ def target_columns(data_cfg: Mapping) -> list[str]:
 def mase_scale(values: np.ndarray, train: range, n_targets: int, season) -> torch.Tensor:
     """[1, n_targets]: MASE's denominator, the in-sample seasonal-naive MAE (period: the first
     of data.season, else 1) on the training rows' observed values (0: MASE skips it)."""
-    periods = season if isinstance(season, (list, tuple)) else [season]
-    m = next((p for p in periods if p), 1)
+    m = (seasonal_periods(season) or [1])[0]
     rows = values[train.start : train.stop, :n_targets]
     if len(rows) <= m:
         return torch.zeros(1, n_targets, dtype=torch.float64)

@@ -31,7 +31,7 @@ from .csv_series import DataError
 from .panel_read import Panel, read_long, read_wide
 from .scaling import fit_scaler
 from .splits import ForecastData, Split, WindowSplit, add_fingerprints
-from .windows import SPLITS, forecast_starts
+from .windows import SPLITS, forecast_starts, fraction_starts
 
 
 def read_panel(data_cfg: Mapping) -> Panel:
@@ -179,8 +179,7 @@ def split_bounds(panel: Panel, data_cfg: Mapping) -> tuple[np.ndarray, str]:
         raise DataError("data.val_start and data.test_start go together: give both or neither")
     if val_start is None:
         fractions = data_cfg["split"]
-        val = np.array([round(n * fractions[0]) for n in lengths])
-        test = val + np.array([round(n * fractions[1]) for n in lengths])
+        val, test = np.array([fraction_starts(int(n), fractions) for n in lengths]).T
         how = f"fractions {list(fractions)} of each series' own length"
     else:
         if panel.times is None:

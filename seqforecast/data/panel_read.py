@@ -109,7 +109,7 @@ def read_wide(
     if time_column:
         one = _times(path, [row[header.index(time_column)] for row in body], time_column)
         _check_increasing(
-            path, np.zeros(rows, np.int64), one, np.arange(rows) + 2, ["-"], time_column
+            path, np.zeros(rows, np.int64), one, np.arange(rows) + 2, None, time_column
         )
         times = np.tile(one, len(targets))
     else:
@@ -167,8 +167,9 @@ def _times(path, texts: list[str], column: str) -> np.ndarray:
     raise DataError(f"{path}: column {column!r} mixes integer steps and ISO 8601 times")
 
 
-def _check_increasing(path, codes, times, lines, ids, column: str) -> None:
-    """Within each series (rows grouped, file order), times strictly increase."""
+def _check_increasing(path, codes, times, lines, ids: list[str] | None, column: str) -> None:
+    """Within each series (rows grouped, file order), times strictly increase. `ids` names
+    the series in the message (None: one shared time column, nothing to name)."""
     same = codes[1:] == codes[:-1]
     step = times[1:] - times[:-1]
     zero = np.zeros((), dtype=step.dtype)
@@ -177,7 +178,7 @@ def _check_increasing(path, codes, times, lines, ids, column: str) -> None:
         return
     k = bad[np.argmin(lines[bad + 1])]  # the first offending line in the file
     line, earlier = int(lines[k + 1]), int(lines[k])
-    name = f"series {ids[codes[k]]!r}: " if len(ids) > 1 or ids[0] != "-" else ""
+    name = "" if ids is None else f"series {ids[codes[k]]!r}: "
     now, before = _show(times[k + 1]), _show(times[k])
     if now == before:
         raise DataError(

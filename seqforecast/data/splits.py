@@ -185,12 +185,12 @@ class ForecastData:
             return values
         return self.scaler.inverse(values, slice(0, self.n_targets))
 
-    def squared_error_weights(self, device: torch.device, series: Tensor | None = None) -> Tensor:
+    def squared_error_weights(self, device: torch.device) -> Tensor:
         """Factors that turn a squared error in model units into the data's own units (scale²
-        per target channel; ones when unscaled): [n_targets], or [B, n_targets] for a
-        panel's windows `series` [B]."""
+        per target channel; ones when unscaled): [n_targets], or for a panel one row per
+        series, [S, n_targets] (index it by the windows' series)."""
         if self.is_panel:
-            return self.series_scale.to(device)[series.to(device)].float().square()
+            return self.series_scale.to(device, torch.float32).square()
         if self.scaler is None:
             return torch.ones(self.n_targets, device=device)
         return self.scaler.scale[: self.n_targets].to(device, torch.float32).square()

@@ -53,13 +53,25 @@ def split_ranges(
                 f"data.split={list(fractions)} is not allowed: three positive fractions "
                 f"(train, val, test) summing to 1"
             )
-        val = round(n_rows * fractions[0])
-        test = val + round(n_rows * fractions[1])
+        val, test = fraction_starts(n_rows, fractions)
     if not 0 < val < test < n_rows:
         raise DataError(
             f"splits at rows {val} (val) and {test} (test) of {n_rows} leave an empty split"
         )
     return {"train": range(0, val), "val": range(val, test), "test": range(test, n_rows)}
+
+
+def fraction_starts(n_rows: int, fractions: Sequence[float]) -> tuple[int, int]:
+    """(validation start, test start) of `n_rows` rows cut by (train, val, test) fractions:
+    round(f_train n), then that + round(f_val n) (Python's round, halves to even)."""
+    val = round(n_rows * fractions[0])
+    return val, val + round(n_rows * fractions[1])
+
+
+def seasonal_periods(season: int | Sequence[int]) -> list[int]:
+    """`data.season` as a list of periods: 0 -> [], 48 -> [48], [48, 336] -> [48, 336]."""
+    periods = list(season) if isinstance(season, (list, tuple)) else [season]
+    return [p for p in periods if p]
 
 
 def _row(value: str, times: list[datetime] | None, key: str) -> int:

@@ -14,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from ..attention import attention_options, build_attention
+from .embedding import patch_shape
 from .ffn import FeedForward
 from .layers import DecoderLayer, EncoderLayer
 from .positional import attention_position_factory, build_input_encoding
@@ -30,11 +31,7 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1) -> Foreca
     `n_targets`: channels forecast (1 and 1 for the sigmoids)."""
     cfg = _plain(cfg)
     model, attention, ffn_cfg = cfg["model"], cfg["attention"], cfg["ffn"]
-    # Point tokens are patches of one step (configs written before patches carry no embedding).
-    embedding = cfg.get("embedding", {"name": "point"})
-    patch_len, stride = (
-        (1, 1) if embedding["name"] == "point" else (embedding["patch_len"], embedding["stride"])
-    )
+    patch_len, stride = patch_shape(cfg)
     d_model, n_heads = model["d_model"], model["n_heads"]
     dropout, norm_first = model["dropout"], model["norm_first"]
 

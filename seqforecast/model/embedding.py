@@ -20,11 +20,21 @@ With patch_len = stride = 1 all of this is the point model, bit for bit.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import torch
 from torch import Tensor
 
 EMBEDDINGS = ("point", "patch")
+
+
+def patch_shape(cfg: Mapping) -> tuple[int, int]:
+    """(patch_len, stride) of a composed config; point tokens are patches of one step
+    (configs written before patches carry no embedding group)."""
+    embedding = cfg.get("embedding", {"name": "point"})
+    if embedding["name"] == "point":
+        return 1, 1
+    return embedding["patch_len"], embedding["stride"]
 
 
 class Tokenizer:

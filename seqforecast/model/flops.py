@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .embedding import Tokenizer
+from .embedding import Tokenizer, patch_shape
 
 
 def block_pairs(length: int, block_size: int, causal: bool, pairs: str = "seen") -> int:
@@ -65,10 +65,7 @@ def forward_flops(
     if model["decoding"] != "oneshot":
         raise ValueError("forward_flops counts one-shot decoding (model.decoding=oneshot)")
     d, heads = model["d_model"], model["n_heads"]
-    embedding = cfg.get("embedding", {"name": "point"})
-    patch_len, stride = (
-        (1, 1) if embedding["name"] == "point" else (embedding["patch_len"], embedding["stride"])
-    )
+    patch_len, stride = patch_shape(cfg)
     tokens = Tokenizer(data["in_len"], model["label_len"], data["out_len"], patch_len, stride)
     enc_len = tokens.encoder_tokens
     dec_len = tokens.label_tokens + tokens.output_tokens  # one-shot decoding

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 
 from ..data.splits import Split
+from ..data.windows import seasonal_periods
 from ..model.linear_path import least_squares
 
 Forecaster = Callable[[Tensor], Tensor]  # src [B, in_len, F] -> [B, out_len, F]
@@ -62,12 +63,6 @@ def seasonal_naive(src: Tensor, out_len: int, season: int) -> Tensor:
     in_len = src.shape[1]
     index = in_len - season + torch.arange(out_len, device=src.device) % season
     return src[:, index]
-
-
-def seasonal_periods(season: int | list[int]) -> list[int]:
-    """`data.season` as a list of periods: 0 -> [], 48 -> [48], [48, 336] -> [48, 336]."""
-    periods = list(season) if isinstance(season, (list, tuple)) else [season]
-    return [p for p in periods if p]
 
 
 # Closed-form fits read at most this many training windows, evenly spaced: a panel of 10,000

@@ -147,12 +147,9 @@ class _Loop:
         # Series steps one window feeds the model (input + forecast), for tokens/s.
         self.window_tokens = data.train.in_len + data.train.out_len
         self.values_per_window = data.train.out_len * data.n_targets
-        # Squared error in model units -> data units: [n_targets], or per series of a panel.
-        self.unit_weights = (
-            data.series_scale.to(self.device, torch.float32).square()  # [S, n_targets]
-            if data.is_panel
-            else data.squared_error_weights(self.device)  # [n_targets]
-        )
+        # Squared error in model units -> data units: [n_targets], or [S, n_targets] for a
+        # panel (each step picks its windows' rows).
+        self.unit_weights = data.squared_error_weights(self.device)
         self.global_batch = cfg["batch_size"] * ctx.world_size
         self.steps_per_epoch = math.ceil(len(data.train) / self.global_batch)
         self.log_every = max(1, cfg.get("log_every", 1))
