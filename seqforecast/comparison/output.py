@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from ..training.figures import render
 from ..training.files import atomic_write, atomic_write_text
 from ..training.report import SPLIT_TITLES, describe_split
-from .summary import PAIRED, Comparison
+from .summary import PAIRED, SCALED_MSE, Comparison
 
 PAIRED_NOTE = (
     "Paired ratio: the geometric mean over shared seeds of group ÷ reference, with a 95% "
@@ -53,22 +53,28 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def summary_table(result: Comparison) -> list[str]:
-    """One row per group: n, MSE, MSE ÷ each baseline, paired MSE ratio and verdict, seconds."""
+    """One row per group: n, MSE (and in scaled units, where the runs have them), MSE ÷ each
+    baseline, paired MSE ratio and verdict (and the scaled one's), training seconds."""
     ratio_metrics = [m.name for m in result.metrics if m.name.startswith("MSE ÷")]
-    header = ["group", "n", f"{result.split} MSE", *(m.replace("MSE ", "") for m in ratio_metrics)]
-    header += [f"MSE vs {result.reference.label} [95% CI]", "verdict", "train s"]
+    scaled = any(m.name == SCALED_MSE for m in result.metrics)
+    errors = ["MSE", *([SCALED_MSE] if scaled else [])]
+    header = ["group", "n", *(f"{result.split} {m}" for m in errors),
+              *(m.replace("MSE ", "") for m in ratio_metrics)]  # fmt: skip
+    for m in errors:
+        header += [f"{m} vs {result.reference.label} [95% CI]", "verdict"]
+    header.append("train s")
     rows = []
     for group in result.groups:
-        paired = result.paired.get((group.label, "MSE"))
-        rows.append([
+        row = [
             f"`{group.label}`",
             str(len(group.runs)),
-            mean_std(result.summaries[group.label, "MSE"]),
+            *(mean_std(result.summaries[group.label, m]) for m in errors),
             *(mean_std(result.summaries[group.label, m]) for m in ratio_metrics),
-            paired_cell(paired),
-            "reference" if paired is None else paired.verdict,
-            fmt(result.seconds[group.label].mean),
-        ])  # fmt: skip
+        ]
+        for m in errors:
+            paired = result.paired.get((group.label, m))
+            row += [paired_cell(paired), "reference" if paired is None else paired.verdict]
+        rows.append([*row, fmt(result.seconds[group.label].mean)])
     return _table(header, rows)
 
 
@@ -97,12 +103,13 @@ def markdown(result: Comparison, command: str) -> str:
     title = SPLIT_TITLES.get(result.split, result.split)
     detail = describe_split(first)
     counted = sum(len(g.runs) for g in result.groups)
+    units = f"; `(scaled)`: in {first['scaled_units']}" if "scaled_units" in first else ""
     lines = [
         "# seqforecast compare",
         "",
         f"    {command}",
         "",
-        f"Split: {title}{': ' + detail if detail else ''}. Errors in the data's units.",
+        f"Split: {title}{': ' + detail if detail else ''}. Errors in the data's units{units}.",
         f"{counted} runs counted in {len(result.groups)} group(s); reference "
         f"`{result.reference.label}`. {PAIRED_NOTE}",
         "",
@@ -112,7 +119,14 @@ def markdown(result: Comparison, command: str) -> str:
         "",
         "Baselines on the same windows (MSE, mean over the runs): "
         + ", ".join(f"{name} {fmt(s.mean)}" for name, s in result.baselines.items())
-        + ".",
+        + "."
+        + (
+            " In scaled units: "
+            + ", ".join(f"{name} {fmt(s.mean)}" for name, s in result.baselines_scaled.items())
+            + "."
+            if result.baselines_scaled
+            else ""
+        ),
         "",
         "## Per metric",
         *metric_tables(result),

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from .runs import Group, Run
 from .stats import PairedRatio, Summary, paired_ratio, summarize
 
-PAIRED = ("MSE", "MAE")  # metrics compared with the reference seed by seed
+SCALED_MSE = "MSE (scaled)"  # in the units of data.scale (CSV data scaled on its training rows)
+PAIRED = ("MSE", "MAE", SCALED_MSE, "MAE (scaled)")  # compared with the reference, seed by seed
 
 
 @dataclass
@@ -33,6 +34,7 @@ class Comparison:
     summaries: dict[tuple[str, str], Summary] = field(default_factory=dict)  # (group, metric)
     paired: dict[tuple[str, str], PairedRatio] = field(default_factory=dict)
     baselines: dict[str, Summary] = field(default_factory=dict)  # baseline MSE over all runs
+    baselines_scaled: dict[str, Summary] = field(default_factory=dict)  # the same, scaled units
     seconds: dict[str, Summary] = field(default_factory=dict)  # training seconds per group
 
 
@@ -44,6 +46,12 @@ def metrics_for(split: str, runs: Sequence[Run]) -> list[Metric]:
         Metric("MSE", lambda m: m[split]["model"]["mse"]),
         Metric("MAE", lambda m: m[split]["model"]["mae"]),
     ]
+    if all("mse_scaled" in run.metrics[split]["model"] for run in runs):
+        # Scaled CSV data: the same errors in the scaled units (z-scores for data.scale=standard).
+        metrics += [
+            Metric(SCALED_MSE, lambda m: m[split]["model"]["mse_scaled"]),
+            Metric("MAE (scaled)", lambda m: m[split]["model"]["mae_scaled"]),
+        ]
     for name in baselines:
         metrics.append(
             Metric(f"MSE ÷ {name}", lambda m, b=name: m["model_over_baseline_mse"][split][b])
@@ -66,6 +74,10 @@ def compare(split: str, groups: list[Group], reference: Group, excluded: list[Ru
     for name in runs[0].metrics[split]:
         if name != "model" and all(name in run.metrics[split] for run in runs):
             result.baselines[name] = summarize([run.metrics[split][name]["mse"] for run in runs])
+            if all("mse_scaled" in run.metrics[split][name] for run in runs):
+                result.baselines_scaled[name] = summarize(
+                    [run.metrics[split][name]["mse_scaled"] for run in runs]
+                )
     for group in groups:
         seconds = [run.metrics["run"].get("train_seconds", math.nan) for run in group.runs]
         result.seconds[group.label] = summarize(seconds)

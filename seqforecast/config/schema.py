@@ -2,7 +2,7 @@
 
 The YAML files under configs/ hold the values; these dataclasses hold the types. Merging the
 two makes a wrong type or an unknown key Hydra's one-line error naming the key. Groups whose
-options differ in their keys (attention, pos_encoding, data) have one schema per option,
+options differ in their keys (attention, pos_encoding, model, data) have one schema per option,
 stored as `schema/<group>/<option>` and pulled in by each option's YAML defaults list.
 """
 
@@ -105,6 +105,7 @@ class CsvDataConfig:
     split: list[float] = MISSING
     val_start: str | None = None
     test_start: str | None = None
+    test_end: str | None = None
     scale: str = MISSING
     fill: str = MISSING
     season: Any = MISSING  # a period in rows, or a list of periods
@@ -124,21 +125,34 @@ class FFNConfig:
 
 
 @dataclass
-class ModelConfig:
+class SharedModelConfig:  # what every forecaster takes (forecaster.py)
+    name: str = MISSING
     d_model: int = MISSING
     n_heads: int = MISSING
     encoder_layers: int = MISSING
-    decoder_layers: int = MISSING
     norm_first: bool = MISSING
+    norm: str = MISSING
     dropout: float = MISSING
-    decoding: str = MISSING
-    label_len: int = MISSING
     instance_norm: str = MISSING
     linear_path: str = MISSING
+    linear_path_input: str = MISSING
+    linear_path_trainable: bool = MISSING
     linear_init: str = MISSING
     decomposition_kernel: int = MISSING
     channel_independent: bool = MISSING
     channels: str = MISSING
+
+
+@dataclass
+class ModelConfig(SharedModelConfig):  # the encoder-decoder (transformer.py)
+    decoder_layers: int = MISSING
+    decoding: str = MISSING
+    label_len: int = MISSING
+
+
+@dataclass
+class PatchTSTModelConfig(SharedModelConfig):  # encoder-only, flatten head (patchtst.py)
+    head_dropout: float = MISSING
 
 
 @dataclass
@@ -160,6 +174,8 @@ class TrainerConfig:
     patience: int = MISSING
     validate_initial: bool = MISSING
     min_improvement: float = MISSING
+    select_on: str = MISSING
+    selection_blocks: int = MISSING
     eval_batch_size: int = MISSING
     log_every: int = MISSING
     device: str = MISSING
@@ -195,7 +211,7 @@ class TrainConfig:
     data: Any = MISSING
     ffn: FFNConfig = MISSING
     embedding: EmbeddingConfig = MISSING
-    model: ModelConfig = MISSING
+    model: Any = MISSING
     trainer: TrainerConfig = MISSING
     log: LogConfig = MISSING
 
@@ -212,6 +228,10 @@ PER_OPTION_SCHEMAS = {
         "none": NoEncodingConfig,
         "relative": RelativeEncodingConfig,
         "rope": RopeEncodingConfig,
+    },
+    "model": {
+        "transformer": ModelConfig,
+        "patchtst": PatchTSTModelConfig,
     },
     "data": {
         "sigmoid": SigmoidDataConfig,

@@ -16,9 +16,11 @@ from ..data import DATASETS
 from ..data.gaps import FILLS
 from ..data.scaling import SCALERS
 from ..data.windows import PROTOCOLS
+from ..model.builder import MODELS
 from ..model.embedding import EMBEDDINGS
 from ..model.ffn import ACTIVATIONS
-from ..model.linear_path import LINEAR_PATHS
+from ..model.layers import NORMS
+from ..model.linear_path import LINEAR_PATH_INPUTS, LINEAR_PATHS
 from ..model.normalization import INSTANCE_NORMS
 from ..model.positional import INSIDE_ATTENTION, POSITIONAL_ENCODINGS
 from ..model.transformer import DECODING
@@ -26,6 +28,7 @@ from ..model.transformer import DECODING
 STRATEGIES = ("single", "ddp")
 LINEAR_INITS = ("zero", "least_squares")
 PRECISIONS = ("fp32", "bf16")
+SELECT_ON = ("mse", "mse_scaled")
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
 
@@ -102,6 +105,11 @@ def _check_csv(cfg: Mapping) -> None:
     )
 
 
+def _is_encoder_decoder(cfg: Mapping) -> bool:
+    """model=transformer (configs saved before model= had a name are the encoder-decoder)."""
+    return cfg["model"].get("name", "transformer") == "transformer"
+
+
 def _conflict(key: str, value, other: str, other_value, why: str) -> None:
     raise ConfigError(f"{key}={value} conflicts with {other}={other_value}: {why}")
 
@@ -155,7 +163,7 @@ def _check_tokens(cfg: Mapping) -> None:
         stride,
         f"must be in [1, embedding.patch_len={patch_len}] (no input step skipped)",
     )
-    if model["label_len"] % stride:
+    if _is_encoder_decoder(cfg) and model["label_len"] % stride:
         _conflict(
             "model.label_len", model["label_len"], "embedding.stride", stride,
             "the decoder reads the last label_len steps in chunks of stride steps; "
@@ -253,6 +261,8 @@ def _check_series_columns(cfg: Mapping) -> None:
 def _check_linear_path(cfg: Mapping) -> None:
     _choice(cfg, "model.linear_path", LINEAR_PATHS)
     _choice(cfg, "model.linear_init", LINEAR_INITS)
+    if "linear_path_input" in cfg["model"]:  # runs saved before it existed read normalized
+        _choice(cfg, "model.linear_path_input", LINEAR_PATH_INPUTS)
     model, data = cfg["model"], cfg["data"]
     _at_least(cfg, "model.decomposition_kernel", 1)
     if model["linear_init"] == "least_squares" and model["linear_path"] == "none":
@@ -290,7 +300,10 @@ def validate_config(cfg) -> None:
     _at_least(cfg, "block_size", 0)
 
     # model
-    for key in ("model.d_model", "model.n_heads", "model.encoder_layers", "model.decoder_layers"):
+    if "name" in cfg["model"]:  # configs saved before model= had a name: the encoder-decoder
+        _choice(cfg, "model.name", MODELS)
+    layers = ("model.encoder_layers", "model.decoder_layers")
+    for key in ("model.d_model", "model.n_heads", *layers[: 2 if _is_encoder_decoder(cfg) else 1]):
         _at_least(cfg, key, 1)
     d_model, n_heads = cfg["model"]["d_model"], cfg["model"]["n_heads"]
     _check(
@@ -300,18 +313,23 @@ def validate_config(cfg) -> None:
         f"must be a multiple of model.n_heads={n_heads}",
     )
     _probability(cfg, "model.dropout")
-    _choice(cfg, "model.decoding", DECODING)
+    if "norm" in cfg["model"]:  # runs saved before it existed used LayerNorm
+        _choice(cfg, "model.norm", NORMS)
     _choice(cfg, "model.instance_norm", INSTANCE_NORMS)
     in_len = cfg["data"]["in_len"]
-    low = 1 if cfg["model"]["decoding"] == "autoregressive" else 0
-    label_len = cfg["model"]["label_len"]
-    _check(
-        low <= label_len <= in_len,
-        "model.label_len",
-        label_len,
-        f"must be in [{low}, data.in_len={in_len}]"
-        + (" for autoregressive decoding" if low else ""),
-    )
+    if _is_encoder_decoder(cfg):
+        _choice(cfg, "model.decoding", DECODING)
+        low = 1 if cfg["model"]["decoding"] == "autoregressive" else 0
+        label_len = cfg["model"]["label_len"]
+        _check(
+            low <= label_len <= in_len,
+            "model.label_len",
+            label_len,
+            f"must be in [{low}, data.in_len={in_len}]"
+            + (" for autoregressive decoding" if low else ""),
+        )
+    else:
+        _probability(cfg, "model.head_dropout")
 
     _check_tokens(cfg)
     _check_linear_path(cfg)
@@ -397,6 +415,22 @@ def validate_config(cfg) -> None:
     _probability(cfg, "trainer.min_improvement")
     min_lr = cfg["trainer"]["min_lr_frac"]
     _check(0.0 <= min_lr <= 1.0, "trainer.min_lr_frac", min_lr, "must be in [0, 1]")
+    if "selection_blocks" in cfg["trainer"]:  # runs saved before it existed: plain comparison
+        blocks = cfg["trainer"]["selection_blocks"]
+        _check(blocks == 0 or blocks >= 3, "trainer.selection_blocks", blocks,
+               "0 (off) or at least 3 blocks (a paired interval needs a few)")  # fmt: skip
+    if "select_on" in cfg["trainer"]:  # runs saved before it existed selected on mse
+        _choice(cfg, "trainer.select_on", SELECT_ON)
+        data = cfg["data"]
+        if cfg["trainer"]["select_on"] == "mse_scaled" and (
+            data["name"] != "csv" or data["scale"] == "none"
+        ):
+            _conflict(
+                "trainer.select_on", "mse_scaled", "data.name/data.scale",
+                [data["name"], data.get("scale")],
+                "only CSV data scaled on its training rows (data.scale=standard or minmax) has "
+                "scaled units; select on mse",
+            )  # fmt: skip
     _choice(cfg, "trainer.strategy", STRATEGIES)
     _choice(cfg, "trainer.precision", PRECISIONS)
     _at_least(cfg, "log.attention_every", 0)

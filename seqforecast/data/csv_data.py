@@ -47,8 +47,9 @@ def csv_data(
         )
     if saved is None:
         ranges = split_ranges(
-            rows, data_cfg["split"], data_cfg["val_start"], data_cfg["test_start"], series.times
-        )
+            rows, data_cfg["split"], data_cfg["val_start"], data_cfg["test_start"], series.times,
+            data_cfg.get("test_end"),
+        )  # fmt: skip
         train_rows = series.values[ranges["train"].start : ranges["train"].stop]
         for j, name in enumerate(columns):
             if np.isnan(train_rows[:, j]).all():
@@ -104,10 +105,12 @@ def csv_data(
             "scaler": scaler.state(),
             "rows": {name: [r.start, r.stop] for name, r in ranges.items()},
             "n_rows": rows,
+            "closed_end": data_cfg.get("test_end") is not None,  # rows after the test unused
             "hashes": {name: rows_hash(series, r) for name, r in ranges.items()},
             "n_targets": n_targets,
         },
         mase_scale=mase_scale(series.values, ranges["train"], n_targets, data_cfg["season"]),
+        scaled_by=None if scaler.kind == "none" else scaler.kind,
         info=info,
         notes=notes,
     )
@@ -175,8 +178,9 @@ def saved_ranges(
     unless `allow_changed`)."""
     rows = len(series.values)
     ranges = {name: range(*saved["rows"][name]) for name in SPLITS}
+    closed = saved.get("closed_end", False)  # data.test_end: rows after the test unused
     changes = []
-    if rows != saved["n_rows"]:
+    if rows != saved["n_rows"] and not (closed and rows >= ranges["test"].stop):
         changes.append(f"{rows} rows instead of {saved['n_rows']}")
     for name, span in ranges.items():
         if span.stop > rows or rows_hash(series, span) != saved["hashes"][name]:
@@ -195,6 +199,7 @@ def saved_ranges(
             f"{path}: {rows} rows; the run's test split starts at row {test_start} (line "
             f"{test_start + 2}), after the file's end"
         )
+    end = min(ranges["test"].stop, rows) if closed else rows
     ranges = {"train": range(0, val_start), "val": range(val_start, test_start),
-              "test": range(test_start, rows)}  # fmt: skip
+              "test": range(test_start, end)}  # fmt: skip
     return ranges, changes

@@ -28,7 +28,7 @@ import torch
 
 from .csv_data import mase_scale
 from .csv_series import DataError
-from .panel_read import Panel, read_long, read_wide
+from .panel_read import Panel, read_long, read_wide, show_time
 from .scaling import fit_scaler
 from .splits import ForecastData, Split, WindowSplit, add_fingerprints
 from .windows import SPLITS, forecast_starts, fraction_starts
@@ -91,9 +91,11 @@ def panel_data(
     for k, name in enumerate(SPLITS):
         starts, series, left_out = split_windows(panel, bounds, keep, k, data_cfg)
         if not len(starts):
+            rows = int((bounds[:, k] - (bounds[:, k - 1] if k else 0)).max())
             raise DataError(
                 f"{data_cfg['path']}: no series is long enough for a window in the {name} split "
-                f"(data.protocol={protocol}, in_len={in_len}, out_len={out_len})"
+                f"(at most {rows} rows in a series; data.protocol={protocol}, in_len={in_len}, "
+                f"out_len={out_len})"
             )
         splits[name] = WindowSplit(
             values,
@@ -129,6 +131,7 @@ def panel_data(
         series_shift=torch.from_numpy(shift[:, :n_targets]),
         series_scale=torch.from_numpy(scale[:, :n_targets]),
         mase_scale=torch.from_numpy(mase_scales(panel, bounds, data_cfg.get("season", 0))),
+        scaled_by=None if data_cfg["scale"] == "none" else data_cfg["scale"],
         state={
             "kind": "panel",
             "columns": panel.columns,
@@ -140,6 +143,7 @@ def panel_data(
             "shift": torch.from_numpy(shift),
             "scale": torch.from_numpy(scale),
             "split_by": split_by,
+            "closed_end": data_cfg.get("test_end") is not None,
             "hashes": hashes,
         },
     )
@@ -171,31 +175,79 @@ def split_windows(
 
 
 def split_bounds(panel: Panel, data_cfg: Mapping) -> tuple[np.ndarray, str]:
-    """[S, 3] per series: (validation start, test start, rows), rows counted in the series;
-    and how they were chosen, in words."""
+    """[S, 3] per series: (validation start, test start, test end), rows counted in the
+    series; and how they were chosen, in words. The test split ends at each series' end, or at
+    `data.test_end` (the rows after it unused)."""
     lengths = panel.lengths()
     val_start, test_start = data_cfg["val_start"], data_cfg["test_start"]
+    test_end = data_cfg.get("test_end")
     if (val_start is None) != (test_start is None):
         raise DataError("data.val_start and data.test_start go together: give both or neither")
+    wide = not data_cfg.get("id_column")
+    end = lengths if test_end is None else _border(panel, test_end, "data.test_end", wide)
     if val_start is None:
         fractions = data_cfg["split"]
-        val, test = np.array([fraction_starts(int(n), fractions) for n in lengths]).T
+        val, test = np.array([fraction_starts(int(n), fractions) for n in end]).T
         how = f"fractions {list(fractions)} of each series' own length"
     else:
-        if panel.times is None:
-            raise DataError("data.val_start and data.test_start need data.time_column in a panel")
-        moments = [
-            _moment(v, panel.times, key)
-            for v, key in ((val_start, "data.val_start"), (test_start, "data.test_start"))
-        ]
-        if not moments[0] < moments[1]:
-            raise DataError(f"data.val_start={val_start} must come before data.test_start")
         val, test = (
-            np.array([np.searchsorted(panel.times[panel.rows(s)], m) for s in range(len(panel))])
-            for m in moments
+            _border(panel, value, key, wide)
+            for value, key in ((val_start, "data.val_start"), (test_start, "data.test_start"))
         )
-        how = f"time: validation from {val_start}, test from {test_start}, in every series"
-    return np.stack([val, test, lengths], axis=1).astype(np.int64), how
+        if not (val < test).any():
+            raise DataError(
+                f"data.val_start={val_start} must come before data.test_start={test_start}: "
+                f"the validation split would be empty"
+            )
+        kind = "rows" if _is_row(panel, val_start) else "time"
+        how = f"{kind}: validation from {val_start}, test from {test_start}, in every series"
+    if test_end is not None:
+        if not (test < end).any():
+            start = "row " + str(int(test.max())) if test_start is None else test_start
+            raise DataError(
+                f"data.test_end={test_end} must come after the test split's start ({start}): "
+                f"the test split would be empty"
+            )
+        how += f"; rows from {test_end} on unused"
+    return np.stack([val, test, end], axis=1).astype(np.int64), how
+
+
+def _border(panel: Panel, value, key: str, wide: bool) -> np.ndarray:
+    """[S]: where a split border falls in each series, as a row count from its start: the
+    first row at or after a moment (an ISO time, or an integer step when the time column holds
+    integers), or, in a wide file, at or after a data row of the file (counted from 0)."""
+    if _is_row(panel, value):
+        if not wide:
+            raise DataError(
+                f"{key}={value!r}: a long panel's borders are times; give an ISO 8601 time "
+                f"(e.g. 2024-01-31 13:00), like the time column"
+            )
+        rows = int(panel.lines.max()) - 1  # data rows in the file
+        text = str(value).strip()
+        if not 0 <= int(text) <= rows:
+            raise DataError(
+                f"{key}={value} is outside the file: a row number in [0, {rows}] (the data "
+                f"rows, counted from 0; {rows} is the end)"
+            )
+        where, moment = panel.lines, np.int64(int(text) + 2)  # the row's file line
+    else:
+        if panel.times is None:
+            raise DataError(
+                f"{key}={value!r}: without data.time_column a panel's borders are row numbers "
+                f"of a wide file"
+            )
+        where, moment = panel.times, _moment(value, panel.times, key)
+        last = panel.times.max()
+        if moment > last and key != "data.test_end":
+            raise DataError(f"{key}={value!r} is after the file's last time ({show_time(last)})")
+    return np.array([np.searchsorted(where[panel.rows(s)], moment) for s in range(len(panel))])
+
+
+def _is_row(panel: Panel, value) -> bool:
+    """A border given as a row number: an integer, where the time column (if any) does not
+    hold integer steps."""
+    steps = panel.times is not None and panel.times.dtype == np.int64
+    return str(value).strip().lstrip("-").isdigit() and not steps
 
 
 def _moment(value, times: np.ndarray, key: str):
@@ -275,7 +327,9 @@ def saved_bounds(
             continue
         k = index[series_id]
         bounds[s] = saved["bounds"][k].numpy()
-        bounds[s, 2] = lengths[s]
+        # The test split runs to the series' end, or to data.test_end where the run had one.
+        closed = saved.get("closed_end", False)
+        bounds[s, 2] = min(bounds[s, 2], lengths[s]) if closed else lengths[s]
         shift[s], scale[s] = saved["shift"][k].numpy(), saved["scale"][k].numpy()
         keep[s] = bool(saved["keep"][k]) and bounds[s, 1] < lengths[s]
     return bounds, shift, scale, keep

@@ -179,7 +179,7 @@ def _check_increasing(path, codes, times, lines, ids: list[str] | None, column: 
     k = bad[np.argmin(lines[bad + 1])]  # the first offending line in the file
     line, earlier = int(lines[k + 1]), int(lines[k])
     name = "" if ids is None else f"series {ids[codes[k]]!r}: "
-    now, before = _show(times[k + 1]), _show(times[k])
+    now, before = show_time(times[k + 1]), show_time(times[k])
     if now == before:
         raise DataError(
             f"{path}: line {line}: {name}duplicate time {now} in column {column!r} "
@@ -191,7 +191,7 @@ def _check_increasing(path, codes, times, lines, ids: list[str] | None, column: 
     )
 
 
-def _show(moment) -> str:
+def show_time(moment) -> str:
     """An integer step or a datetime64 as the user wrote it (2024-01-02 13:00:00)."""
     value = moment.item()
     return value.isoformat(sep=" ") if hasattr(value, "isoformat") else str(value)

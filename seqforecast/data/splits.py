@@ -151,6 +151,9 @@ class ForecastData:
     series_shift: Tensor | None = None
     series_scale: Tensor | None = None
     mase_scale: Tensor | None = None
+    # How CSV data was scaled (data.scale: standard, minmax), None when the model's units are
+    # the data's own: metrics are then also reported in the scaled units (`mse_scaled`, ...).
+    scaled_by: str | None = None
 
     def __post_init__(self):
         if self.probe is None:
@@ -260,7 +263,16 @@ def synthetic_data(data_cfg: Mapping, seed: int, device: torch.device) -> Foreca
     return data
 
 
+SCALED_UNITS = {
+    "standard": "z-scores: each series' values minus its training rows' mean, over their std",
+    "minmax": "each series' training rows' range mapped to [0, 1]",
+}
+
+
 def add_fingerprints(data: ForecastData) -> None:
-    """Each evaluation split's info gets the fingerprint of its targets."""
+    """Each evaluation split's info gets the fingerprint of its targets, and, for scaled CSV
+    data, what the `*_scaled` metrics' units are."""
     for name, split in data.eval_splits().items():
         data.info[name]["fingerprint"] = fingerprint(split, data)
+        if data.scaled_by:
+            data.info[name]["scaled_units"] = SCALED_UNITS[data.scaled_by]

@@ -39,26 +39,41 @@ def split_ranges(
     val_start: str | None = None,
     test_start: str | None = None,
     times: list[datetime] | None = None,
+    test_end: str | None = None,
 ) -> dict[str, range]:
     """Row ranges of train, val and test. Explicit starts (row numbers counted from 0 over the
-    data rows, or timestamps when there is a time column) win over fractions."""
+    data rows, or timestamps when there is a time column) win over fractions. `test_end` (a row
+    or a timestamp, exclusive) ends the test split there; the rows after it are not used, and
+    fractions then cut the rows before it."""
     if (val_start is None) != (test_start is None):
         raise DataError("data.val_start and data.test_start go together: give both or neither")
+    end = n_rows if test_end is None else _row(test_end, times, "data.test_end", n_rows)
     if val_start is not None:
-        val = _row(val_start, times, "data.val_start")
-        test = _row(test_start, times, "data.test_start")
+        val = _row(val_start, times, "data.val_start", n_rows)
+        test = _row(test_start, times, "data.test_start", n_rows)
+        if not val < test:
+            raise DataError(
+                f"data.val_start={val_start} must come before data.test_start={test_start}: "
+                f"the validation split would be empty"
+            )
     else:
         if len(fractions) != 3 or any(f <= 0 for f in fractions) or abs(sum(fractions) - 1) > 1e-6:
             raise DataError(
                 f"data.split={list(fractions)} is not allowed: three positive fractions "
                 f"(train, val, test) summing to 1"
             )
-        val, test = fraction_starts(n_rows, fractions)
-    if not 0 < val < test < n_rows:
+        val, test = fraction_starts(end, fractions)
+    if test_end is not None and not test < end:
+        start = f"row {test}" if test_start is None else test_start
         raise DataError(
-            f"splits at rows {val} (val) and {test} (test) of {n_rows} leave an empty split"
+            f"data.test_end={test_end} must come after the test split's start ({start}): "
+            f"the test split would be empty"
         )
-    return {"train": range(0, val), "val": range(val, test), "test": range(test, n_rows)}
+    if not 0 < val < test < end:
+        raise DataError(
+            f"splits at rows {val} (val) and {test} (test) of {end} leave an empty split"
+        )
+    return {"train": range(0, val), "val": range(val, test), "test": range(test, end)}
 
 
 def fraction_starts(n_rows: int, fractions: Sequence[float]) -> tuple[int, int]:
@@ -74,16 +89,29 @@ def seasonal_periods(season: int | Sequence[int]) -> list[int]:
     return [p for p in periods if p]
 
 
-def _row(value: str, times: list[datetime] | None, key: str) -> int:
+def _row(value: str, times: list[datetime] | None, key: str, n_rows: int) -> int:
+    """A split border as a row number: the row itself, or the first row at or after a
+    timestamp. A border past the file's end is refused (the end itself closes the test
+    split)."""
     text = str(value).strip()
     if text.lstrip("-").isdigit():
-        return int(text)
+        row = int(text)
+        if not 0 <= row <= n_rows:
+            raise DataError(
+                f"{key}={value} is outside the file: a row number in [0, {n_rows}] (the data "
+                f"rows, counted from 0; {n_rows} is the end)"
+            )
+        return row
     if times is None:
         raise DataError(f"{key}={value!r}: a row number, or a timestamp with data.time_column")
     try:
         moment = parse_time(text)
     except ValueError:
         raise DataError(f"{key}={value!r} is neither a row number nor an ISO 8601 time") from None
+    if times and moment > times[-1] and key != "data.test_end":
+        raise DataError(
+            f"{key}={value!r} is after the file's last time ({times[-1].isoformat(sep=' ')})"
+        )
     return int(np.searchsorted(np.array(times, dtype="datetime64[us]"), np.datetime64(moment)))
 
 

@@ -1,9 +1,11 @@
-"""The forecaster: positional encodings, FFN, layers, the Transformer and its builder."""
+"""The forecasters (encoder-decoder, PatchTST), their parts and the builder."""
 
-from .builder import build_model
+from .builder import MODELS, build_model
 from .ffn import ACTIVATIONS, FeedForward
+from .forecaster import WindowForecaster
 from .layers import DecoderLayer, EncoderLayer
 from .normalization import INSTANCE_NORMS
+from .patchtst import PatchTST
 from .positional import POSITIONAL_ENCODINGS, build_input_encoding
 from .transformer import DECODING, ForecastTransformer
 
@@ -11,11 +13,14 @@ __all__ = [
     "ACTIVATIONS",
     "DECODING",
     "INSTANCE_NORMS",
+    "MODELS",
     "POSITIONAL_ENCODINGS",
     "DecoderLayer",
     "EncoderLayer",
     "FeedForward",
     "ForecastTransformer",
+    "PatchTST",
+    "WindowForecaster",
     "build_input_encoding",
     "build_model",
 ]

@@ -1,4 +1,5 @@
-"""`build_model(cfg)`: a composed config in, a ForecastTransformer out.
+"""`build_model(cfg)`: a composed config in, a forecaster out: the encoder-decoder
+`ForecastTransformer` (`model=transformer`) or the encoder-only `PatchTST` (`model=patchtst`).
 
 The builder reads the config groups and hands each building block only what it needs, so the
 blocks' constructors stay simple. It supplies two context values to attention backends that
@@ -16,24 +17,32 @@ from torch import nn
 from ..attention import attention_options, build_attention
 from .embedding import patch_shape
 from .ffn import FeedForward
+from .forecaster import WindowForecaster
 from .layers import DecoderLayer, EncoderLayer
+from .patchtst import PatchTST
 from .positional import attention_position_factory, build_input_encoding
 from .transformer import ForecastTransformer
+
+MODELS = ("transformer", "patchtst")
 
 
 def _plain(cfg) -> dict:
     return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
 
 
-def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1) -> ForecastTransformer:
+def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1) -> WindowForecaster:
     """Build the forecaster from a composed config (groups model, attention, pos_encoding,
     ffn, embedding, data). `n_features`: input channels (targets first, then covariates);
     `n_targets`: channels forecast (1 and 1 for the sigmoids)."""
     cfg = _plain(cfg)
     model, attention, ffn_cfg = cfg["model"], cfg["attention"], cfg["ffn"]
+    kind = model.get("name", "transformer")  # configs saved before model= had a name
+    if kind not in MODELS:
+        raise ValueError(f"model={kind!r}; allowed: {', '.join(MODELS)}")
     patch_len, stride = patch_shape(cfg)
     d_model, n_heads = model["d_model"], model["n_heads"]
     dropout, norm_first = model["dropout"], model["norm_first"]
+    norm = model.get("norm", "layer")
 
     attn_name = attention["name"]
     accepted = set(attention_options(attn_name))
@@ -58,9 +67,11 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1) -> Foreca
         )
 
     encoder = [
-        EncoderLayer(make_attention(i, False), make_ffn(), d_model, dropout, norm_first)
+        EncoderLayer(make_attention(i, False), make_ffn(), d_model, dropout, norm_first, norm)
         for i in range(1, model["encoder_layers"] + 1)
     ]
+    # The decoder's layers are drawn before the input encoding (a learned one draws too): a
+    # seed gives the weights it gave before PatchTST shared this builder.
     decoder = [
         DecoderLayer(
             make_attention(i, False),
@@ -69,25 +80,31 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1) -> Foreca
             d_model,
             dropout,
             norm_first,
+            norm,
         )
         for i in range(1, model["decoder_layers"] + 1)
-    ]
-    return ForecastTransformer(
+    ] if kind == "transformer" else []  # fmt: skip
+    shared = dict(
         n_features=n_features,
         n_targets=n_targets,
         d_model=d_model,
         in_len=cfg["data"]["in_len"],
         out_len=cfg["data"]["out_len"],
-        label_len=model["label_len"],
-        decoding=model["decoding"],
         instance_norm=model["instance_norm"],
         encoder_layers=encoder,
-        decoder_layers=decoder,
         input_encoding=build_input_encoding(cfg["pos_encoding"], d_model),
         norm_first=norm_first,
+        norm=norm,
         patch_len=patch_len,
         stride=stride,
         linear_path=model.get("linear_path", "none"),
+        linear_path_input=model.get("linear_path_input", "normalized"),
+        linear_path_trainable=model.get("linear_path_trainable", True),
         decomposition_kernel=model.get("decomposition_kernel", 25),
         channel_independent=model.get("channel_independent", False),
+    )
+    if kind == "patchtst":
+        return PatchTST(head_dropout=model["head_dropout"], **shared)
+    return ForecastTransformer(
+        label_len=model["label_len"], decoding=model["decoding"], decoder_layers=decoder, **shared
     )

@@ -62,13 +62,15 @@ def forward_flops(
     """Forward FLOPs of one window by part (embeddings, attention projections, attention
     cores, FFN, head, linear path) and their `total`, for a composed, resolved config."""
     model, attn, ffn, data = cfg["model"], cfg["attention"], cfg["ffn"], cfg["data"]
-    if model["decoding"] != "oneshot":
+    patchtst = model.get("name", "transformer") == "patchtst"  # encoder-only, flatten head
+    if not patchtst and model["decoding"] != "oneshot":
         raise ValueError("forward_flops counts one-shot decoding (model.decoding=oneshot)")
     d, heads = model["d_model"], model["n_heads"]
     patch_len, stride = patch_shape(cfg)
-    tokens = Tokenizer(data["in_len"], model["label_len"], data["out_len"], patch_len, stride)
+    label_len = 0 if patchtst else model["label_len"]
+    tokens = Tokenizer(data["in_len"], label_len, data["out_len"], patch_len, stride)
     enc_len = tokens.encoder_tokens
-    dec_len = tokens.label_tokens + tokens.output_tokens  # one-shot decoding
+    dec_len = 0 if patchtst else tokens.label_tokens + tokens.output_tokens  # one-shot
     independent = model.get("channel_independent", False)
     inner_f, inner_t = (1, 1) if independent else (n_features, n_targets)
     channels = n_targets if independent else 1  # windows per window the model runs
@@ -79,7 +81,7 @@ def forward_flops(
     half = (d_head if seed_layout else d_head // 2) if diff else d_head
     qk_width = 2 * heads * half if diff else d
     per_pair = heads * (2 * 2 * half + 2 * d_head) if diff else heads * 4 * d_head
-    block_size = cfg.get("block_size", 0) or attn.get("block_size", 0) or 0
+    block_size = attn.get("block_size", 0) or 0  # only diff has windows (vanilla ignores it)
 
     def attention(q_len: int, k_len: int, causal: bool, cross: bool) -> tuple[int, int]:
         projections = 2 * d * (q_len * qk_width + k_len * qk_width + k_len * d + q_len * d)
@@ -101,7 +103,7 @@ def forward_flops(
         parts["attention_projections"] += proj
         parts["attention_cores"] += core
         parts["ffn"] += enc_len * ffn_per_token
-    for _ in range(model["decoder_layers"]):
+    for _ in range(0 if patchtst else model["decoder_layers"]):
         # One-shot decoding: the placeholders see each other, so no causal mask.
         for q_len, k_len, causal, cross in ((dec_len, dec_len, False, False),
                                             (dec_len, enc_len, False, True)):  # fmt: skip
@@ -109,7 +111,10 @@ def forward_flops(
             parts["attention_projections"] += proj
             parts["attention_cores"] += core
         parts["ffn"] += dec_len * ffn_per_token
-    parts["head"] = 2 * dec_len * d * stride * inner_t
+    if patchtst:  # every encoder token's output flattened, projected to the horizon
+        parts["head"] = 2 * enc_len * d * data["out_len"] * inner_t
+    else:
+        parts["head"] = 2 * dec_len * d * stride * inner_t
     maps = {"none": 0, "nlinear": 1, "dlinear": 2}[model.get("linear_path", "none")]
     parts["linear_path"] = 2 * maps * data["in_len"] * data["out_len"] * inner_t
     parts = {name: value * channels for name, value in parts.items()}

@@ -2,6 +2,8 @@
 
 Pre-norm (`norm_first=True`):  x + dropout(f(norm(x)))
 Post-norm:                     norm(x + dropout(f(x)))
+The norm is LayerNorm over each token's features, or (`model.norm=batch`, as PatchTST) a
+BatchNorm over the batch's tokens, feature by feature.
 Attention modules come from the registry and share one call; layers pass their weights up
 when asked (`need_weights`), for attention maps, and tell each attention where its queries and
 keys sit on the time axis (the time step of the first one), so that position modules inside
@@ -14,11 +16,28 @@ from collections.abc import Callable
 
 from torch import Tensor, nn
 
+NORMS = ("layer", "batch")
+
+
+class TokenBatchNorm(nn.BatchNorm1d):
+    """BatchNorm1d over every token of the batch, for x [B, L, d_model]."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return super().forward(x.transpose(1, 2)).transpose(1, 2)
+
+
+def make_norm(kind: str, d_model: int) -> nn.Module:
+    if kind == "layer":
+        return nn.LayerNorm(d_model)
+    if kind == "batch":
+        return TokenBatchNorm(d_model)
+    raise ValueError(f"norm={kind!r}; allowed: {', '.join(NORMS)}")
+
 
 class Residual(nn.Module):
-    def __init__(self, d_model: int, dropout: float, norm_first: bool):
+    def __init__(self, d_model: int, dropout: float, norm_first: bool, norm: str = "layer"):
         super().__init__()
-        self.norm = nn.LayerNorm(d_model)
+        self.norm = make_norm(norm, d_model)
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
 
@@ -30,13 +49,19 @@ class Residual(nn.Module):
 
 class EncoderLayer(nn.Module):
     def __init__(
-        self, self_attn: nn.Module, ffn: nn.Module, d_model: int, dropout: float, norm_first: bool
+        self,
+        self_attn: nn.Module,
+        ffn: nn.Module,
+        d_model: int,
+        dropout: float,
+        norm_first: bool,
+        norm: str = "layer",
     ):
         super().__init__()
         self.self_attn = self_attn
         self.ffn = ffn
-        self.attn_residual = Residual(d_model, dropout, norm_first)
-        self.ffn_residual = Residual(d_model, dropout, norm_first)
+        self.attn_residual = Residual(d_model, dropout, norm_first, norm)
+        self.ffn_residual = Residual(d_model, dropout, norm_first, norm)
 
     def forward(
         self, x: Tensor, need_weights: bool = False, start: int = 0
@@ -64,14 +89,15 @@ class DecoderLayer(nn.Module):
         d_model: int,
         dropout: float,
         norm_first: bool,
+        norm: str = "layer",
     ):
         super().__init__()
         self.self_attn = self_attn
         self.cross_attn = cross_attn
         self.ffn = ffn
-        self.self_residual = Residual(d_model, dropout, norm_first)
-        self.cross_residual = Residual(d_model, dropout, norm_first)
-        self.ffn_residual = Residual(d_model, dropout, norm_first)
+        self.self_residual = Residual(d_model, dropout, norm_first, norm)
+        self.cross_residual = Residual(d_model, dropout, norm_first, norm)
+        self.ffn_residual = Residual(d_model, dropout, norm_first, norm)
 
     def forward(
         self,

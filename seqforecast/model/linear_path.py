@@ -10,7 +10,10 @@ map in_len steps to out_len with one map shared by every channel, and add the la
   and the remainder, each with its own map.
 
 `fit_least_squares` sets the maps to the closed-form least-squares fit on training windows
-(the fit the NLinear baseline uses), so that training starts from NLinear's forecast.
+(the fit the NLinear baseline uses), so that training starts from NLinear's forecast. Behind
+RevIN the fit is weighted by each window's scale, so it minimises the error the training loss
+measures (in the data's units, not in each window's own): unweighted, a nearly flat window
+(a tiny std) would blow its normalised target up and pull the whole fit towards it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 LINEAR_PATHS = ("none", "nlinear", "dlinear")
+LINEAR_PATH_INPUTS = ("normalized", "raw")  # what it reads: forecaster.py
 
 
 def moving_average(x: Tensor, kernel: int) -> Tensor:
@@ -32,12 +36,18 @@ def moving_average(x: Tensor, kernel: int) -> Tensor:
     return F.avg_pool1d(padded, kernel, stride=1)
 
 
-def least_squares(x: Tensor, y: Tensor, ridge: float = 1e-6) -> tuple[Tensor, Tensor]:
+def least_squares(
+    x: Tensor, y: Tensor, ridge: float = 1e-6, weight: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
     """Closed-form fit y ~ x @ w + b in float64 with a tiny ridge: x [N, k], y [N, m] ->
-    (w [k, m], b [m])."""
+    (w [k, m], b [m]). `weight` [N]: each sample's error counts weight² times."""
     x = torch.cat([x.double(), torch.ones(len(x), 1, dtype=torch.float64, device=x.device)], 1)
+    y = y.double()
+    if weight is not None:
+        w = weight.double()[:, None]
+        x, y = x * w, y * w
     gram = x.T @ x + ridge * torch.eye(x.shape[1], dtype=x.dtype, device=x.device)
-    solution = torch.linalg.solve(gram, x.T @ y.double())  # [k + 1, m]
+    solution = torch.linalg.solve(gram, x.T @ y)  # [k + 1, m]
     return solution[:-1], solution[-1]
 
 
@@ -73,13 +83,18 @@ class LinearPath(nn.Module):
         return (out + last).transpose(1, 2)
 
     @torch.no_grad()
-    def fit_least_squares(self, values: Tensor, target: Tensor) -> None:
+    def fit_least_squares(
+        self, values: Tensor, target: Tensor, error_scale: Tensor | None = None
+    ) -> None:
         """Set the maps to the least-squares fit on windows values [N, in_len, T] ->
-        target [N, out_len, T] (every window and channel one sample, as NLinear)."""
+        target [N, out_len, T] (every window and channel one sample, as NLinear).
+        `error_scale` [N, 1, T]: what an error of each window and channel weighs in the units
+        the loss is measured in (None: all alike)."""
         last, parts = self._parts(values)
         x = torch.cat(parts, dim=-1).flatten(0, 1)  # [N * T, n_maps * in_len]
         y = (target.transpose(1, 2) - last).flatten(0, 1)  # [N * T, out_len]
-        weight, bias = least_squares(x, y)
+        scale = None if error_scale is None else error_scale.transpose(1, 2).flatten()  # [N * T]
+        weight, bias = least_squares(x, y, weight=scale)
         in_len = values.shape[1]
         for i, linear in enumerate(self.maps):
             linear.weight.copy_(weight[i * in_len : (i + 1) * in_len].T)

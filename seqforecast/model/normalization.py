@@ -23,10 +23,20 @@ class NoNorm(nn.Module):
     def normalize(self, src: Tensor) -> tuple[Tensor, object]:
         return src, None
 
+    def error_scale(self, stats, n_targets: int) -> Tensor | None:
+        """[B, 1, T]: how much an error in normalised units weighs in the data's (scaled)
+        units, per window and target channel; None where the two are the same."""
+        return None
+
     def normalize_targets(self, values: Tensor, stats) -> Tensor:
         return values
 
     def denormalize_targets(self, values: Tensor, stats) -> Tensor:
+        return values
+
+    def denormalize_scale(self, values: Tensor, stats) -> Tensor:
+        """values [B, L, T] in normalised units -> the data's units without the window's
+        level: what a correction added to a forecast that carries the level needs."""
         return values
 
 
@@ -59,13 +69,21 @@ class RevIN(NoNorm):
         t = values.shape[-1]
         return (values - mean[..., :t]) / std[..., :t] * self.weight[:t] + self.bias[:t]
 
+    def error_scale(self, stats, n_targets: int) -> Tensor:
+        # denormalize divides by the affine weight and multiplies by the window's std
+        return stats[1][..., :n_targets] / self.weight[:n_targets].abs().clamp_min(self.eps)
+
     def denormalize_targets(self, values: Tensor, stats) -> Tensor:
-        mean, std = stats
+        mean, _ = stats
+        return self.denormalize_scale(values, stats) + mean[..., : values.shape[-1]]
+
+    def denormalize_scale(self, values: Tensor, stats) -> Tensor:
+        _, std = stats
         t = values.shape[-1]
         # A weight at exactly zero would divide by zero: keep it eps away, sign intact.
         weight = self.weight[:t]
         weight = torch.where(weight.abs() < self.eps, torch.full_like(weight, self.eps), weight)
-        return (values - self.bias[:t]) / weight * std[..., :t] + mean[..., :t]
+        return (values - self.bias[:t]) / weight * std[..., :t]
 
 
 def build_instance_norm(name: str, n_features: int) -> NoNorm:

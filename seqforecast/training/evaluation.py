@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from torch import nn
+import torch
+from torch import Tensor, nn
 
 from ..data import ForecastData
 from .baselines import Forecaster, fit_baselines
@@ -27,6 +28,7 @@ class Evaluator:
         self.splits = data.eval_splits()
         self._baseline_sums: dict[str, dict[str, MetricSums]] = {}  # baselines never change
         self.model_sums: dict[str, MetricSums] = {}  # the latest model scores, per split
+        self._blocks: dict[tuple[str, int], Tensor] = {}  # (split, blocks) -> each window's
 
     @classmethod
     def for_run(cls, data: ForecastData, config: Mapping) -> Evaluator:
@@ -35,12 +37,15 @@ class Evaluator:
         baselines = fit_baselines(data.train, season)
         return cls(data, baselines, config["trainer"]["eval_batch_size"])
 
-    def _score(self, split: str, forecasters: Mapping[str, Forecaster]) -> dict[str, MetricSums]:
+    def _score(
+        self, split: str, forecasters: Mapping[str, Forecaster], blocks: int = 0
+    ) -> dict[str, MetricSums]:
         """Every forecaster over every window of `split`, batch by batch (a panel's windows
-        are gathered per batch, never all at once)."""
+        are gathered per batch, never all at once); with `blocks`, also per block of time."""
         windows, data = self.splits[split], self.data
         n_series = len(data.series_ids) if data.series_ids else 1
-        sums = {name: MetricSums(n_series) for name in forecasters}
+        sums = {name: MetricSums(n_series, blocks) for name in forecasters}
+        block_of = self.time_blocks(split, blocks) if blocks else None
         for index in windows.chunks(self.batch_size):
             src, target = windows.take(index)
             series = windows.series_of(index)
@@ -51,14 +56,38 @@ class Evaluator:
                 picked = data.mase_scale[0 if series is None else series.cpu()]
                 scale = picked.reshape(-1, data.n_targets).expand(len(truth), -1)  # [B, T]
             for name, forecast in forecasters.items():
-                sums[name].add(data.to_raw(forecast(src), series), truth, series, scale)
+                predicted = forecast(src)  # model units: the data's scaled units
+                scaled = (predicted, target) if data.scaled_by else None
+                block = None if block_of is None else block_of[index]
+                sums[name].add(data.to_raw(predicted, series), truth, series, scale, scaled, block)
         return sums
 
-    def model_metrics(self, model: nn.Module, split: str) -> dict[str, float]:
-        """The model's metrics over every window of `split` (eval mode)."""
+    def model_metrics(self, model: nn.Module, split: str, blocks: int = 0) -> dict[str, float]:
+        """The model's metrics over every window of `split` (eval mode); with `blocks`, its
+        MSE per block of time is kept too (`block_mse`)."""
         with evaluation(model):
-            self.model_sums[split] = self._score(split, {"model": model})["model"]
+            self.model_sums[split] = self._score(split, {"model": model}, blocks)["model"]
         return self.model_sums[split].totals()
+
+    def block_mse(self, split: str, metric: str = "mse") -> list[float]:
+        """The latest model's MSE per block of time on `split` (scored with `blocks`)."""
+        return self.model_sums[split].block_mse(metric)
+
+    def time_blocks(self, split: str, blocks: int) -> Tensor:
+        """[N] the block of each window of `split`: each series' windows, in time order, cut
+        into `blocks` contiguous stretches of (nearly) equal length, block k holding the k-th
+        stretch of every series (so a block is a stretch of time across a panel)."""
+        key = (split, blocks)
+        if key not in self._blocks:
+            windows = self.splits[split]
+            n = len(windows)
+            series = windows.series_of(slice(None))
+            series = torch.zeros(n, dtype=torch.long) if series is None else series.cpu().long()
+            counts = torch.bincount(series)
+            first = torch.cumsum(counts, 0) - counts  # windows are grouped by series, in time
+            position = torch.arange(n) - first[series]
+            self._blocks[key] = position * blocks // counts[series]
+        return self._blocks[key]
 
     def baseline_metrics(self, split: str) -> dict[str, dict[str, float]]:
         """{baseline: metrics} on every window of `split`."""

@@ -26,6 +26,7 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
+from ..comparison.stats import paired_ratio
 from ..data import ForecastData
 from .checkpoint import load_checkpoint, save_checkpoint
 from .distributed import SINGLE, Distributed, unwrap
@@ -65,6 +66,7 @@ class LoopState:
     step: int = 0  # optimizer steps taken
     best_mse: float = math.inf
     best_epoch: int = 0  # 0: no best checkpoint yet
+    best_blocks: list[float] | None = None  # the best epoch's validation MSE per block of time
     since_best: int = 0
     stopped_early: bool = False
     seconds: float = 0.0  # training time over all sessions
@@ -157,6 +159,11 @@ class _Loop:
         self.scheduler = warmup_cosine(self.optimizer, cfg["epochs"] * self.steps_per_epoch,
                                        cfg["warmup_frac"], cfg["min_lr_frac"])  # fmt: skip
         self.bf16 = cfg["precision"] == "bf16"
+        # The validation metric that picks the best epoch and stops early: MSE in the data's
+        # units, or in the scaled units (CSV data; the long-horizon tables' units).
+        self.select_on = cfg.get("select_on", "mse")
+        # > 0: an epoch counts as better only if it is lower beyond noise, block by block.
+        self.blocks = cfg.get("selection_blocks", 0)
         self.shuffle = torch.Generator().manual_seed(seed)  # batch order: CPU, any device
         self.state, self.best_weights = LoopState(), None
         self.tally = StepTally(self.device, ctx)
@@ -219,12 +226,13 @@ class _Loop:
         """Epoch 0: the weights training starts from compete for "best" like any epoch's, so
         a start that is already good (the linear path's least-squares fit) is kept unless
         training improves on it on validation."""
-        val = self.evaluator.model_metrics(self.net, "val")
-        self.state.best_mse = val["mse"]
+        val = self.evaluator.model_metrics(self.net, "val", self.blocks)
+        self.state.best_mse = val[self.select_on]
+        self.state.best_blocks = self._block_mse()
         self.best_weights = _snapshot(self.net)
-        self.state.history.append({"epoch": 0, "step": 0, "val_mse": val["mse"]})
+        self.state.history.append({"epoch": 0, "step": 0, **_val_record(val)})
         self.monitor.on_epoch_end(0, 0, self.net, val)
-        log.info("epoch 0 (before training)  val_mse %.6g (data units)", val["mse"])
+        log.info("epoch 0 (before training)  %s", _val_text(val))
         self.save(BEST)
 
     # -- training ---------------------------------------------------------------------------
@@ -314,24 +322,30 @@ class _Loop:
         agrees without a message."""
         state, cfg = self.state, self.cfg
         epoch = state.epoch + 1
-        val = self.evaluator.model_metrics(self.net, "val")
-        if not math.isfinite(val["mse"]):
-            raise _diverged(f"validation MSE {val['mse']}", epoch, state)
+        val = self.evaluator.model_metrics(self.net, "val", self.blocks)
+        value = val[self.select_on]  # what selection reads (trainer.select_on)
+        if not math.isfinite(value):
+            raise _diverged(f"validation MSE {value}", epoch, state)
         self.monitor.on_epoch_end(epoch, state.step, self.net, val)
         record = {
             "epoch": epoch,
             "step": state.step,
             "train_mse": state.mse_sum / state.seen,
-            "val_mse": val["mse"],
+            **_val_record(val),
             "lr": self.scheduler.get_last_lr()[0],
         }
         state.history.append(record)
         state.epoch, state.order = epoch, None
         # An epoch counts as better only by a margin (trainer.min_improvement, relative):
         # on a small validation set, a 0.1% dip is noise, and "best" should not be luck.
-        improved = val["mse"] < state.best_mse * (1.0 - cfg.get("min_improvement", 0.0))
+        improved = value < state.best_mse * (1.0 - cfg.get("min_improvement", 0.0))
+        blocks = self._block_mse()
+        if improved and blocks and state.best_blocks:
+            # Lower overall is not enough: lower beyond noise over stretches of time.
+            improved = beyond_noise(blocks, state.best_blocks)
         if improved:
-            state.best_mse, state.best_epoch, state.since_best = val["mse"], epoch, 0
+            state.best_mse, state.best_epoch, state.since_best = value, epoch, 0
+            state.best_blocks = blocks
             self.best_weights = _snapshot(self.net)
         else:
             state.since_best += 1
@@ -339,19 +353,22 @@ class _Loop:
         state.stopped_early = bool(patience) and state.since_best >= patience
         self._clock()
         bar.update(1)
-        bar.set_postfix(train_mse=f"{record['train_mse']:.4g}", val_mse=f"{val['mse']:.4g}")
+        bar.set_postfix(train_mse=f"{record['train_mse']:.4g}", val=f"{value:.4g}")
         log.info(
-            "epoch %d/%d  train_mse %.6g  val_mse %.6g (data units)  lr %.3g%s",
-            epoch, cfg["epochs"], record["train_mse"], val["mse"], record["lr"],
+            "epoch %d/%d  train_mse %.6g  %s  lr %.3g%s",
+            epoch, cfg["epochs"], record["train_mse"], _val_text(val), record["lr"],
             "  (best)" if improved else "",
         )  # fmt: skip
         if improved:
             self.save(BEST)
         self.save(LAST)
         if state.stopped_early:
-            log.info("early stop: no val_mse improvement for %d epochs", patience)
+            log.info("early stop: no val_%s improvement for %d epochs", self.select_on, patience)
         if self._agreed_stop(stop):
             raise TrainingInterrupted(stop.signum or signal.SIGTERM, epoch, state.step)
+
+    def _block_mse(self) -> list[float] | None:
+        return self.evaluator.block_mse("val", self.select_on) if self.blocks else None
 
     def _agreed_stop(self, stop) -> bool:
         """A signal counts once any rank got it, so every rank stops at the same step."""
@@ -370,6 +387,27 @@ class _Loop:
             seconds=state.seconds,
             history=state.history,
         )
+
+
+def beyond_noise(candidate: list[float], best: list[float]) -> bool:
+    """Is `candidate` lower than `best` beyond noise? Their paired MSE ratio over the blocks
+    both have (geometric mean, 95% Student-t interval on the log ratios, as compare's) lies
+    wholly below 1."""
+    pairs = [(c, b) for c, b in zip(candidate, best, strict=True) if c > 0 and b > 0]
+    found = paired_ratio({k: c for k, (c, _) in enumerate(pairs)},
+                         {k: b for k, (_, b) in enumerate(pairs)})  # fmt: skip
+    return found.n >= 2 and found.high < 1.0
+
+
+def _val_record(val: dict) -> dict:
+    """The validation errors an epoch's history keeps: val_mse (data units), and val_mse_scaled
+    where the data has scaled units."""
+    return {f"val_{k}": val[k] for k in ("mse", "mse_scaled") if k in val}
+
+
+def _val_text(val: dict) -> str:
+    scaled = f"  val_mse_scaled {val['mse_scaled']:.6g}" if "mse_scaled" in val else ""
+    return f"val_mse {val['mse']:.6g} (data units){scaled}"
 
 
 def _snapshot(net: nn.Module) -> dict[str, Tensor]:

@@ -9,6 +9,9 @@ from torch import Tensor
 
 METRICS = ("mse", "mae", "rmse", "smape")  # every run
 SCALE_FREE = ("smape", "mase")  # averaged honestly over series of different magnitudes
+# CSV data scaled by data.scale: MSE and MAE in those units too (z-scores of each series'
+# training rows for `standard`: the units of the published long-horizon tables).
+IN_SCALED_UNITS = ("mse_scaled", "mae_scaled")
 
 
 class MetricSums:
@@ -17,14 +20,24 @@ class MetricSums:
     Every aggregate is a mean over all values of all windows (windows have equal length, so
     also the mean over windows): MSE, MAE, RMSE in the data's units; sMAPE in percent
     (M4's: 200 |e| / (|y| + |ŷ|), 0 where both are 0); MASE, each error divided by its
-    series' in-sample seasonal-naive MAE (`mase_scale`), over the series where that is > 0.
+    series' in-sample seasonal-naive MAE (`mase_scale`), over the series where that is > 0;
+    `mse_scaled` and `mae_scaled` in the units the data was scaled to (`scaled`).
+
+    With `n_blocks`, the squared errors are also summed per block of windows (each window's
+    `block`, e.g. a stretch of time): what a paired test between two models reads.
     """
 
-    FIELDS = ("squares", "absolute", "smape", "scaled", "values", "scaled_values", "windows")
+    FIELDS = ("squares", "absolute", "smape", "mase_errors", "values", "mase_values", "windows",
+              "squares_scaled", "absolute_scaled")  # fmt: skip
 
-    def __init__(self, n_series: int = 1):
+    def __init__(self, n_series: int = 1, n_blocks: int = 0):
         self.n_series = n_series
         self.sums = {name: torch.zeros(n_series, dtype=torch.float64) for name in self.FIELDS}
+        self.has_scaled = False  # set once errors in scaled units are added
+        self.block_sums = {
+            name: torch.zeros(n_blocks, dtype=torch.float64)
+            for name in ("squares", "squares_scaled", "values")
+        }
 
     def add(
         self,
@@ -32,9 +45,12 @@ class MetricSums:
         target: Tensor,
         series: Tensor | None = None,
         mase_scale: Tensor | None = None,
+        scaled: tuple[Tensor, Tensor] | None = None,
+        block: Tensor | None = None,
     ) -> None:
         """prediction, target [B, out_len, T] in the data's units; series [B] (None: all 0);
-        mase_scale [B, T] (None: no MASE)."""
+        mase_scale [B, T] (None: no MASE); `scaled`: (prediction, target) in the scaled units
+        (None: no metrics in scaled units); block [B]: each window's block (with n_blocks)."""
         if prediction.shape != target.shape:
             raise ValueError(
                 f"prediction {tuple(prediction.shape)} vs target {tuple(target.shape)}"
@@ -53,9 +69,14 @@ class MetricSums:
         if mase_scale is not None:
             scale = mase_scale.double().to(error.device)[:, None, :]  # [B, 1, T]
             usable = (scale > 0).expand_as(error)
-            scaled = torch.where(usable, error.abs() / scale.clamp_min(1e-300), 0.0)
-            per_window["scaled"] = scaled.flatten(1).sum(1)
-            per_window["scaled_values"] = usable.flatten(1).sum(1).double()
+            over_scale = torch.where(usable, error.abs() / scale.clamp_min(1e-300), 0.0)
+            per_window["mase_errors"] = over_scale.flatten(1).sum(1)
+            per_window["mase_values"] = usable.flatten(1).sum(1).double()
+        if scaled is not None:
+            self.has_scaled = True
+            error_scaled = scaled[0].detach().double() - scaled[1].detach().double()
+            per_window["squares_scaled"] = error_scaled.square().flatten(1).sum(1)
+            per_window["absolute_scaled"] = error_scaled.abs().flatten(1).sum(1)
         index = (
             torch.zeros(len(error), dtype=torch.long)
             if series is None
@@ -63,30 +84,43 @@ class MetricSums:
         )
         for name, values in per_window.items():
             self.sums[name].index_add_(0, index, values.cpu())
+        if block is not None:
+            for name, values in self.block_sums.items():
+                if name in per_window:
+                    values.index_add_(0, block.cpu(), per_window[name].cpu())
+
+    def block_mse(self, metric: str = "mse") -> list[float]:
+        """The MSE (`mse`, or `mse_scaled`) of each block of windows; NaN for an empty one."""
+        squares = self.block_sums["squares_scaled" if metric == "mse_scaled" else "squares"]
+        return (squares / self.block_sums["values"]).tolist()
 
     @staticmethod
-    def _metrics(sums: dict, with_mase: bool) -> dict:
+    def _metrics(sums: dict, with_mase: bool, with_scaled: bool) -> dict:
         """{metric: value} from sums (scalars or per-series arrays alike)."""
         values = sums["values"]
         mse = sums["squares"] / values
         metrics = {"mse": mse, "mae": sums["absolute"] / values, "rmse": mse**0.5,
                    "smape": sums["smape"] / values}  # fmt: skip
         if with_mase:
-            metrics["mase"] = sums["scaled"] / sums["scaled_values"]
+            metrics["mase"] = sums["mase_errors"] / sums["mase_values"]
+        if with_scaled:
+            metrics["mse_scaled"] = sums["squares_scaled"] / values
+            metrics["mae_scaled"] = sums["absolute_scaled"] / values
         return metrics
 
     @property
     def has_mase(self) -> bool:
-        return bool(self.sums["scaled_values"].sum() > 0)
+        return bool(self.sums["mase_values"].sum() > 0)
 
     def totals(self) -> dict[str, float]:
         total = {name: values.sum() for name, values in self.sums.items()}
-        return {k: float(v) for k, v in self._metrics(total, self.has_mase).items()}
+        found = self._metrics(total, self.has_mase, self.has_scaled)
+        return {k: float(v) for k, v in found.items()}
 
     def per_series(self) -> dict[str, list[float]]:
         """{metric: [one value per series]} plus `windows`; NaN for a series without windows."""
         with torch.no_grad():
-            found = self._metrics(self.sums, self.has_mase)
+            found = self._metrics(self.sums, self.has_mase, self.has_scaled)
         found = {k: v.tolist() for k, v in found.items()}
         found["windows"] = self.sums["windows"].long().tolist()
         return found

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .evaluation import ratios
 from .files import atomic_write_text
-from .metrics import METRICS
+from .metrics import IN_SCALED_UNITS, METRICS
 
 SPLIT_TITLES = {
     "test": "test (held out)",
@@ -49,13 +49,15 @@ def describe_split(info: Mapping) -> str:
 
 
 def format_table(results: Mapping, info: Mapping | None = None) -> str:
-    """One block per split: a row per forecaster with MSE, MAE, RMSE in the data's units, and
-    the model's MSE over each baseline's (below 1: the model wins)."""
+    """One block per split: a row per forecaster with MSE, MAE, RMSE in the data's units (and
+    sMAPE, MASE, and MSE and MAE in the scaled units where the data has them), and the model's
+    MSE over each baseline's (below 1: the model wins)."""
     info = info or {}
     model_over = ratios(results)
     width = max(len("forecaster"), *(len(n) for rows in results.values() for n in rows)) + 2
-    shown = [*METRICS, *(["mase"] if any("mase" in r for rows in results.values()
-                                           for r in rows.values()) else [])]  # fmt: skip
+    rows_found = [r for rows in results.values() for r in rows.values()]
+    extra = ["mase", *IN_SCALED_UNITS]
+    shown = [*METRICS, *(m for m in extra if any(m in r for r in rows_found))]
     header = f"  {'forecaster':<{width}}" + "".join(f"{m:>13}" for m in shown)
     header += f"{'model mse ÷':>14}"
     lines = []

@@ -112,3 +112,53 @@ def test_channel_independence_forecasts_each_channel_from_its_own_past():
     assert not torch.allclose(after[..., 1], together[..., 1])
     with pytest.raises(ValueError, match="no linear path"):
         model.fit_linear_path(src, target)
+
+
+@pytest.mark.parametrize("model", ["transformer", "patchtst"])
+def test_behind_revin_the_fit_minimises_the_training_loss(model):
+    """Behind RevIN the path maps normalised windows, but the loss is measured in the data's
+    (scaled) units: the fit weights each window by its scale, so the training loss has no
+    gradient left on the path's weights. A nearly flat window (std ~ 0) then counts by its
+    error, not by its normalised target blown up 1000-fold."""
+    src, target = windows(n=200)
+    src[:5] = src[:5, -1:] + 1e-4 * torch.randn(5, IN, 1)  # five nearly flat windows
+    extra = ["model.encoder_layers=1"] + ([] if model == "patchtst" else ["model.label_len=4"])
+    net = build_model(cfg(f"model={model}", "model.linear_path=nlinear",
+                          "model.instance_norm=revin", *extra))  # fmt: skip
+    net.fit_linear_path(src, target)
+    net.eval()
+    loss = (net(src) - target).pow(2).mean()
+    loss.backward()
+    for p in net.linear_path.parameters():
+        assert p.grad.abs().max() < 1e-4 * (1 + p.abs().max())
+    # The same map fitted without the weights: far worse on the windows it was fitted to.
+    unweighted = LinearPath("nlinear", IN, OUT)
+    normalized, stats = net.norm.normalize(src)
+    unweighted.fit_least_squares(normalized, net.norm.normalize_targets(target, stats))
+    with torch.no_grad():
+        plain = (net.norm.denormalize_targets(unweighted(normalized), stats) - target).pow(2).mean()
+        nlinear = (NLinear.fit(src, target)(src) - target).pow(2).mean()
+    assert loss < 0.5 * plain
+    assert loss <= nlinear * 1.01  # NLinear up to its bias: as good on these windows
+
+
+@pytest.mark.parametrize("model", ["transformer", "patchtst"])
+def test_a_raw_linear_path_is_nlinear_exactly_behind_revin(model):
+    """model.linear_path_input=raw: the path reads the window itself, so its fit is the NLinear
+    baseline's to the last digit, RevIN or not; the Transformer's part keeps RevIN's scale but
+    not its level, so a level shift of the window still shifts the forecast by as much."""
+    src, target = windows(n=200, channels=2)
+    extra = ["model.encoder_layers=1"] + ([] if model == "patchtst" else ["model.label_len=4"])
+    net = build_model(
+        cfg(f"model={model}", "model.linear_path=nlinear", "model.instance_norm=revin",
+            "model.linear_path_input=raw", "model.channel_independent=true", *extra),
+        n_features=2, n_targets=2,
+    ).eval()  # fmt: skip
+    net.fit_linear_path(src, target)
+    baseline = NLinear.fit(src, target)
+    with torch.no_grad():
+        torch.testing.assert_close(net(src), baseline(src), atol=1e-5, rtol=1e-5)
+        torch.nn.init.normal_(net.head.weight, std=0.1)  # a trained Transformer's part
+        shifted = net(src + 3.0) - 3.0
+        torch.testing.assert_close(shifted, net(src), atol=1e-4, rtol=1e-4)
+        assert not torch.allclose(net(src), baseline(src), atol=1e-3)

@@ -4,20 +4,18 @@ import itertools
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from seqforecast import build_model
 from seqforecast.attention import DifferentialAttention, RelativePositionTerms, RotaryEmbedding
 from seqforecast.config import compose_config, validate_config
 from seqforecast.model.positional import sinusoidal_table
 
+from .helpers import ATTENTION, FFNS, POSITIONS, forward_backward
+
 TINY = [
     "d_model=8", "n_heads=2", "in_len=6", "out_len=3", "block_size=2",
     "model.label_len=2", "model.encoder_layers=2", "model.decoder_layers=2",
 ]  # fmt: skip
-ATTENTION = ["vanilla", "einsum", "diff"]
-POSITIONS = ["sinusoidal", "learned", "relative", "rope", "none"]
-FFNS = ["relu", "gelu", "glu", "geglu", "swiglu"]
 
 
 def tiny(*overrides):
@@ -26,29 +24,12 @@ def tiny(*overrides):
     return cfg
 
 
-def _forward_backward(model, batch=3):
-    src = torch.randn(batch, 6, 1)
-    target = torch.randn(batch, 3, 1)
-    model.train()
-    forecast = model(src, target)
-    assert forecast.shape == (batch, 3, 1)
-    loss = F.mse_loss(forecast, target)
-    assert loss.isfinite()
-    loss.backward()
-    for name, p in model.named_parameters():
-        assert p.grad is not None, f"{name} got no gradient"
-        assert p.grad.isfinite().all(), name
-    model.eval()
-    with torch.no_grad():
-        assert model(src).isfinite().all()
-
-
 @pytest.mark.parametrize(
     "attention,position,ffn", list(itertools.product(ATTENTION, POSITIONS, FFNS))
 )
 def test_every_combination_builds_and_trains(attention, position, ffn):
     model = build_model(tiny(f"attention={attention}", f"pos_encoding={position}", f"ffn={ffn}"))
-    _forward_backward(model)
+    forward_backward(model)
 
 
 @pytest.mark.parametrize("attention", ATTENTION)
@@ -61,7 +42,7 @@ def test_autoregressive_decoding_builds_and_trains(attention, norm_first, instan
         f"model.norm_first={norm_first}",
         f"model.instance_norm={instance_norm}",
     )
-    _forward_backward(build_model(cfg))
+    forward_backward(build_model(cfg))
 
 
 @pytest.mark.parametrize("attention", ATTENTION)

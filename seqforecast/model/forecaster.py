@@ -1,0 +1,187 @@
+"""What every forecaster shares: src [B, in_len, F] -> forecast [B, out_len, T].
+
+A window is read the same way by every model (`model` group): checked for shape, folded
+channel by channel with `channel_independent`, normalised per window (`instance_norm`), cut
+into tokens (`embedding`) and embedded, positioned (`pos_encoding`), and passed through the
+encoder stack. What a model does after the encoder is its own (`_forecast`): the
+encoder-decoder's decoder (transformer.py) or PatchTST's flatten head (patchtst.py). The
+forecast then gets the optional linear path (linear_path.py), is mapped back from the window's
+normalisation and unfolded. The linear path reads (`model.linear_path_input`):
+
+- `normalized`: the instance-normalised window, like the Transformer; the sum of both is
+  mapped back with the window's normalisation.
+- `raw`: the window as the model receives it (the data's scaled units), as the NLinear
+  baseline does, so its least-squares fit is NLinear's exactly; the Transformer's part is
+  mapped back with the normalisation's scale only (the path carries the level).
+
+The encoder reads every input channel (`n_features`: targets first, then covariates); the
+forecast holds the `n_targets` target channels.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from .embedding import Tokenizer
+from .layers import EncoderLayer, make_norm
+from .linear_path import LINEAR_PATH_INPUTS, LinearPath
+from .normalization import build_instance_norm
+
+
+class WindowForecaster(nn.Module):
+    def __init__(
+        self,
+        *,
+        n_features: int,
+        n_targets: int = 1,
+        d_model: int,
+        in_len: int,
+        out_len: int,
+        label_len: int,
+        instance_norm: str,
+        encoder_layers: list[EncoderLayer],
+        input_encoding: nn.Module,
+        norm_first: bool,
+        patch_len: int = 1,
+        stride: int = 1,
+        linear_path: str = "none",
+        decomposition_kernel: int = 25,
+        channel_independent: bool = False,
+        norm: str = "layer",
+        linear_path_input: str = "normalized",
+        linear_path_trainable: bool = True,
+    ):
+        super().__init__()
+        if not 1 <= n_targets <= n_features:
+            raise ValueError(f"n_targets={n_targets} must be in [1, n_features={n_features}]")
+        if channel_independent and n_features != n_targets:
+            raise ValueError(
+                f"channel_independent forecasts every channel from its own past: "
+                f"n_features={n_features} must equal n_targets={n_targets} (no covariates)"
+            )
+        self.n_features = n_features
+        self.n_targets = n_targets
+        self.channel_independent = channel_independent
+        # Inside the model, a channel-independent window is one channel. [B * C, L, 1]
+        inner_features, inner_targets = (1, 1) if channel_independent else (n_features, n_targets)
+        self.inner_targets = inner_targets
+        self.in_len = in_len
+        self.out_len = out_len
+        self.label_len = label_len
+        self.instance_norm = instance_norm
+        self.norm = build_instance_norm(instance_norm, inner_features)
+        self.tokens = Tokenizer(in_len, label_len, out_len, patch_len, stride)
+        self.src_embed = nn.Linear(patch_len * inner_features, d_model)
+        self.input_encoding = input_encoding
+        self.encoder = nn.ModuleList(encoder_layers)
+        # Pre-norm stacks end un-normalised; close the stack with a norm (as nn.Transformer).
+        self.encoder_norm = make_norm(norm, d_model) if norm_first else nn.Identity()
+        if linear_path_input not in LINEAR_PATH_INPUTS:
+            raise ValueError(
+                f"linear_path_input={linear_path_input!r}; allowed: {', '.join(LINEAR_PATH_INPUTS)}"
+            )
+        self.linear_path_input = linear_path_input
+        self._linear_path_args = (linear_path, decomposition_kernel, linear_path_trainable)
+        self.linear_path: LinearPath | None = None  # built by `_attach_linear_path`
+
+    def _attach_linear_path(self, head: nn.Linear) -> None:
+        """Build the linear path (model.linear_path) and zero the model's output `head`, so
+        that the Transformer starts at zero and learns what the linear path misses. Called
+        last in a subclass's __init__: the draws of the layers made before it (and so a seed's
+        weights) do not depend on whether there is a linear path."""
+        kind, kernel, trainable = self._linear_path_args
+        if kind == "none":
+            return
+        self.linear_path = LinearPath(kind, self.in_len, self.out_len, kernel)
+        # Frozen, the path stays where it starts (e.g. its least-squares fit): Adam moves every
+        # weight by about the learning rate a step whatever its gradient, which would walk a
+        # fitted map of in_len x out_len weights away from its optimum within an epoch.
+        self.linear_path.requires_grad_(trainable)
+        nn.init.zeros_(head.weight)
+        nn.init.zeros_(head.bias)
+
+    def _forecast(
+        self, src: Tensor, tgt: Tensor | None, stats, maps: dict, need_weights: bool
+    ) -> Tensor:
+        """The model's own part: src [B, in_len, F'] (normalised; F' = 1 when channel
+        independent) and tgt [B, out_len, T'] in the data's units (or None) -> the forecast
+        [B, out_len, T'] in normalised units. Attention weights go into `maps`."""
+        raise NotImplementedError
+
+    def forward(
+        self, src: Tensor, tgt: Tensor | None = None, return_attention: bool = False
+    ) -> Tensor | tuple[Tensor, dict[str, list[Tensor]]]:
+        """src [B, in_len, F] (tgt [B, out_len, T] for teacher forcing) -> [B, out_len, T].
+
+        With `return_attention`, also a dict of per-layer weights [B, H, Lq, Lk]:
+        `encoder`, `decoder_self`, `cross` (empty lists where a model has no such stack).
+        """
+        if src.dim() != 3 or src.shape[1:] != (self.in_len, self.n_features):
+            raise ValueError(
+                f"src must be [batch, {self.in_len}, {self.n_features}], got {tuple(src.shape)}"
+            )
+        if self.channel_independent:
+            batch = src.shape[0]
+            src = _fold(src)
+            tgt = _fold(tgt) if tgt is not None else None
+        maps: dict[str, list[Tensor]] = {"encoder": [], "decoder_self": [], "cross": []}
+        normalized, stats = self.norm.normalize(src)
+        forecast = self._forecast(normalized, tgt, stats, maps, return_attention)
+        targets = forecast.shape[-1]
+        if self.linear_path is None:
+            forecast = self.norm.denormalize_targets(forecast, stats)
+        elif self.linear_path_input == "normalized":  # one map back for both
+            forecast = forecast + self.linear_path(normalized[..., :targets])
+            forecast = self.norm.denormalize_targets(forecast, stats)
+        else:  # raw: the path carries the level; the Transformer's part only the window's scale
+            forecast = self.norm.denormalize_scale(forecast, stats)
+            forecast = forecast + self.linear_path(src[..., :targets])
+        if self.channel_independent:
+            forecast = _unfold(forecast, batch)
+        return (forecast, maps) if return_attention else forecast
+
+    def _encode(self, src: Tensor, maps: dict, need_weights: bool) -> Tensor:
+        """src [B, in_len, F'] -> [B, encoder_tokens, d_model], tokens 0..encoder_tokens-1 on
+        the time axis."""
+        x = self.input_encoding(self.src_embed(self.tokens.encoder_input(src)))
+        for layer in self.encoder:
+            x, weights = layer(x, need_weights=need_weights, start=0)
+            maps["encoder"].append(weights)
+        return self.encoder_norm(x)
+
+    @torch.no_grad()
+    def fit_linear_path(self, src: Tensor, target: Tensor) -> None:
+        """Least-squares fit of the linear path on training windows src [N, in_len, F],
+        target [N, out_len, T]: a map of the units it reads (the instance-normalised window),
+        minimising the error in the units the training loss measures (the data's scaled
+        units; each window weighted by its normalisation's scale)."""
+        if self.linear_path is None:
+            raise ValueError("this model has no linear path (model.linear_path=none)")
+        if self.channel_independent:
+            src, target = _fold(src), _fold(target)
+        n_targets = target.shape[2]
+        if self.linear_path_input == "raw":  # NLinear's own fit, in the loss's units
+            self.linear_path.fit_least_squares(src[..., :n_targets], target)
+            return
+        normalized, stats = self.norm.normalize(src)
+        self.linear_path.fit_least_squares(
+            normalized[..., :n_targets],
+            self.norm.normalize_targets(target, stats),
+            self.norm.error_scale(stats, n_targets),
+        )
+
+    def token_spans(self, decoder_tokens: int) -> tuple[list, list]:
+        """([first, last] step of each encoder token, the same for the decoder's first
+        `decoder_tokens` tokens): the labels of attention maps."""
+        return self.tokens.encoder_spans(), self.tokens.decoder_spans(decoder_tokens)
+
+
+def _fold(x: Tensor) -> Tensor:
+    """[B, L, C] -> [B * C, L, 1]: each channel its own series."""
+    return x.transpose(1, 2).reshape(-1, x.shape[1], 1)
+
+
+def _unfold(x: Tensor, batch: int) -> Tensor:
+    """[B * C, L, 1] -> [B, L, C]."""
+    return x.reshape(batch, -1, x.shape[1]).transpose(1, 2)

@@ -1,0 +1,41 @@
+"""PatchTST's encoder-only forecaster (Nie et al. 2023, "A Time Series is Worth 64 Words"):
+src [B, in_len, F] -> forecast [B, out_len, T] (`model=patchtst`).
+
+The encoder reads the window's tokens (patches with `embedding=patch`), and a flatten head
+maps every token's output at once to the whole horizon: the encoder's output [B, N, d_model]
+is flattened to [B, N * d_model] and projected to out_len steps per target channel. There is
+no decoder: nothing is generated step by step and no placeholder tokens are learned; each
+horizon step reads every input token through one linear map.
+
+Everything before the head (instance normalisation, tokens, positions, the encoder with any
+attention backend and FFN) and after it (the linear path, channel independence) is shared
+with the encoder-decoder (forecaster.py). PatchTST's own setting is channel independence
+(each channel its own window: `model.channel_independent=true`, or a wide CSV panel whose
+columns are independent series), RevIN, patches 16/8 and BatchNorm (`model.norm=batch`).
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from .forecaster import WindowForecaster
+
+
+class PatchTST(WindowForecaster):
+    def __init__(self, *, d_model: int, head_dropout: float = 0.0, **shared):
+        """`shared`: WindowForecaster's arguments (n_features, in_len, encoder layers, ...);
+        PatchTST has no decoder, so its label_len is 0."""
+        super().__init__(d_model=d_model, label_len=0, **shared)
+        self.head_dropout = nn.Dropout(head_dropout)
+        # [B, N * d_model] -> every step of the horizon, for every target channel
+        self.head = nn.Linear(
+            self.tokens.encoder_tokens * d_model, self.out_len * self.inner_targets
+        )
+        self._attach_linear_path(self.head)
+
+    def _forecast(
+        self, src: Tensor, tgt: Tensor | None, stats, maps: dict, need_weights: bool
+    ) -> Tensor:
+        memory = self._encode(src, maps, need_weights)  # [B, N, d_model]
+        flat = self.head_dropout(memory.flatten(1))  # [B, N * d_model]
+        return self.head(flat).view(len(src), self.out_len, self.inner_targets)  # [B, out_len, T]

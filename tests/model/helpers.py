@@ -1,0 +1,30 @@
+"""What the model tests share."""
+
+import torch
+import torch.nn.functional as F
+
+# Every option of the groups a model is built from, for tests over all combinations.
+ATTENTION = ["vanilla", "einsum", "diff"]
+POSITIONS = ["sinusoidal", "learned", "relative", "rope", "none"]
+FFNS = ["relu", "gelu", "glu", "geglu", "swiglu"]
+
+
+def forward_backward(model, features: int = 1, batch: int = 3) -> None:
+    """One training forward and backward on random windows of the model's own shape: the
+    forecast has its shape, every parameter gets a finite gradient, evaluation is finite."""
+    src = torch.randn(batch, model.in_len, features)
+    target = torch.randn(batch, model.out_len, model.n_targets)
+    model.train()
+    forecast = model(src, target)
+    assert forecast.shape == (batch, model.out_len, model.n_targets)
+    loss = F.mse_loss(forecast, target)
+    assert loss.isfinite()
+    loss.backward()
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        assert p.grad is not None, f"{name} got no gradient"
+        assert p.grad.isfinite().all(), name
+    model.eval()
+    with torch.no_grad():
+        assert model(src).isfinite().all()
