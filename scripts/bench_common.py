@@ -8,6 +8,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +18,30 @@ REPO = Path(__file__).resolve().parents[1]
 def repo_env() -> dict[str, str]:
     """This environment with the repository first on PYTHONPATH, for child processes."""
     return dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def train_run(overrides: list[str], run_dir: Path) -> tuple[dict | None, str, float]:
+    """`python -m seqforecast.train <overrides>` into `run_dir`, from the repository: (its
+    metrics.json, or None when it failed; the last line it printed; wall seconds)."""
+    cmd = [sys.executable, "-m", "seqforecast.train", *overrides, f"hydra.run.dir={run_dir}"]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=repo_env(), cwd=REPO)
+    wall = time.perf_counter() - start
+    last = (proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or ["?"])[-1]
+    if proc.returncode != 0:
+        return None, last, wall
+    return json.loads((Path(run_dir) / "metrics.json").read_text()), last, wall
+
+
+def run_facts(metrics: dict, wall: float) -> dict:
+    """What every benchmark keeps of a run: the epoch kept, epochs run, seconds, test windows."""
+    return {
+        "best_epoch": metrics["run"]["best_epoch"],
+        "epochs_run": metrics["run"]["epochs_run"],
+        "train_seconds": metrics["run"]["train_seconds"],
+        "wall_seconds": round(wall, 1),
+        "test_windows": metrics["splits"]["test"]["windows"],
+    }
 
 
 def run_worker(script: str, spec: dict, timeout: int, label: dict | None = None) -> dict:

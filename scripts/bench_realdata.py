@@ -32,13 +32,11 @@ from __future__ import annotations
 import argparse
 import csv
 import itertools
-import json
 import math
 import multiprocessing
 import queue as queue_module
 import re
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -48,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import REPO, repo_env, write_report  # noqa: E402
+from bench_common import REPO, run_facts, train_run, write_report  # noqa: E402
 
 from seqforecast.data.windows import split_ranges  # noqa: E402
 
@@ -217,29 +215,18 @@ def run_seqforecast(
     else:
         overrides = [f"experiment={ds.name}", f"data.path={path}", *VARIANTS[variant]]
     run_dir = out / ds.name / variant / f"seed{seed}"
-    cmd = [
-        sys.executable, "-m", "seqforecast.train", *overrides, f"seed={seed}",
-        f"trainer.num_threads={threads}", f"hydra.run.dir={run_dir}", *extra,
-    ]  # fmt: skip
-    env = repo_env()
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO)
-    wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or ["?"])[-1]
+    metrics, last, wall = train_run(
+        [*overrides, f"seed={seed}", f"trainer.num_threads={threads}", *extra], run_dir
+    )
+    if metrics is None:
         return {"variant": variant, "seed": seed, "status": f"failed: {last}"}
-    metrics = json.loads((run_dir / "metrics.json").read_text())
     return {
         "variant": variant,
         "seed": seed,
         "status": "ok",
         "test": metrics["test"],
         "val_mse": metrics["val"]["model"]["mse"],
-        "best_epoch": metrics["run"]["best_epoch"],
-        "epochs_run": metrics["run"]["epochs_run"],
-        "train_seconds": metrics["run"]["train_seconds"],
-        "wall_seconds": round(wall, 1),
-        "test_windows": metrics["splits"]["test"]["windows"],
+        **run_facts(metrics, wall),
         "test_rows": metrics["splits"]["test"]["rows"],
         "run_dir": str(run_dir),
         "val_curve": val_curve(run_dir),

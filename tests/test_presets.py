@@ -1,6 +1,7 @@
 """Every `experiment=` preset composes, validates, builds its data and model, and trains a
 step: a preset no test composes can rot unseen."""
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -30,16 +31,21 @@ class StopAfterOneStep(Monitor):
 
 
 def test_every_preset_is_listed():
-    assert {"quick", "diff_local", "csv_example", "co2", "panel_example"} <= set(PRESETS)
+    assert {"quick", "diff_local", "csv_example", "co2", "panel_example", "longhorizon"} <= set(
+        PRESETS
+    )
 
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_a_preset_composes_and_trains_one_step(preset, tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)  # presets name their data files relative to the repository
     # Small synthetic draws: the preset's model and windows, not its data volume, are tested.
-    cfg = compose_config([f"experiment={preset}", "data.train_size=64", "data.val_size=16",
-                          "data.test_size=16"] if "csv" not in _data(preset) else
-                         [f"experiment={preset}"])  # fmt: skip
+    overrides = [f"experiment={preset}"]
+    if _data(preset) == "sigmoid":
+        overrides += ["data.train_size=64", "data.val_size=16", "data.test_size=16"]
+    elif _needs_a_file(preset):  # the long-horizon recipe: a file in ETT's layout and length
+        overrides.append(f"data.path={_ett_like_file(tmp_path)}")
+    cfg = compose_config(overrides)
     validate_config(cfg)
     plain = OmegaConf.to_container(cfg, resolve=True)
     channels = plain["model"].get("channels", "independent")
@@ -49,6 +55,20 @@ def test_a_preset_composes_and_trains_one_step(preset, tmp_path, monkeypatch):
     with pytest.raises(OneStep):
         train_model(model, data, trainer, Path(tmp_path), seed=0, config_yaml="",
                     monitor=StopAfterOneStep(), progress=False)  # fmt: skip
+
+
+def _needs_a_file(preset: str) -> bool:
+    return "path: ???" in (REPO / "configs" / "experiment" / f"{preset}.yaml").read_text()
+
+
+def _ett_like_file(tmp_path: Path) -> Path:
+    """Hourly rows in ETT's layout, as many as the hourly ETT borders need (14,400)."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_longhorizon", REPO / "scripts" / "bench_longhorizon.py"
+    )
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench.write_smoke_file(tmp_path / "ett.csv", rows=14_400)
 
 
 def _data(preset: str) -> str:

@@ -1,0 +1,431 @@
+"""The long-horizon benchmark as the papers run it: ETT-style CSV files at horizons 96, 192, 336
+and 720 with 336 input steps, over seeds, beside the project's baselines and the published rows.
+
+    python scripts/bench_longhorizon.py ../shared/data/ETTh1.csv ../shared/data/ETTh2.csv
+    python scripts/bench_longhorizon.py my.csv --split 0.7 0.1 0.2 --horizons 96 336
+    python scripts/bench_longhorizon.py ETTh2.csv --variants preset alone diff --seeds 0 1 2 3 4
+    python scripts/bench_longhorizon.py --smoke       # a small generated file, 1 epoch (the tests)
+
+The protocol of the published tables (Informer, Autoformer, DLinear, PatchTST, thuml's
+Time-Series-Library): every column but the time column is a channel, each its own series
+(channel independence); borders by row, for the hourly ETT files rows [0, 8640) train,
+[8640, 11520) validation, [11520, 14400) test (12/4/4 months of 30 days), the rows after 14,400
+unused (`--borders`), or fractions as Time-Series-Library cuts its other files (`--split 0.7 0.1
+0.2`: train int(0.7 n) rows, test int(0.2 n), validation the rest); every window whose forecast
+lies in the test rows (stride 1), inputs reaching back into validation rows; every channel
+z-scored with its training rows' mean and std; MSE and MAE in those z units, averaged over
+channels, windows and steps. Each seqforecast run is `python -m seqforecast.train
+experiment=longhorizon` with the file's borders and horizon (and a variant's overrides).
+
+Reported per file and horizon: each variant's test MSE and MAE (mean ± std over seeds), its
+paired MSE ratio to the project's NLinear on the same windows (geometric mean over seeds with a
+95% Student-t interval, as `seqforecast.compare` gives it), the epochs selection kept and how
+often a kept trained epoch beat the linear path on test; the baselines (NLinear, last value);
+and, for ETTh1/ETTh2, the published rows (Nie et al. 2023, ICLR, "A Time Series is Worth 64
+Words", Table 3: PatchTST/64, PatchTST/42 and DLinear as printed there).
+
+The published code scores fewer windows: its test loader drops the last incomplete batch of 128
+(`drop_last=True`), so the newest test windows are never scored. Each row therefore also gives
+the MSE on those first windows only ("as the papers' code counts"), beside the full count.
+
+Output: a Markdown table per file (benchmarks/longhorizon.md) and every run's numbers
+(benchmarks/longhorizon.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import REPO, run_facts, train_run, write_report  # noqa: E402
+
+from seqforecast.comparison.stats import paired_ratio  # noqa: E402
+from seqforecast.training.evaluation import Evaluator  # noqa: E402
+from seqforecast.training.metrics import evaluation  # noqa: E402
+from seqforecast.training.restore import load_run  # noqa: E402
+
+ETT_HOURLY = ("8640", "11520", "14400")  # 12, 4 and 4 months of 30 days, in hours
+HORIZONS = (96, 192, 336, 720)
+IN_LEN = 336
+PAPER_BATCH = 128  # the published code's test batch, whose last incomplete one it drops
+
+# Overrides on top of experiment=longhorizon.
+VARIANTS = {
+    "preset": [],
+    # The Transformer alone: no linear path, every trained epoch competing.
+    "alone": [
+        "model.linear_path=none",
+        "model.linear_init=zero",
+        "trainer.validate_initial=false",
+        "trainer.min_improvement=0",
+    ],  # fmt: skip
+    "diff": ["attention=diff"],
+    "diff_block": ["attention=diff", "block_size=8"],
+    "rope": ["pos_encoding=rope"],
+    "alone_diff": [
+        "model.linear_path=none",
+        "model.linear_init=zero",
+        "trainer.validate_initial=false",
+        "trainer.min_improvement=0",
+        "attention=diff",
+    ],  # fmt: skip
+    "alone_diff_block": [
+        "model.linear_path=none",
+        "model.linear_init=zero",
+        "trainer.validate_initial=false",
+        "trainer.min_improvement=0",
+        "attention=diff",
+        "block_size=8",
+    ],  # fmt: skip
+    "alone_rope": [
+        "model.linear_path=none",
+        "model.linear_init=zero",
+        "trainer.validate_initial=false",
+        "trainer.min_improvement=0",
+        "pos_encoding=rope",
+    ],  # fmt: skip
+}
+
+# Nie et al. 2023 (ICLR), "A Time Series is Worth 64 Words", Table 3 (input 512 for /64, 336
+# for /42 and DLinear), z units: {file: {forecaster: {horizon: (MSE, MAE)}}}.
+PUBLISHED_SOURCE = "Nie et al. 2023 (ICLR), Table 3"
+PUBLISHED = {
+    "ETTh1": {
+        "PatchTST/64": {96: (0.370, 0.400), 192: (0.413, 0.429), 336: (0.422, 0.440),
+                        720: (0.447, 0.468)},
+        "PatchTST/42": {96: (0.375, 0.399), 192: (0.414, 0.421), 336: (0.431, 0.436),
+                        720: (0.449, 0.466)},
+        "DLinear": {96: (0.375, 0.399), 192: (0.405, 0.416), 336: (0.439, 0.443),
+                    720: (0.472, 0.490)},
+    },
+    "ETTh2": {
+        "PatchTST/64": {96: (0.274, 0.337), 192: (0.341, 0.382), 336: (0.329, 0.384),
+                        720: (0.379, 0.422)},
+        "PatchTST/42": {96: (0.274, 0.336), 192: (0.339, 0.379), 336: (0.331, 0.380),
+                        720: (0.379, 0.422)},
+        "DLinear": {96: (0.289, 0.353), 192: (0.383, 0.418), 336: (0.448, 0.465),
+                    720: (0.605, 0.551)},
+    },
+}  # fmt: skip
+
+# --smoke: a small hourly file made here, its own borders and horizons, one tiny epoch.
+SMOKE_ROWS, SMOKE_BORDERS, SMOKE_HORIZONS, SMOKE_IN = 700, ("400", "530", "660"), (24, 48), 96
+SMOKE_EXTRA = ["epochs=1", "d_model=8", "n_heads=2", "ffn.d_ff=16", "model.encoder_layers=1",
+               "trainer.patience=0"]  # fmt: skip
+
+
+# ---------------------------------------------------------------- data
+
+
+def header_and_rows(path: Path) -> tuple[list[str], int]:
+    with path.open(newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader)
+        return header, sum(1 for _ in reader)
+
+
+def borders_for(path: Path, args) -> tuple[str, str, str]:
+    """(validation start, test start, test end) rows: --borders as given, or --split as
+    Time-Series-Library cuts a file (train int(f_train n), test int(f_test n), the rest
+    validation)."""
+    if args.split is None:
+        return tuple(args.borders)
+    _, n = header_and_rows(path)
+    train, _, test = args.split
+    n_train, n_test = int(n * train), int(n * test)
+    return str(n_train), str(n - n_test), str(n)
+
+
+def write_smoke_file(path: Path, rows: int = SMOKE_ROWS) -> Path:
+    """An hourly file in ETT's layout: a date column and three channels of different scales,
+    daily and weekly cycles, a drift and noise (same bytes every time)."""
+    rng = np.random.default_rng(0)
+    t = np.arange(rows)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(["date", "HUFL", "MUFL", "OT"])
+        for i in t:
+            moment = str(np.datetime64("2016-07-01T00:00") + np.timedelta64(int(i), "h"))
+            cells = [
+                level * (1 + 0.3 * np.sin(2 * np.pi * i / 24 + k) + 0.1 * np.sin(
+                    2 * np.pi * i / 168) + 0.0005 * i) + rng.normal(0, 0.05 * level)
+                for k, level in enumerate((5.0, 2.0, 30.0))
+            ]  # fmt: skip
+            writer.writerow([moment.replace("T", " "), *(f"{c:.4f}" for c in cells)])
+    return path
+
+
+# ---------------------------------------------------------------- runs
+
+
+def run_one(path: Path, borders, horizon: int, variant: str, seed: int, args) -> dict:
+    run_dir = args.runs_dir / path.stem / f"h{horizon}" / variant / f"seed{seed}"
+    val, test, end = borders
+    time_column = header_and_rows(path)[0][0]
+    overrides = [
+        "experiment=longhorizon", f"data.path={path}", f"data.time_column={time_column}",
+        f"data.val_start={val}", f"data.test_start={test}", f"data.test_end={end}",
+        f"in_len={args.in_len}", f"out_len={horizon}", f"seed={seed}",
+        f"trainer.num_threads={args.threads}", *VARIANTS[variant], *args.extra, *args.set,
+    ]  # fmt: skip
+    metrics, last, wall = train_run(overrides, run_dir)
+    label = {"file": path.stem, "horizon": horizon, "variant": variant, "seed": seed}
+    if metrics is None:
+        return {**label, "status": f"failed: {last}"}
+    test_rows = metrics["test"]
+    return {
+        **label,
+        "status": "ok",
+        "mse": test_rows["model"]["mse_scaled"],
+        "mae": test_rows["model"]["mae_scaled"],
+        "baselines": {
+            name: {"mse": row["mse_scaled"], "mae": row["mae_scaled"]}
+            for name, row in test_rows.items()
+            if name != "model"
+        },
+        "val_mse": metrics["val"]["model"]["mse_scaled"],
+        **run_facts(metrics, wall),
+        "paper_count": paper_count(run_dir, args.paper_batch),
+        "run_dir": str(run_dir),
+    }
+
+
+def paper_count(run_dir: Path, batch: int = PAPER_BATCH) -> dict:
+    """MSE and MAE (z units) of the model and NLinear on the test windows the published code
+    scores: per channel, the first windows filling whole batches of `batch` (its test loader
+    drops the last incomplete batch: `drop_last=True`)."""
+    run = load_run(run_dir, "best", "cpu")
+    data, test = run.data, run.data.test
+    nlinear = Evaluator.for_run(data, run.config).baselines["nlinear"]
+    errors = {"model": [], "nlinear": []}
+    with evaluation(run.model):
+        for index in test.chunks(1024):
+            src, target = test.take(index)
+            for name, forecast in (("model", run.model), ("nlinear", nlinear)):
+                errors[name].append((forecast(src) - target).double())
+    series = test.series.cpu().numpy()
+    keep = np.zeros(len(series), bool)
+    for s in np.unique(series):
+        where = np.flatnonzero(series == s)  # this channel's windows, in time order
+        keep[where[: len(where) // batch * batch]] = True
+    found = {"windows_per_channel": int(keep.sum() // len(np.unique(series)))}
+    for name, parts in errors.items():
+        error = torch.cat(parts)[torch.from_numpy(keep)]
+        found[name] = {"mse": float(error.square().mean()), "mae": float(error.abs().mean())}
+    return found
+
+
+# ---------------------------------------------------------------- summaries
+
+
+def summarise(runs: list[dict], reference: str) -> dict:
+    """Per variant: mean ± std of the test MSE and MAE over seeds, the paired MSE ratio to
+    NLinear (and to the reference variant), the epochs kept, how often a kept trained epoch
+    beat NLinear on test."""
+    by_variant: dict[str, list[dict]] = {}
+    for r in runs:
+        by_variant.setdefault(r["variant"], []).append(r)
+    ref = {r["seed"]: r["mse"] for r in by_variant.get(reference, []) if r["status"] == "ok"}
+    out = {}
+    for variant, rs in by_variant.items():
+        ok = [r for r in rs if r["status"] == "ok"]
+        if not ok:
+            out[variant] = {"n": 0, "status": rs[0]["status"]}
+            continue
+        mse = {r["seed"]: r["mse"] for r in ok}
+        nlinear = {r["seed"]: r["baselines"]["nlinear"]["mse"] for r in ok}
+        trained = [r for r in ok if r["best_epoch"] > 0]
+        vs_nlinear = paired_ratio(mse, nlinear)
+        vs_ref = paired_ratio(mse, ref) if variant != reference and ref else None
+        out[variant] = {
+            "n": len(ok),
+            "mse": statistics.mean(mse.values()),
+            "mse_std": statistics.stdev(mse.values()) if len(ok) > 1 else 0.0,
+            "mae": statistics.mean(r["mae"] for r in ok),
+            "paper_count_mse": statistics.mean(r["paper_count"]["model"]["mse"] for r in ok),
+            "vs_nlinear": _ratio(vs_nlinear),
+            "vs_reference": _ratio(vs_ref) if vs_ref else None,
+            "best_epochs": [r["best_epoch"] for r in ok],
+            "trained_kept": len(trained),
+            "trained_kept_beat_nlinear": sum(
+                r["mse"] < r["baselines"]["nlinear"]["mse"] for r in trained
+            ),
+            "train_seconds": statistics.mean(r["train_seconds"] for r in ok),
+        }
+    return out
+
+
+def _ratio(p) -> dict:
+    return {"ratio": p.ratio, "low": p.low, "high": p.high, "n": p.n, "verdict": p.verdict}
+
+
+def _interval(r: dict | None) -> str:
+    if r is None:
+        return "reference"
+    if math.isnan(r["low"]):
+        return f"{r['ratio']:.3f} (n={r['n']})"
+    return f"{r['ratio']:.3f} [{r['low']:.3f}, {r['high']:.3f}]"
+
+
+def markdown(report: dict, args) -> str:
+    out = []
+    for name, entry in report["files"].items():
+        val, test, end = entry["borders"]
+        out += [
+            f"### {name}",
+            "",
+            f"`{entry['path']}`: {entry['channels']} channels, rows [0, {val}) train, [{val}, "
+            f"{test}) validation, [{test}, {end}) test; input {args.in_len}; z units (each "
+            f"channel scaled by its training rows); mean ± std over seeds {args.seeds}.",
+            "",
+            "| horizon | forecaster | test MSE | test MAE | MSE ÷ NLinear [95% CI] | verdict | "
+            "MSE as the papers' code counts | epochs kept | kept trained epoch beat NLinear |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for horizon, h in entry["horizons"].items():
+            for variant, s in h["summary"].items():
+                if not s["n"]:
+                    out.append(f"| {horizon} | seqforecast {variant} | {s['status']} | | | | | | |")
+                    continue
+                r = s["vs_nlinear"]
+                out.append(
+                    f"| {horizon} | seqforecast {variant} | {s['mse']:.4f} ± {s['mse_std']:.4f} | "
+                    f"{s['mae']:.4f} | {_interval(r)} | {r['verdict']} | "
+                    f"{s['paper_count_mse']:.4f} | {s['best_epochs']} | "
+                    f"{s['trained_kept_beat_nlinear']} of {s['trained_kept']} |"
+                )
+            for base in ("nlinear", "last_value"):
+                b = h["baselines"][base]
+                paper = h["paper_count_nlinear"] if base == "nlinear" else None
+                out.append(
+                    f"| {horizon} | {base} | {b['mse']:.4f} | {b['mae']:.4f} | | | "
+                    f"{'' if paper is None else f'{paper:.4f}'} | | |"
+                )
+            for forecaster, rows in PUBLISHED.get(name, {}).items():
+                mse, mae = rows[int(horizon)]
+                out.append(
+                    f"| {horizon} | {forecaster} (published) | | | | | {mse:.3f} (MAE {mae:.3f})"
+                    f" | | |"
+                )
+        vs_ref = [
+            (horizon, variant, s["vs_reference"])
+            for horizon, h in entry["horizons"].items()
+            for variant, s in h["summary"].items()
+            if s.get("vs_reference")
+        ]
+        if vs_ref:
+            out += ["", f"Paired MSE ratio to `{args.variants[0]}`, seed by seed:", ""]
+            out += ["| horizon | variant | ratio [95% CI] | verdict |", "|---|---|---|---|"]
+            out += [f"| {h} | {v} | {_interval(r)} | {r['verdict']} |" for h, v, r in vs_ref]
+        out.append("")
+    if any(name in PUBLISHED for name in report["files"]):
+        out.append(
+            f"Published rows: {PUBLISHED_SOURCE}, MSE and MAE as printed; the published code "
+            f"scores the test windows that fill whole batches of {args.paper_batch} "
+            f"(drop_last), so they belong in the column that counts as it does."
+        )
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="*", type=Path, help="CSV files: a time column, channels")
+    parser.add_argument(
+        "--borders", nargs=3, default=list(ETT_HOURLY), metavar=("VAL", "TEST", "END"),
+        help="rows (or times) where validation and test start and where test ends",
+    )  # fmt: skip
+    parser.add_argument(
+        "--split", nargs=3, type=float, default=None, metavar=("TRAIN", "VAL", "TEST"),
+        help="fractions instead of borders",
+    )  # fmt: skip
+    parser.add_argument("--horizons", nargs="+", type=int, default=list(HORIZONS))
+    parser.add_argument("--in-len", type=int, default=IN_LEN)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument(
+        "--variants", nargs="+", default=["preset"], choices=list(VARIANTS),
+        help="the first is the reference of the paired ratios between variants",
+    )  # fmt: skip
+    parser.add_argument("--set", nargs="*", default=[], help="further overrides for every run")
+    parser.add_argument("--paper-batch", type=int, default=PAPER_BATCH,
+                        help="the published code's test batch (the windows it scores)")  # fmt: skip
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per run")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at a time")
+    parser.add_argument("--runs-dir", type=Path, default=REPO / "outputs" / "bench_longhorizon")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "longhorizon.json")
+    parser.add_argument(
+        "--smoke", action="store_true", help="a small generated file, 2 horizons, 1 seed"
+    )
+    args = parser.parse_args(argv)
+    args.extra = []
+    if args.smoke:
+        args.files = [write_smoke_file(args.runs_dir / "smoke_data" / "ETTsmoke.csv")]
+        args.borders, args.split, args.horizons = list(SMOKE_BORDERS), None, list(SMOKE_HORIZONS)
+        args.in_len, args.seeds, args.extra = SMOKE_IN, args.seeds[:1], SMOKE_EXTRA
+        args.paper_batch = 32
+    if not args.files:
+        parser.error("give at least one CSV file (or --smoke)")
+    for path in args.files:
+        if not path.is_file():
+            parser.error(f"{path}: no such file")
+
+    report: dict = {
+        "protocol": {"in_len": args.in_len, "stride": 1, "units": "z (training rows)",
+                     "paper_batch": args.paper_batch, "published_source": PUBLISHED_SOURCE},
+        "files": {},
+    }  # fmt: skip
+    started = time.perf_counter()
+    failed = 0
+    for path in args.files:
+        path = path.resolve()
+        borders = borders_for(path, args)
+        header, rows = header_and_rows(path)
+        entry = {"path": str(path), "rows": rows, "channels": len(header) - 1,
+                 "borders": list(borders), "horizons": {}}  # fmt: skip
+        report["files"][path.stem] = entry
+        for horizon in args.horizons:
+            cases = [(v, s) for v in args.variants for s in args.seeds]
+
+            def case(c, path=path, borders=borders, horizon=horizon):
+                r = run_one(path, borders, horizon, c[0], c[1], args)
+                shown = f"test MSE {r['mse']:.4f} (epoch {r['best_epoch']})" if r[
+                    "status"] == "ok" else r["status"]  # fmt: skip
+                print(f"  {path.stem} h{horizon} {c[0]} seed {c[1]}: {shown}", flush=True)
+                return r
+
+            with ThreadPoolExecutor(max_workers=args.jobs) as pool:  # each run a subprocess
+                runs = list(pool.map(case, cases))
+            ok = [r for r in runs if r["status"] == "ok"]
+            failed += len(runs) - len(ok)
+            entry["horizons"][str(horizon)] = {
+                "summary": summarise(runs, args.variants[0]),
+                "baselines": ok[0]["baselines"] if ok else {},
+                "paper_count_nlinear": ok[0]["paper_count"]["nlinear"]["mse"] if ok else None,
+                "test_windows": ok[0]["test_windows"] if ok else None,
+                "runs": runs,
+            }
+            # Written after every horizon: a long benchmark that stops keeps what it finished.
+            report["wall_seconds"] = round(time.perf_counter() - started, 1)
+            write_report(args.out, "scripts/bench_longhorizon.py", argv, **report)
+    text = markdown(report, args)
+    args.out.with_suffix(".md").write_text(text)
+    print(text)
+    print(f"wrote {args.out.with_suffix('.md')} ({report['wall_seconds']} s)", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
