@@ -40,7 +40,7 @@ import math
 import statistics
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
@@ -388,38 +388,52 @@ def main(argv: list[str] | None = None) -> int:
         "files": {},
     }  # fmt: skip
     started = time.perf_counter()
-    failed = 0
+    files = {}  # stem -> (path, borders)
     for path in args.files:
         path = path.resolve()
         borders = borders_for(path, args)
         header, rows = header_and_rows(path)
-        entry = {"path": str(path), "rows": rows, "channels": len(header) - 1,
-                 "borders": list(borders), "horizons": {}}  # fmt: skip
-        report["files"][path.stem] = entry
-        for horizon in args.horizons:
-            cases = [(v, s) for v in args.variants for s in args.seeds]
+        files[path.stem] = (path, borders)
+        report["files"][path.stem] = {
+            "path": str(path), "rows": rows, "channels": len(header) - 1,
+            "borders": list(borders), "horizons": {},
+        }  # fmt: skip
+    cases = [(stem, h, v, s) for stem in files for h in args.horizons
+             for v in args.variants for s in args.seeds]  # fmt: skip
+    runs: dict[tuple[str, int], list[dict]] = {}
 
-            def case(c, path=path, borders=borders, horizon=horizon):
-                r = run_one(path, borders, horizon, c[0], c[1], args)
-                shown = f"test MSE {r['mse']:.4f} (epoch {r['best_epoch']})" if r[
-                    "status"] == "ok" else r["status"]  # fmt: skip
-                print(f"  {path.stem} h{horizon} {c[0]} seed {c[1]}: {shown}", flush=True)
-                return r
+    def case(c):
+        stem, horizon, variant, seed = c
+        r = run_one(*files[stem], horizon, variant, seed, args)
+        shown = (f"test MSE {r['mse']:.4f} (epoch {r['best_epoch']})" if r["status"] == "ok"
+                 else r["status"])  # fmt: skip
+        print(f"  {stem} h{horizon} {variant} seed {seed}: {shown}", flush=True)
+        return r
 
-            with ThreadPoolExecutor(max_workers=args.jobs) as pool:  # each run a subprocess
-                runs = list(pool.map(case, cases))
-            ok = [r for r in runs if r["status"] == "ok"]
-            failed += len(runs) - len(ok)
-            entry["horizons"][str(horizon)] = {
-                "summary": summarise(runs, args.variants[0]),
+    # All cases share one pool (each run is a subprocess); a horizon's summary is written as
+    # soon as its runs are in, so a long benchmark that stops keeps what it finished.
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {pool.submit(case, c): c for c in cases}
+        for future in as_completed(futures):
+            stem, horizon, _, _ = futures[future]
+            done = runs.setdefault((stem, horizon), [])
+            done.append(future.result())
+            if len(done) < len(args.variants) * len(args.seeds):
+                continue
+            done.sort(key=lambda r: (args.variants.index(r["variant"]), r["seed"]))
+            ok = [r for r in done if r["status"] == "ok"]
+            report["files"][stem]["horizons"][str(horizon)] = {
+                "summary": summarise(done, args.variants[0]),
                 "baselines": ok[0]["baselines"] if ok else {},
                 "paper_count_nlinear": ok[0]["paper_count"]["nlinear"]["mse"] if ok else None,
                 "test_windows": ok[0]["test_windows"] if ok else None,
-                "runs": runs,
+                "runs": done,
             }
-            # Written after every horizon: a long benchmark that stops keeps what it finished.
             report["wall_seconds"] = round(time.perf_counter() - started, 1)
             write_report(args.out, "scripts/bench_longhorizon.py", argv, **report)
+    for entry in report["files"].values():  # horizons in the order asked for
+        entry["horizons"] = {str(h): entry["horizons"][str(h)] for h in args.horizons}
+    failed = sum(r["status"] != "ok" for rs in runs.values() for r in rs)
     text = markdown(report, args)
     args.out.with_suffix(".md").write_text(text)
     print(text)
