@@ -60,40 +60,18 @@ IN_LEN = 336
 PAPER_BATCH = 128  # the published code's test batch, whose last incomplete one it drops
 
 # Overrides on top of experiment=longhorizon.
+# The Transformer alone: no linear path, plain selection (the lowest validation error wins).
+ALONE = ["model.linear_path=none", "model.linear_init=zero", "trainer.validate_initial=false",
+         "trainer.min_improvement=0", "trainer.selection_blocks=0"]  # fmt: skip
 VARIANTS = {
     "preset": [],
-    # The Transformer alone: no linear path, every trained epoch competing.
-    "alone": [
-        "model.linear_path=none",
-        "model.linear_init=zero",
-        "trainer.validate_initial=false",
-        "trainer.min_improvement=0",
-    ],  # fmt: skip
     "diff": ["attention=diff"],
     "diff_block": ["attention=diff", "block_size=8"],
     "rope": ["pos_encoding=rope"],
-    "alone_diff": [
-        "model.linear_path=none",
-        "model.linear_init=zero",
-        "trainer.validate_initial=false",
-        "trainer.min_improvement=0",
-        "attention=diff",
-    ],  # fmt: skip
-    "alone_diff_block": [
-        "model.linear_path=none",
-        "model.linear_init=zero",
-        "trainer.validate_initial=false",
-        "trainer.min_improvement=0",
-        "attention=diff",
-        "block_size=8",
-    ],  # fmt: skip
-    "alone_rope": [
-        "model.linear_path=none",
-        "model.linear_init=zero",
-        "trainer.validate_initial=false",
-        "trainer.min_improvement=0",
-        "pos_encoding=rope",
-    ],  # fmt: skip
+    "alone": ALONE,
+    "alone_diff": [*ALONE, "attention=diff"],
+    "alone_diff_block": [*ALONE, "attention=diff", "block_size=8"],
+    "alone_rope": [*ALONE, "pos_encoding=rope"],
 }
 
 # Nie et al. 2023 (ICLR), "A Time Series is Worth 64 Words", Table 3 (input 512 for /64, 336
