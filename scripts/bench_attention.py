@@ -50,9 +50,9 @@ CASES = {
     "diff_block16": ("seqforecast diff (paper layout), block_size=16, causal", None),
     # Dense diff without weights runs on the fused kernel: linear memory too.
     "diff_full": ("seqforecast diff (paper layout), block_size=0, causal (fused kernel)", None),
-    # Seed 003's layout: each q/k half as wide as a head (1.5x the projection weights).
-    "diff_seed_block16": ("seqforecast diff, head_layout=seed, block_size=16, causal", None),
-    "diff_seed_full": ("seqforecast diff, head_layout=seed, block_size=0, causal", None),
+    # The wide layout: each q/k half as wide as a head (1.5x the projection weights).
+    "diff_wide_block16": ("seqforecast diff, head_layout=wide, block_size=16, causal", None),
+    "diff_wide_full": ("seqforecast diff, head_layout=wide, block_size=0, causal", None),
 }
 
 
@@ -99,7 +99,7 @@ def _build_step(case: str, length: int, cfg: dict):
 
     if case.startswith("diff"):
         block_size = cfg["block_size"] if case.endswith("block16") else 0
-        layout = "seed" if "_seed" in case else "paper"
+        layout = "wide" if "_wide" in case else "paper"
         attn = build_attention("diff", d_model, heads, block_size=block_size, head_layout=layout)
     else:
         attn = build_attention(case, d_model, heads)

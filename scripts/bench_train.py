@@ -48,19 +48,19 @@ CASES = {
     "einsum": ("einsum", {}),
     "diff": ("diff", {}),
     "diff_block16": ("diff", {"block_size": 16}),
-    "diff_seed": ("diff", {"head_layout": "seed"}),
-    "diff_seed_block16": ("diff", {"block_size": 16, "head_layout": "seed"}),
+    "diff_wide": ("diff", {"head_layout": "wide"}),
+    "diff_wide_block16": ("diff", {"block_size": 16, "head_layout": "wide"}),
     "vanilla_bf16": ("vanilla", {"precision": "bf16"}),
     "vanilla_compile": ("vanilla", {"compile": True}),
     "vanilla_weights_every_step": ("vanilla", {"weights_every_step": True}),
 }
 PLAN = {
-    "default": ["reference", "vanilla", "einsum", "diff", "diff_block16", "diff_seed"],
+    "default": ["reference", "vanilla", "einsum", "diff", "diff_block16", "diff_wide"],
     "large": [
         "reference", "vanilla", "einsum", "diff", "diff_block16",
         "vanilla_bf16", "vanilla_compile", "vanilla_weights_every_step",
     ],
-    "long": ["reference", "vanilla", "diff", "diff_block16", "diff_seed_block16"],
+    "long": ["reference", "vanilla", "diff", "diff_block16", "diff_wide_block16"],
 }  # fmt: skip
 
 

@@ -133,7 +133,7 @@ def test_bad_input_is_one_line_and_exit_2(sweep, tmp_path, capsys):
         ([str(sweep), str(other_horizon)],
          "error: mixed horizons: data.out_len=6 (6 runs), data.out_len=4 (1 runs)"),
         ([str(sweep), str(other_data)], "error: mixed datasets: data.name=sigmoid (6 runs), "
-                                        "data.name=sigmoid_seed (1 runs)"),
+                                        "data.name=sigmoid_pair (1 runs)"),  # read as renamed
         ([str(sweep), str(other_test_set)],
          "error: the runs were scored on different test windows (they differ in data.test_size)"),
         ([str(sweep), "reference=einsum"], "error: reference='einsum' matches no group; the "

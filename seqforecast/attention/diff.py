@@ -1,4 +1,4 @@
-"""`diff`: differential attention (Ye et al. 2024), optionally block-local, as in seed 003.
+"""`diff`: differential attention (Ye et al. 2024), optionally block-local.
 
 Per head h, q and k are projected to two halves (q1, k1) and (q2, k2) of width w, and
 
@@ -8,11 +8,11 @@ Per head h, q and k are projected to two halves (q1, k1) and (q2, k2) of width w
 with v_h of width d_model / n_heads. Options (each a config value):
 - head_layout: "paper" (default, the paper and its official code): w = d_model / (2 n_heads),
   the q and k projections d_model -> d_model, so a layer has the projection weights and the
-  attention FLOPs of a standard one; the 2 n_heads half-heads pair up as (2h, 2h + 1). "seed":
-  seed 003's layout, w = d_model / n_heads, q and k projected to 2 d_model (a layer then holds
+  attention FLOPs of a standard one; the 2 n_heads half-heads pair up as (2h, 2h + 1). "wide":
+  w = d_model / n_heads, q and k projected to 2 d_model (a layer then holds
   6 d_model^2 projection weights against a standard layer's 4 d_model^2). λ's vectors and the
   score scale follow w in both.
-- lambda_mode: "scalar" (one learnable scalar, the seed's form, initialised at lambda_init) or
+- lambda_mode: "scalar" (one learnable scalar, initialised at lambda_init) or
   "reparam" (the paper's: exp(lq1 . lk1) - exp(lq2 . lk2) + lambda_init).
 - lambda_init: None = 0.8 - 0.6 * exp(-0.3 * (layer - 1)), from the 1-based `layer` index.
 - head_norm: per-head RMSNorm of the output, scaled by (1 - lambda_init).
@@ -22,7 +22,7 @@ with v_h of width d_model / n_heads. Options (each a config value):
 - talking_heads: learned head-to-head mixing of the scores before the softmax and of the
   weights after it (Shazeer et al. 2020), both initialised to the identity.
 - distance_decay, past_bias, decay_form: position terms on the scores (position.py; the
-  additive per-head `alibi` decay, or the seed's multiplicative form); a shorthand for
+  additive per-head `alibi` decay, or the `reciprocal` multiplicative form); a shorthand for
   `position=RelativePositionTerms(distance_decay, past_bias, decay_form, n_heads)`.
 - position: any AttentionPosition (rotary, relative terms), as for every backend.
 
@@ -52,7 +52,7 @@ from .position import AttentionPosition, RelativePositionTerms, relative_geometr
 from .registry import register_attention
 
 LAMBDA_MODES = ("scalar", "reparam")
-HEAD_LAYOUTS = ("paper", "seed")
+HEAD_LAYOUTS = ("paper", "wide")
 
 
 def default_lambda_init(layer: int) -> float:
@@ -113,7 +113,7 @@ class DifferentialAttention(nn.Module):
         self.n_heads = n_heads
         self.head_layout = head_layout
         self.head_dim = d_model // n_heads  # v and the output, per head
-        # Width of each q/k half: the paper halves the head; the seed gives each half a head.
+        # Width of each q/k half: the paper halves the head; the wide layout gives each a head.
         self.half_dim = self.head_dim // 2 if head_layout == "paper" else self.head_dim
         self.scale = 1.0 / math.sqrt(self.half_dim)
         self.dropout = dropout
@@ -123,7 +123,7 @@ class DifferentialAttention(nn.Module):
         self.lambda_init = default_lambda_init(layer) if lambda_init is None else float(lambda_init)
 
         # q and k carry two halves per head: [E] -> [H, 2, half_dim].
-        qk_width = 2 * n_heads * self.half_dim  # paper: d_model; seed: 2 d_model
+        qk_width = 2 * n_heads * self.half_dim  # paper: d_model; wide: 2 d_model
         self.q_proj = nn.Linear(d_model, qk_width, bias=bias)
         self.k_proj = nn.Linear(d_model, qk_width, bias=bias)
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)

@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from ._common import ShapeCache
 
-DECAY_FORMS = ("alibi", "seed")
+DECAY_FORMS = ("alibi", "reciprocal")
 
 
 class AttentionPosition(nn.Module):
@@ -54,7 +54,7 @@ class RelativePositionTerms(AttentionPosition):
       slope per head, m_h = softplus(raw_h) >= 0, starting at ALiBi's 2^(-8h/H). Additive: a
       farther key never gains weight from it, whatever the sign of its score. (`n_heads=1`:
       one slope shared by all heads.)
-    - `distance_decay`, `decay_form="seed"`: seed 003's scores * 1 / (1 + a * |i - j|), one
+    - `distance_decay`, `decay_form="reciprocal"`: scores * 1 / (1 + a * |i - j|), one
       learnable scalar a >= 0 (init 0.1). Caveat: it shrinks scores towards 0, so for a
       negative score a farther key *gains* weight (a raw -2 gives weights 0.148 / 0.289 / 0.563
       at distances 0 / 5 / 20).

@@ -69,7 +69,7 @@ class RopeEncodingConfig(NoEncodingConfig):
 
 
 @dataclass
-class SigmoidSeedDataConfig:
+class SigmoidPairDataConfig:
     name: str = MISSING
     in_len: int = MISSING
     out_len: int = MISSING
@@ -81,7 +81,7 @@ class SigmoidSeedDataConfig:
 
 
 @dataclass
-class SigmoidDataConfig(SigmoidSeedDataConfig):
+class SigmoidDataConfig(SigmoidPairDataConfig):
     slope_range: list[float] = MISSING
     shift_range: list[float] = MISSING
     amplitude_range: list[float] = MISSING
@@ -235,7 +235,7 @@ PER_OPTION_SCHEMAS = {
     },
     "data": {
         "sigmoid": SigmoidDataConfig,
-        "sigmoid_seed": SigmoidSeedDataConfig,
+        "sigmoid_pair": SigmoidPairDataConfig,
         "csv": CsvDataConfig,
     },
 }

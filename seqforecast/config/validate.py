@@ -24,6 +24,7 @@ from ..model.linear_path import LINEAR_PATH_INPUTS, LINEAR_PATHS
 from ..model.normalization import INSTANCE_NORMS
 from ..model.positional import INSIDE_ATTENTION, POSITIONAL_ENCODINGS
 from ..model.transformer import DECODING
+from .upgrade import upgrade_config
 
 STRATEGIES = ("single", "ddp")
 LINEAR_INITS = ("zero", "least_squares")
@@ -126,7 +127,7 @@ def _check_attention_with_positions(cfg: Mapping) -> None:
             if head_dim % 2:
                 why = (
                     f"the paper layout halves each head's q/k, and {shape} = {head_dim} is odd; "
-                    f"use an even head width or attention.head_layout=seed"
+                    f"use an even head width or attention.head_layout=wide"
                 )
                 _conflict("attention.head_layout", "paper", "model.d_model", model["d_model"], why)
             qk_width, qk_what = head_dim // 2, f"half of {shape} (attention.head_layout=paper)"
@@ -284,7 +285,9 @@ REQUIRED_HINTS = {"data.path": "the CSV file to read", "data.target": "the colum
 
 
 def validate_config(cfg) -> None:
-    """Raise ConfigError for the first value out of range."""
+    """Raise ConfigError for the first value out of range. Former option values are
+    rewritten to their current names first (upgrade.py), with a note."""
+    upgrade_config(cfg)
     if isinstance(cfg, DictConfig):
         missing = sorted(OmegaConf.missing_keys(cfg))
         if missing:

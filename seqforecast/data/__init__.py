@@ -9,7 +9,7 @@ from .csv_series import DataError, read_series
 from .panel_data import panel_data
 from .scaling import Scaler, fit_scaler
 from .splits import EVAL_SPLITS, ForecastData, Split, generator_options, synthetic_data
-from .synthetic import GENERATORS, sigmoid, sigmoid_seed, test_curve
+from .synthetic import GENERATORS, sigmoid, sigmoid_pair, test_curve
 
 DATASETS = (*GENERATORS, "csv")
 
@@ -58,7 +58,7 @@ __all__ = [
     "generator_options",
     "read_series",
     "sigmoid",
-    "sigmoid_seed",
+    "sigmoid_pair",
     "synthetic_data",
     "test_curve",
 ]

@@ -125,7 +125,7 @@ class ForecastData:
     src tensors hold `n_features` channels, the `n_targets` forecast channels first; targets
     hold those `n_targets`. `test` is the held-out test set (never seen in training or
     selection); `val` is the selection set (early stopping, hyperparameter search);
-    `test_curve` (synthetic data only) is seed 002's single curve, reported as its own row.
+    `test_curve` (synthetic data only) is the reference sigmoid curve, reported as its own row.
     `probe` is the one window the figures show (the test curve, or the newest test window).
     `scaler` maps model units back to the data's own (None: they are the same); `state` is
     what evaluating or predicting on the file later needs (columns, rows, scaler, hashes).
@@ -216,9 +216,9 @@ def generator_options(data_cfg: Mapping) -> dict:
 def synthetic_data(data_cfg: Mapping, seed: int, device: torch.device) -> ForecastData:
     """Three disjoint draws from the generator's family: training series from `seed`,
     validation (the selection set) from `val_seed`, the held-out test set from `test_seed`;
-    plus seed 002's test curve as its own row.
+    plus the reference test curve as its own row.
 
-    `sigmoid_seed` has only two distinct curves, so validation and test drawn from it would
+    `sigmoid_pair` has only two distinct curves, so validation and test drawn from it would
     repeat the training curves: they come from the `sigmoid` family (its default ranges).
 
     Every draw is made on the CPU and then moved to `device`: a device's own generator draws
@@ -237,10 +237,10 @@ def synthetic_data(data_cfg: Mapping, seed: int, device: torch.device) -> Foreca
         for k, v in generator_options(data_cfg).items()
     }
     held_out, held_out_options, notes = name, options, []
-    if name == "sigmoid_seed":
+    if name == "sigmoid_pair":
         held_out, held_out_options = "sigmoid", {}
         notes.append(
-            "data=sigmoid_seed has two distinct training curves; validation and test are "
+            "data=sigmoid_pair has two distinct training curves; validation and test are "
             "held-out series of the sigmoid family (default ranges)"
         )
     train = draw(name, options, data_cfg["train_size"], seed)
@@ -257,7 +257,7 @@ def synthetic_data(data_cfg: Mapping, seed: int, device: torch.device) -> Foreca
                 "role": "selection (early stopping, search)"},
         "test": {"generator": held_out, "seed": data_cfg["test_seed"], "series": len(test),
                  "role": "held out"},
-        "test_curve": {"series": 1, "role": "seed 002's test curve (one draw)"},
+        "test_curve": {"series": 1, "role": "the reference sigmoid curve (one series)"},
     }  # fmt: skip
     add_fingerprints(data)
     return data

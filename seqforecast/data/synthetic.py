@@ -1,6 +1,7 @@
 """Synthetic sigmoid series, batch-first: src [B, in_len, 1], target [B, out_len, 1].
 
-- `sigmoid_seed`: seed 002's training generator, draw for draw: one grid linspace(-10, 0,
+- `sigmoid_pair`: the original design's training generator, draw for draw: one grid
+  linspace(-10, 0,
   in_len + out_len) shifted per series by a random integer in {0, 1}, through a sigmoid; src is
   the first in_len steps, the target the last out_len. Only two distinct curves exist.
 - `sigmoid` (default): the test curve's family. Each series is
@@ -8,7 +9,7 @@
   curve: the input on linspace(-5, 0, in_len), the target on linspace(0, 5, out_len). Slope,
   shift, amplitude and offset are drawn per series, so a model must generalise; the test curve
   itself (slope 1, shift 0, amplitude 1, offset 0) lies inside the default ranges.
-- `test_curve`: seed 002's held-out curve: input sigmoid(linspace(-5, 0, in_len)), target
+- `test_curve`: the reference held-out curve: input sigmoid(linspace(-5, 0, in_len)), target
   sigmoid(linspace(0, 5, out_len)).
 
 Everything is generated vectorised on the requested device from a torch.Generator.
@@ -22,14 +23,15 @@ import torch
 from torch import Tensor
 
 
-def sigmoid_seed(
+def sigmoid_pair(
     batch: int,
     in_len: int,
     out_len: int,
     generator: torch.Generator | None = None,
     device: torch.device | str | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """Seed 002's `get_training_data`, batch-first. Returns (src [B, in, 1], target [B, out, 1])."""
+    """Two curves: linspace(-10, 0) shifted by 0 or 1, through a sigmoid, batch-first.
+    Returns (src [B, in, 1], target [B, out, 1])."""
     grid = torch.linspace(-10, 0, in_len + out_len, device=device)
     shift = torch.zeros(batch, 1, device=device).uniform_(0, 2, generator=generator).int()
     series = torch.sigmoid((grid + shift).float())  # [B, in + out]
@@ -72,7 +74,7 @@ def sigmoid(
 def test_curve(
     in_len: int, out_len: int, device: torch.device | str | None = None
 ) -> tuple[Tensor, Tensor]:
-    """Seed 002's `get_testing_data`, batch-first: (src [1, in_len, 1], target [1, out_len, 1])."""
+    """The reference test curve, batch-first: (src [1, in_len, 1], target [1, out_len, 1])."""
     src = torch.sigmoid(torch.linspace(-5, 0, in_len, device=device))
     target = torch.sigmoid(torch.linspace(0, 5, out_len, device=device))
     return src[None, :, None], target[None, :, None]
@@ -80,4 +82,4 @@ def test_curve(
 
 test_curve.__test__ = False  # a library function, not a pytest test, wherever it is imported
 
-GENERATORS = {"sigmoid": sigmoid, "sigmoid_seed": sigmoid_seed}
+GENERATORS = {"sigmoid": sigmoid, "sigmoid_pair": sigmoid_pair}

@@ -1,4 +1,4 @@
-"""Position-wise feed-forward block (seed 002), optionally gated.
+"""Position-wise feed-forward block, optionally gated.
 
 plain:  down(dropout(act(up(x))))
 gated:  down(dropout(act(up(x)) * gate(x)))      GLU (sigmoid), GEGLU (gelu), SwiGLU (silu)

@@ -77,8 +77,8 @@ def forward_flops(
 
     d_head = d // heads
     diff = attn["name"] == "diff"
-    seed_layout = diff and attn.get("head_layout", "paper") == "seed"
-    half = (d_head if seed_layout else d_head // 2) if diff else d_head
+    wide = diff and attn.get("head_layout", "paper") == "wide"
+    half = (d_head if wide else d_head // 2) if diff else d_head
     qk_width = 2 * heads * half if diff else d
     per_pair = heads * (2 * 2 * half + 2 * d_head) if diff else heads * 4 * d_head
     block_size = attn.get("block_size", 0) or 0  # only diff has windows (vanilla ignores it)

@@ -1,10 +1,10 @@
 """Positional encodings, by name.
 
 Two kinds:
-- added to the embeddings before the first layer: `sinusoidal` (seed 002's table),
+- added to the embeddings before the first layer: `sinusoidal` (the original transformer's table),
   `learned` (one trained vector per position), `none`;
 - acting inside every attention: `relative` (a per-head additive distance decay, ALiBi-style,
-  or seed 003's multiplicative one, and the past bias) and `rope` (rotary q/k). These give
+  or the reciprocal one, and the past bias) and `rope` (rotary q/k). These give
   the attention backends an `AttentionPosition` and add nothing to the embeddings.
 
 Both kinds read one time axis: encoder steps 0..in_len-1, decoder steps from

@@ -16,7 +16,7 @@ from .metrics import IN_SCALED_UNITS, METRICS
 
 SPLIT_TITLES = {
     "test": "test (held out)",
-    "test_curve": "test_curve (seed 002's test curve, one series)",
+    "test_curve": "test_curve (the reference sigmoid curve, one series)",
     "val": "val (the selection set: early stopping and search, not a result)",
 }
 

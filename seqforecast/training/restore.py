@@ -10,6 +10,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from torch import nn
 
+from ..config.upgrade import upgrade_config
 from ..config.validate import validate_config
 from ..data import ForecastData, build_data
 from ..model import build_model
@@ -45,6 +46,7 @@ def saved_config(run_dir: Path) -> DictConfig:
         OmegaConf.to_container(config, resolve=True)  # every interpolation resolves
     except OmegaConfBaseException as err:
         raise RunError(f"{config_path}: unreadable config: {str(err).splitlines()[0]}") from None
+    upgrade_config(config)  # a run saved with a former option name reads as the current one
     return config
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from ..config.upgrade import upgrade_config
 from ..config.validate import ConfigError
 from ..data import build_data
 from ..model import build_model
@@ -27,6 +28,13 @@ from .restore import RunError
 from .runtime import compile_model, configure_threads, resolve_device, seed_everything
 
 log = logging.getLogger(__name__)
+
+
+def _current(config_yaml: str) -> str:
+    """A saved config's YAML with former option names rewritten (upgrade.py)."""
+    saved = OmegaConf.create(config_yaml)
+    upgrade_config(saved)
+    return OmegaConf.to_yaml(saved, resolve=True)
 
 
 def run_training(
@@ -83,7 +91,7 @@ def run_training(
     )  # fmt: skip
 
     config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
-    if resume is not None and resume["config"] != config_yaml:
+    if resume is not None and _current(resume["config"]) != config_yaml:
         raise RunError(
             f"{run_dir / 'checkpoints' / 'last.pt'} was written by another config than "
             f"{run_dir / '.hydra' / 'config.yaml'}; it cannot be resumed"

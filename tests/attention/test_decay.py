@@ -62,7 +62,7 @@ def test_a_negative_slope_cannot_be_learnt():
 def test_the_seed_form_raises_distant_keys_for_negative_scores():
     """The documented caveat, in the numbers the issue found: a raw score of -2 under
     1 / (1 + 0.1 |i - j|) gives weights 0.148 / 0.289 / 0.563 at distances 0 / 5 / 20."""
-    terms = RelativePositionTerms(past_bias=False, decay_form="seed")
+    terms = RelativePositionTerms(past_bias=False, decay_form="reciprocal")
     scores = torch.full((1, 1, 1, 3), -2.0)
     distance = torch.tensor([0.0, 5.0, 20.0])
     weights = terms.score_terms(scores, distance, torch.zeros(3)).softmax(-1)[0, 0, 0]

@@ -18,7 +18,7 @@ def _diff(d_model=16, heads=4, **options):
     return randomize_(build_attention("diff", d_model, heads, **options)).eval()
 
 
-LAYOUTS = ["paper", "seed"]
+LAYOUTS = ["paper", "wide"]
 
 
 @pytest.mark.parametrize("length", [1, 7, 12, 13])

@@ -51,7 +51,7 @@ def paper_reference(attn, x, memory, causal=False, window=0):
 def test_parameter_counts_per_layout():
     vanilla = build_attention("vanilla", E, H)
     paper = build_attention("diff", E, H)
-    seed = build_attention("diff", E, H, head_layout="seed")
+    seed = build_attention("diff", E, H, head_layout="wide")
 
     def weights(module):  # projection matrices only
         return sum(p.numel() for n, p in module.named_parameters() if n.endswith("proj.weight"))
@@ -114,7 +114,7 @@ def test_block_local_windows_are_the_paper_under_a_band_mask(block_size, causal)
 
 def test_the_layouts_differ_only_in_the_q_k_width():
     paper = build_attention("diff", E, H)
-    seed = build_attention("diff", E, H, head_layout="seed")
+    seed = build_attention("diff", E, H, head_layout="wide")
     assert (paper.half_dim, seed.half_dim) == (E // H // 2, E // H)
     assert paper.v_proj.weight.shape == seed.v_proj.weight.shape == (E, E)
     assert paper.q_proj.weight.shape == (E, E) and seed.q_proj.weight.shape == (2 * E, E)

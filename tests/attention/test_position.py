@@ -1,4 +1,4 @@
-"""Position information inside attention: rotary embeddings and the seed's relative terms."""
+"""Position information inside attention: rotary embeddings and relative terms."""
 
 import math
 
@@ -50,7 +50,7 @@ def _vanilla_reference(attn, x, causal, terms=None, rope=None):
         q, k = _rotary_reference(q), _rotary_reference(k)
     scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(d)
     i, j = torch.arange(length)[:, None], torch.arange(length)[None, :]
-    if terms is not None and terms.decay_form == "seed":
+    if terms is not None and terms.decay_form == "reciprocal":
         scores = scores / (1 + terms.decay * (i - j).abs()) - terms.bias * (j < i)
     elif terms is not None:  # alibi: minus a non-negative slope per head times the distance
         slopes = torch.log1p(torch.exp(terms.slope_raw))[:, None, None]
@@ -62,7 +62,7 @@ def _vanilla_reference(attn, x, causal, terms=None, rope=None):
 
 
 @pytest.mark.parametrize("name", ["vanilla", "einsum"])
-@pytest.mark.parametrize("kind", ["relative-alibi", "relative-seed", "rope"])
+@pytest.mark.parametrize("kind", ["relative-alibi", "relative-reciprocal", "rope"])
 @pytest.mark.parametrize("need_weights", [False, True])
 @pytest.mark.parametrize("causal", [False, True])
 def test_projected_backends_apply_position_modules(name, kind, need_weights, causal):
@@ -86,7 +86,7 @@ def test_projected_backends_apply_position_modules(name, kind, need_weights, cau
 
 
 @pytest.mark.parametrize("block_size", [0, 3])
-@pytest.mark.parametrize("layout", ["paper", "seed"])
+@pytest.mark.parametrize("layout", ["paper", "wide"])
 def test_diff_applies_rotary_to_both_halves(block_size, layout):
     rope = RotaryEmbedding()
     options = dict(block_size=block_size, head_layout=layout)

@@ -23,11 +23,11 @@ CONFIGS = {
     "vanilla-rope": ("vanilla", {"position": "rope"}),
     "einsum-relative": ("einsum", {"position": "relative"}),
     "diff-block3-rope": ("diff", {"block_size": 3, "position": "rope"}),
-    "diff-seed-layout-block3-all-options": (
+    "diff-wide-layout-block3-all-options": (
         "diff",
-        {"block_size": 3, "head_layout": "seed", "decay_form": "seed", **ALL_OPTIONS},
+        {"block_size": 3, "head_layout": "wide", "decay_form": "reciprocal", **ALL_OPTIONS},
     ),
-    "diff-seed-layout-rope": ("diff", {"head_layout": "seed", "position": "rope"}),
+    "diff-wide-layout-rope": ("diff", {"head_layout": "wide", "position": "rope"}),
 }
 
 

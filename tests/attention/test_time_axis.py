@@ -115,7 +115,7 @@ def test_generation_keeps_the_steps_of_teacher_forcing():
         torch.testing.assert_close(forced[stack][0], generated[stack][0], atol=1e-6, rtol=1e-5)
 
 
-@pytest.mark.parametrize("layout", ["paper", "seed"])
+@pytest.mark.parametrize("layout", ["paper", "wide"])
 @pytest.mark.parametrize("block_size", [0, 4])
 def test_diff_cross_attention_terms_read_time_steps(layout, block_size):
     """diff with zero q/k projections: both softmaxes equal the position terms' softmax, so

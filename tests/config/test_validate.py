@@ -48,7 +48,7 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
         "and the q/k width per head, half of model.d_model/model.n_heads = 24/4 "
         "(attention.head_layout=paper) = 3, is odd",
     ),
-    (["attention=diff", "attention.head_layout=wide"], "attention.head_layout='wide'"),
+    (["attention=diff", "attention.head_layout=narrow"], "attention.head_layout='narrow'"),
     (["attention=diff", "attention.decay_form=exp"], "attention.decay_form='exp'"),
     (["pos_encoding=relative", "pos_encoding.decay_form=exp"], "pos_encoding.decay_form='exp'"),
     (["pos_encoding=learned", "pos_encoding.max_len=10"], "pos_encoding.max_len=10"),
@@ -137,8 +137,8 @@ def _combinations():
     diff_options = [
         {"head_layout": layout, "distance_decay": decay, "past_bias": bias, "decay_form": form,
          "block_size": block}
-        for layout in ("paper", "seed") for decay in (False, True) for bias in (False, True)
-        for form in ("alibi", "seed") for block in (0, 4)
+        for layout in ("paper", "wide") for decay in (False, True) for bias in (False, True)
+        for form in ("alibi", "reciprocal") for block in (0, 4)
         if decay or form == "alibi"  # the decay form matters only with a decay
     ]  # fmt: skip
     for d_model, heads in shapes:

@@ -1,4 +1,5 @@
-"""The generators against seed 002's definitions, written here time-major as the seed has them."""
+"""The generators against the original design's definitions, written here time-major as the
+design documents have them."""
 
 import pytest
 import torch
@@ -6,8 +7,8 @@ import torch
 from seqforecast import data
 
 
-def seed_get_training_data(batch_size, input_sequence_length, output_sequence_length):
-    """Seed 002's generator, as written there: [seq_len, batch] tensors."""
+def design_get_training_data(batch_size, input_sequence_length, output_sequence_length):
+    """The original design's generator, as written there: [seq_len, batch] tensors."""
     i = input_sequence_length + output_sequence_length
     b = torch.linspace(-10, 0, i).unsqueeze(1).repeat(1, batch_size)
     t = torch.zeros(1, batch_size).uniform_(0, 2).int()
@@ -16,7 +17,7 @@ def seed_get_training_data(batch_size, input_sequence_length, output_sequence_le
     return s[:input_sequence_length, :].unsqueeze(-1), s[-output_sequence_length:, :]
 
 
-def seed_get_testing_data(input_sequence_length, output_sequence_length):
+def design_get_testing_data(input_sequence_length, output_sequence_length):
     b = torch.linspace(-5, 0, input_sequence_length).unsqueeze(1)
     s = torch.sigmoid(b.float())
     c = torch.linspace(0, 5, output_sequence_length)
@@ -24,27 +25,27 @@ def seed_get_testing_data(input_sequence_length, output_sequence_length):
     return s.unsqueeze(-1), u.unsqueeze(-1)
 
 
-def test_sigmoid_seed_matches_the_seed_draw_for_draw():
+def test_sigmoid_pair_matches_the_design_draw_for_draw():
     torch.manual_seed(7)
-    expected_src, expected_target = seed_get_training_data(16, 10, 5)
+    expected_src, expected_target = design_get_training_data(16, 10, 5)
     torch.manual_seed(7)
-    src, target = data.sigmoid_seed(16, 10, 5)
-    # seed: src [in, B, 1], target [out, B]; ours batch-first with a feature axis
+    src, target = data.sigmoid_pair(16, 10, 5)
+    # design: src [in, B, 1], target [out, B]; ours batch-first with a feature axis
     # Same draws; values equal up to float rounding of the vectorised sigmoid.
     torch.testing.assert_close(src, expected_src.transpose(0, 1), rtol=0, atol=1e-7)
     torch.testing.assert_close(target[..., 0], expected_target.T, rtol=0, atol=1e-7)
     assert len({round(v, 6) for v in src[:, 0, 0].tolist()}) == 2  # two distinct curves only
 
 
-def test_sigmoid_seed_with_a_generator_is_reproducible():
-    a = data.sigmoid_seed(8, 6, 3, generator=torch.Generator().manual_seed(3))
-    b = data.sigmoid_seed(8, 6, 3, generator=torch.Generator().manual_seed(3))
+def test_sigmoid_pair_with_a_generator_is_reproducible():
+    a = data.sigmoid_pair(8, 6, 3, generator=torch.Generator().manual_seed(3))
+    b = data.sigmoid_pair(8, 6, 3, generator=torch.Generator().manual_seed(3))
     torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
-def test_test_curve_is_exactly_the_seeds():
+def test_test_curve_is_exactly_the_designs():
     for in_len, out_len in ((24, 12), (7, 30)):
-        expected_src, expected_target = seed_get_testing_data(in_len, out_len)
+        expected_src, expected_target = design_get_testing_data(in_len, out_len)
         src, target = data.test_curve(in_len, out_len)
         assert src.shape == (1, in_len, 1) and target.shape == (1, out_len, 1)
         torch.testing.assert_close(src[0], expected_src[:, 0], rtol=0, atol=0)
@@ -154,11 +155,11 @@ def test_training_follows_the_seed_validation_and_test_are_fixed_held_out_draws(
     assert other.info["test"]["fingerprint"] != a.info["test"]["fingerprint"]
 
 
-def test_sigmoid_seed_validates_and_tests_on_held_out_sigmoid_family_series():
-    cfg = dict(name="sigmoid_seed", in_len=8, out_len=4, train_size=64, val_size=20,
+def test_sigmoid_pair_validates_and_tests_on_held_out_sigmoid_family_series():
+    cfg = dict(name="sigmoid_pair", in_len=8, out_len=4, train_size=64, val_size=20,
                val_seed=99, test_size=300, test_seed=123)  # fmt: skip
     seeded = data.synthetic_data(cfg, seed=0, device=torch.device("cpu"))
-    assert len(_series(seeded.train)) == 2  # the seed's generator: two distinct curves
+    assert len(_series(seeded.train)) == 2  # two distinct curves
     assert not (_series(seeded.val) | _series(seeded.test)) & _series(seeded.train)
     family = data.synthetic_data({**SIGMOID, "train_size": 64}, 0, torch.device("cpu"))
     assert len(_series(seeded.test)) == 300
