@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .csv_series import DataError, Series, read_series, read_table
+from .csv_series import DataError, Series, check_scaled, read_series, read_table
 from .gaps import GapFiller
 from .scaling import Scaler, fit_scaler
 from .splits import ForecastData, Split, add_fingerprints
@@ -66,7 +66,9 @@ def csv_data(
             )
 
     # Scaling is affine, so scaling before filling equals filling before scaling.
-    filler = GapFiller(scaler.transform(series.values), data_cfg["fill"], columns, str(path))
+    scaled = scaler.transform(series.values)
+    check_scaled(path, scaled, columns, np.arange(rows) + 2)
+    filler = GapFiller(scaled, data_cfg["fill"], columns, str(path))
     splits, info = {}, {}
     for name in SPLITS:
         span = ranges[name]

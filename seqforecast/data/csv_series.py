@@ -20,6 +20,29 @@ from pathlib import Path
 import numpy as np
 
 MISSING = {"", "nan", "NaN", "NAN", "na", "NA", "null", "None"}
+# The largest magnitude a value may have: the model computes in float32, where an error in the
+# data's units is squared (1e18 squared is 1e36, below float32's 3.4e38).
+LARGEST = 1e18
+
+
+def check_scaled(path, scaled, columns, lines) -> None:
+    """Values scaled for the model (rows x columns) must stay finite in float32: a column whose
+    training rows barely vary can blow its other rows up. One line naming the first cell."""
+    bad = np.argwhere(~np.isnan(scaled) & ~(np.abs(scaled) < np.finfo(np.float32).max))
+    if len(bad):
+        r, c = bad[0]
+        raise DataError(
+            f"{path}: line {int(lines[r])}, column {columns[c]!r}: overflows float32 once scaled "
+            f"on the training rows (their spread is too small); try data.scale=none"
+        )
+
+
+def too_large(path, line: int, column: str, text: str, series: str = "") -> DataError:
+    """The one line for a cell the model cannot hold."""
+    return DataError(
+        f"{path}: line {line}, column {column!r}{series}: {text!r} is too large for the model "
+        f"(values must lie within ±{LARGEST:.0e}: errors are squared in float32)"
+    )
 
 
 class DataError(ValueError):
@@ -96,6 +119,8 @@ def read_series(
                 ) from None
             if not math.isfinite(values[i, j]):
                 raise DataError(f"{path}: line {i + 2}, column {name!r}: {text!r} is not finite")
+            if abs(values[i, j]) >= LARGEST:
+                raise too_large(path, i + 2, name, text)
     if gaps and fill == "error":
         line, column = gaps[0]
         raise DataError(

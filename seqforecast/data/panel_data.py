@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from .csv_data import mase_scale
-from .csv_series import DataError
+from .csv_series import DataError, check_scaled
 from .panel_read import Panel, read_long, read_wide, show_time
 from .scaling import fit_scaler
 from .splits import ForecastData, Split, WindowSplit, add_fingerprints
@@ -86,6 +86,7 @@ def panel_data(
     # One buffer of every row, each series in its own scaling. [R, C]
     row_series = np.repeat(np.arange(len(panel)), panel.lengths())
     buffer = (panel.values - shift[row_series]) / scale[row_series]
+    check_scaled(data_cfg["path"], buffer, panel.columns, panel.lines)
     values = torch.from_numpy(buffer).float().to(device)
     splits, info = {}, {}
     for k, name in enumerate(SPLITS):

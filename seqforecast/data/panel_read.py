@@ -1,11 +1,11 @@
 """Reading a panel of many series from one CSV file, long or wide format, checked.
 
 - **Long** (`data.id_column`): one row per (series, time step), an id column, a time column,
-  the target and any covariates. Rows of different series may be interleaved or grouped;
-  each series' rows must come in increasing time (a duplicate (id, time) row, or a time
-  earlier than the row before it of the same id, is refused in one line).
+  the target and any covariates. Rows may come in any order: each series' rows are sorted by
+  its time column (as neuralforecast and darts sort by id and time); a duplicate (id, time)
+  row is refused in one line naming both lines.
 - **Wide** (`data.targets=[a, b]` or `all`): a shared time column and one column per series;
-  each column becomes one series, named by its header.
+  each column becomes one series, named by its header; rows are sorted by the time column.
 
 Each series is one stretch of rows, rows being its steps in time order (a missing time
 step is not inserted: write the row with an empty value). Empty cells at a series' start
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .csv_series import MISSING, DataError, read_table, require_columns
+from .csv_series import LARGEST, MISSING, DataError, read_table, require_columns, too_large
 from .gaps import FILLS
 
 
@@ -82,11 +82,15 @@ def read_long(
     values = np.stack([_numbers(path, body, header, c, ids_text) for c in columns], axis=1)
     times = _times(path, [row[header.index(time_column)] for row in body], time_column)
 
-    order = np.argsort(codes, kind="stable")  # grouped by series, file order inside each
+    order = np.lexsort((times, codes))  # grouped by series, in time order inside each
+    moved = int((order != np.lexsort((np.arange(len(codes)), codes))).sum())
     codes, values, times, lines = codes[order], values[order], times[order], order + 2
-    _check_increasing(path, codes, times, lines, ids, time_column)
+    _check_unique_times(path, codes, times, lines, ids, time_column)
     offsets = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(ids)))])
-    return _finish(path, ids, offsets, values, times, lines, list(columns), 1, fill)
+    panel = _finish(path, ids, offsets, values, times, lines, list(columns), 1, fill)
+    if moved:
+        panel.notes.insert(0, f"{moved} rows were out of time order within their series: sorted")
+    return panel
 
 
 def read_wide(
@@ -105,18 +109,23 @@ def read_wide(
     if time_column in targets:
         raise DataError(f"data.targets names the time column {time_column!r}")
     rows = len(body)
-    values = np.concatenate([_numbers(path, body, header, c) for c in targets])[:, None]
+    order, moved = np.arange(rows), 0
     if time_column:
         one = _times(path, [row[header.index(time_column)] for row in body], time_column)
-        _check_increasing(
-            path, np.zeros(rows, np.int64), one, np.arange(rows) + 2, None, time_column
-        )
+        order = np.argsort(one, kind="stable")  # rows in time order
+        moved = int((order != np.arange(rows)).sum())
+        one = one[order]
+        _check_unique_times(path, np.zeros(rows, np.int64), one, order + 2, None, time_column)
         times = np.tile(one, len(targets))
     else:
         times = None
-    lines = np.tile(np.arange(rows) + 2, len(targets))
+    values = np.concatenate([_numbers(path, body, header, c)[order] for c in targets])[:, None]
+    lines = np.tile(order + 2, len(targets))
     offsets = np.arange(len(targets) + 1) * rows
-    return _finish(path, list(targets), offsets, values, times, lines, ["value"], 1, fill)
+    panel = _finish(path, list(targets), offsets, values, times, lines, ["value"], 1, fill)
+    if moved:
+        panel.notes.insert(0, f"{moved} rows were out of time order: sorted by {time_column!r}")
+    return panel
 
 
 # -- cells ---------------------------------------------------------------------------------
@@ -133,6 +142,10 @@ def _numbers(path, body, header, column: str, ids: list[str] | None = None) -> n
     except ValueError:
         values = None
     if values is not None and not np.isinf(values).any():
+        large = np.flatnonzero(np.abs(np.nan_to_num(values)) >= LARGEST)
+        if len(large):
+            i = int(large[0])
+            raise too_large(path, i + 2, column, texts[i], f" (series {ids[i]!r})" if ids else "")
         return values
     for i, text in enumerate(clean):
         try:
@@ -167,27 +180,19 @@ def _times(path, texts: list[str], column: str) -> np.ndarray:
     raise DataError(f"{path}: column {column!r} mixes integer steps and ISO 8601 times")
 
 
-def _check_increasing(path, codes, times, lines, ids: list[str] | None, column: str) -> None:
-    """Within each series (rows grouped, file order), times strictly increase. `ids` names
+def _check_unique_times(path, codes, times, lines, ids: list[str] | None, column: str) -> None:
+    """Within each series (rows grouped and sorted by time), no time repeats. `ids` names
     the series in the message (None: one shared time column, nothing to name)."""
     same = codes[1:] == codes[:-1]
-    step = times[1:] - times[:-1]
-    zero = np.zeros((), dtype=step.dtype)
-    bad = np.flatnonzero(same & (step <= zero))
+    bad = np.flatnonzero(same & (times[1:] == times[:-1]))
     if not len(bad):
         return
     k = bad[np.argmin(lines[bad + 1])]  # the first offending line in the file
     line, earlier = int(lines[k + 1]), int(lines[k])
     name = "" if ids is None else f"series {ids[codes[k]]!r}: "
-    now, before = show_time(times[k + 1]), show_time(times[k])
-    if now == before:
-        raise DataError(
-            f"{path}: line {line}: {name}duplicate time {now} in column {column!r} "
-            f"(also at line {earlier}); each (id, time) must appear once"
-        )
     raise DataError(
-        f"{path}: line {line}: {name}time {now} comes after {before} (line {earlier}); each "
-        f"series' rows must be in increasing time"
+        f"{path}: line {line}: {name}duplicate time {show_time(times[k + 1])} in column "
+        f"{column!r} (also at line {earlier}); each (id, time) must appear once"
     )
 
 

@@ -187,3 +187,29 @@ def test_the_scaler_ignores_empty_cells_instead_of_filled_values(tmp_path):
     observed = np.delete(np.arange(60.0), 10)
     assert data.scaler.shift[0].item() == pytest.approx(observed.mean())
     assert data.scaler.scale[0].item() == pytest.approx(observed.std())
+
+
+@pytest.mark.parametrize(
+    "cell,message",
+    [
+        ("1e300", "line 152, column 'y': '1e300' is too large for the model (values must lie "
+                  "within ±1e+18: errors are squared in float32)"),
+        ("inf", "line 152, column 'y': 'inf' is not finite"),
+        ("1e400", "line 152, column 'y': '1e400' is not finite"),
+    ],
+)  # fmt: skip
+def test_a_value_the_model_cannot_hold_is_one_line_naming_its_cell(tmp_path, cell, message):
+    rows = [(i, math.sin(i / 5), 0) for i in range(300)]
+    rows[150] = (150, cell, 0)
+    path = write_csv(tmp_path / "big.csv", ["t", "y", "x"], rows)
+    with pytest.raises(DataError) as err:
+        csv_data(csv_cfg(path), torch.device("cpu"))
+    assert str(err.value) == f"{path}: {message}"
+
+
+def test_a_column_that_overflows_once_scaled_is_one_line(tmp_path):
+    """Training rows that barely vary (a spread of 1e-150) scale a later 5.0 past float32."""
+    rows = [(i, 1e-150 * (i % 2), 0) for i in range(250)] + [(i, 5.0, 0) for i in range(250, 300)]
+    path = write_csv(tmp_path / "flat.csv", ["t", "y", "x"], rows)
+    with pytest.raises(DataError, match=r"line \d+, column 'y': overflows float32 once scaled"):
+        csv_data(csv_cfg(path, split=[0.7, 0.15, 0.15]), torch.device("cpu"))
