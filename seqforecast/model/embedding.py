@@ -2,7 +2,7 @@
 
 - `point`: one token per time step (patch_len = stride = 1).
 - `patch` (PatchTST, Nie et al. 2023): the input is cut into patches of `patch_len` steps,
-  one every `stride` steps; each patch is one token. A 336-step input with 16/8 is 42 tokens.
+  one every `stride` steps; each patch is one token. A 336-step input with 16/8 is 41 tokens.
 
 The encoder-decoder stays as it is. The decoder's tokens are non-overlapping chunks of
 `stride` steps: the last `label_len` observed steps (label_len a multiple of stride), then
