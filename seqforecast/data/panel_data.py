@@ -224,6 +224,11 @@ def _border(panel: Panel, value, key: str, wide: bool) -> np.ndarray:
                 f"(e.g. 2024-01-31 13:00), like the time column"
             )
         rows = int(panel.lines.max()) - 1  # data rows in the file
+        if any((np.diff(panel.lines[panel.rows(s)]) < 0).any() for s in range(len(panel))):
+            raise DataError(
+                f"{key}={value}: a row number of a file whose rows are not in time order; give "
+                f"a time, like the time column"
+            )
         text = str(value).strip()
         if not 0 <= int(text) <= rows:
             raise DataError(

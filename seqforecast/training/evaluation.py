@@ -28,7 +28,7 @@ class Evaluator:
         self.splits = data.eval_splits()
         self._baseline_sums: dict[str, dict[str, MetricSums]] = {}  # baselines never change
         self.model_sums: dict[str, MetricSums] = {}  # the latest model scores, per split
-        self._blocks: dict[tuple[str, int], Tensor] = {}  # (split, blocks) -> each window's
+        self._blocks: dict[tuple[str, int], Tensor] = {}  # (split, blocks) -> window blocks
 
     @classmethod
     def for_run(cls, data: ForecastData, config: Mapping) -> Evaluator:

@@ -366,3 +366,15 @@ def test_a_wide_file_out_of_time_order_is_sorted(tmp_path):
     b = build_data(compose_config([*wide, f"data.path={shuffled}"]).data, 0, CPU)
     torch.testing.assert_close(a.test.take(slice(None)), b.test.take(slice(None)))
     assert any("2 rows were out of time order" in note for note in b.notes)
+
+
+def test_row_borders_need_rows_in_time_order(tmp_path):
+    rows = [(f"2024-01-{d:02d}", d, 10 * d) for d in range(1, 29)]
+    swapped = [rows[1], rows[0], *rows[2:]]
+    path = tmp_path / "s.csv"
+    path.write_text("\n".join(["day,north,south", *(f"{t},{a},{b}" for t, a, b in swapped)]) + "\n")
+    cfg = compose_config(["data=csv", f"data.path={path}", "data.targets=all",
+                          "data.time_column=day", "in_len=4", "out_len=2", "model.label_len=2",
+                          "data.val_start=14", "data.test_start=20"])  # fmt: skip
+    with pytest.raises(DataError, match=r"data.val_start=14: a row number of a file whose rows"):
+        build_data(cfg.data, 0, CPU)
