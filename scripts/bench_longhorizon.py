@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
 import statistics
 import sys
@@ -256,16 +257,17 @@ def _interval(r: dict | None) -> str:
     return f"{r['ratio']:.3f} [{r['low']:.3f}, {r['high']:.3f}]"
 
 
-def markdown(report: dict, args) -> str:
+def markdown(report: dict, reference: str) -> str:
     out = []
     for name, entry in report["files"].items():
         val, test, end = entry["borders"]
         out += [
             f"### {name}",
             "",
-            f"`{entry['path']}`: {entry['channels']} channels, rows [0, {val}) train, [{val}, "
-            f"{test}) validation, [{test}, {end}) test; input {args.in_len}; z units (each "
-            f"channel scaled by its training rows); mean ± std over seeds {args.seeds}.",
+            f"`{Path(entry['path']).name}`: {entry['channels']} channels, rows [0, {val}) train, "
+            f"[{val}, {test}) validation, [{test}, {end}) test; input "
+            f"{report['protocol']['in_len']}; z units (each channel scaled by its training "
+            f"rows); seqforecast rows: mean ± std over n seeds.",
             "",
             "| horizon | forecaster | test MSE | test MAE | MSE ÷ NLinear [95% CI] | verdict | "
             "MSE as the papers' code counts | epochs kept | kept trained epoch beat NLinear |",
@@ -278,7 +280,8 @@ def markdown(report: dict, args) -> str:
                     continue
                 r = s["vs_nlinear"]
                 out.append(
-                    f"| {horizon} | seqforecast {variant} | {s['mse']:.4f} ± {s['mse_std']:.4f} | "
+                    f"| {horizon} | seqforecast {variant} (n={s['n']}) | {s['mse']:.4f} ± "
+                    f"{s['mse_std']:.4f} | "
                     f"{s['mae']:.4f} | {_interval(r)} | {r['verdict']} | "
                     f"{s['paper_count_mse']:.4f} | {s['best_epochs']} | "
                     f"{s['trained_kept_beat_nlinear']} of {s['trained_kept']} |"
@@ -303,17 +306,54 @@ def markdown(report: dict, args) -> str:
             if s.get("vs_reference")
         ]
         if vs_ref:
-            out += ["", f"Paired MSE ratio to `{args.variants[0]}`, seed by seed:", ""]
+            out += ["", f"Paired MSE ratio to `{reference}`, seed by seed:", ""]
             out += ["| horizon | variant | ratio [95% CI] | verdict |", "|---|---|---|---|"]
             out += [f"| {h} | {v} | {_interval(r)} | {r['verdict']} |" for h, v, r in vs_ref]
         out.append("")
     if any(name in PUBLISHED for name in report["files"]):
         out.append(
             f"Published rows: {PUBLISHED_SOURCE}, MSE and MAE as printed; the published code "
-            f"scores the test windows that fill whole batches of {args.paper_batch} "
-            f"(drop_last), so they belong in the column that counts as it does."
+            f"scores the test windows that fill whole batches of "
+            f"{report['protocol']['paper_batch']} (drop_last), so they belong in the column "
+            f"that counts as it does."
         )
     return "\n".join(out) + "\n"
+
+
+def merge(paths: list[Path], variants: list[str], out: Path, argv) -> int:
+    """One report from the runs of several (e.g. a main table and a study of variants run
+    later on the same files): every (file, horizon) summarised over all its runs, `variants[0]`
+    the reference of the paired ratios between variants."""
+    reports = [json.loads(p.read_text()) for p in paths]
+    merged: dict = {
+        "protocol": reports[0]["protocol"],
+        "files": {},
+        "merged_from": [str(p) for p in paths],
+        "wall_seconds": sum(r.get("wall_seconds", 0) for r in reports),
+    }
+    runs: dict[tuple[str, str], list[dict]] = {}
+    for report in reports:
+        for stem, entry in report["files"].items():
+            merged["files"].setdefault(stem, {**entry, "horizons": {}})
+            for horizon, h in entry["horizons"].items():
+                runs.setdefault((stem, horizon), []).extend(h["runs"])
+    for (stem, horizon), done in sorted(runs.items(), key=lambda kv: (kv[0][0], int(kv[0][1]))):
+        order = [v for v in variants if any(r["variant"] == v for r in done)]
+        order += sorted({r["variant"] for r in done} - set(order))
+        done.sort(key=lambda r: (order.index(r["variant"]), r["seed"]))
+        ok = [r for r in done if r["status"] == "ok"]
+        merged["files"][stem]["horizons"][horizon] = {
+            "summary": summarise(done, order[0]),
+            "baselines": ok[0]["baselines"] if ok else {},
+            "paper_count_nlinear": ok[0]["paper_count"]["nlinear"]["mse"] if ok else None,
+            "test_windows": ok[0]["test_windows"] if ok else None,
+            "runs": done,
+        }
+    write_report(out, "scripts/bench_longhorizon.py", argv, **merged)
+    text = markdown(merged, variants[0])
+    out.with_suffix(".md").write_text(text)
+    print(text)
+    return 0
 
 
 # ---------------------------------------------------------------- main
@@ -347,7 +387,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--smoke", action="store_true", help="a small generated file, 2 horizons, 1 seed"
     )
+    parser.add_argument(
+        "--merge", nargs="+", type=Path, default=None, metavar="JSON",
+        help="no training: the runs of these reports, summarised together into --out",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.merge:
+        return merge(args.merge, args.variants, args.out, argv)
     args.extra = []
     if args.smoke:
         args.files = [write_smoke_file(args.runs_dir / "smoke_data" / "ETTsmoke.csv")]
@@ -412,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     for entry in report["files"].values():  # horizons in the order asked for
         entry["horizons"] = {str(h): entry["horizons"][str(h)] for h in args.horizons}
     failed = sum(r["status"] != "ok" for rs in runs.values() for r in rs)
-    text = markdown(report, args)
+    text = markdown(report, args.variants[0])
     args.out.with_suffix(".md").write_text(text)
     print(text)
     print(f"wrote {args.out.with_suffix('.md')} ({report['wall_seconds']} s)", file=sys.stderr)

@@ -21,6 +21,9 @@ _T975 = (
     2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
 )  # fmt: skip
 _Z975 = 1.959964
+# Log ratios this close to 0 on every seed are one forecast scored twice (e.g. a model kept at
+# its NLinear start against NLinear): equal, not "lower beyond noise" by float rounding.
+SAME = 1e-6
 
 
 def t_quantile_975(df: int) -> float:
@@ -77,6 +80,8 @@ def paired_ratio(group: Mapping[int, float], reference: Mapping[int, float]) -> 
     n = len(logs)
     if n == 0:
         return PairedRatio(0, math.nan, math.nan, math.nan)
+    if all(abs(v) < SAME for v in logs):  # the same numbers but for float rounding
+        return PairedRatio(n, 1.0, 1.0, 1.0)
     centre = summarize(logs)
     if n < 2:
         return PairedRatio(n, math.exp(centre.mean), math.nan, math.nan)
