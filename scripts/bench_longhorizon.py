@@ -24,9 +24,9 @@ often a kept trained epoch beat the linear path on test; the baselines (NLinear,
 and, for ETTh1/ETTh2, the published rows (Nie et al. 2023, ICLR, "A Time Series is Worth 64
 Words", Table 3: PatchTST/64, PatchTST/42 and DLinear as printed there).
 
-The published code scores fewer windows: its test loader drops the last incomplete batch of 128
-(`drop_last=True`), so the newest test windows are never scored. Each row therefore also gives
-the MSE on those first windows only ("as the papers' code counts"), beside the full count.
+PatchTST's published code scores fewer windows: its test loader drops the last incomplete batch
+of 128 (`drop_last=True`), so the newest test windows are never scored. Each row therefore also
+gives the MSE on those first windows only ("as the papers' code counts"), beside the full count.
 
 Output: a Markdown table per file (benchmarks/longhorizon.md) and every run's numbers
 (benchmarks/longhorizon.json).
@@ -312,9 +312,9 @@ def markdown(report: dict, reference: str) -> str:
         out.append("")
     if any(name in PUBLISHED for name in report["files"]):
         out.append(
-            f"Published rows: {PUBLISHED_SOURCE}, MSE and MAE as printed; the published code "
-            f"scores the test windows that fill whole batches of "
-            f"{report['protocol']['paper_batch']} (drop_last), so they belong in the column "
+            f"Published rows: {PUBLISHED_SOURCE}, MSE and MAE as printed. PatchTST's published "
+            f"code scores the test windows that fill whole batches of "
+            f"{report['protocol']['paper_batch']} (drop_last): its rows belong in the column "
             f"that counts as it does."
         )
     return "\n".join(out) + "\n"

@@ -64,8 +64,9 @@ def test_the_interval_covers_the_true_ratio_95_percent_of_the_time():
 
 
 def test_ratios_equal_but_for_float_rounding_are_equal_not_beyond_noise():
-    same = paired_ratio({0: 0.37020001, 1: 0.37020002, 2: 0.3702}, {0: 0.3702, 1: 0.3702, 2: 0.3702})
+    nlinear = {0: 0.3702, 1: 0.3702, 2: 0.3702}
+    same = paired_ratio({0: 0.37020001, 1: 0.37020002, 2: 0.3702}, nlinear)
     assert (same.ratio, same.low, same.high) == (1.0, 1.0, 1.0)
     assert same.verdict == "within noise"
-    apart = paired_ratio({0: 0.371, 1: 0.372, 2: 0.3715}, {0: 0.3702, 1: 0.3702, 2: 0.3702})
+    apart = paired_ratio({0: 0.371, 1: 0.372, 2: 0.3715}, nlinear)
     assert apart.verdict == "higher (beyond noise)"
