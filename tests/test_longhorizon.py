@@ -101,5 +101,5 @@ def test_bench_longhorizon_smoke_writes_its_tables(tmp_path):
         per_channel = (130 - int(horizon) + 1) // 32 * 32
         assert run["paper_count"]["windows_per_channel"] == per_channel
         assert h["summary"]["preset"]["vs_nlinear"]["n"] == 1
-    assert "| 24 | seqforecast preset |" in stdout
+    assert "| 24 | seqforecast preset (n=1) |" in stdout
     assert (tmp_path / "longhorizon.md").read_text().startswith("### ETTsmoke")

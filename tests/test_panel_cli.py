@@ -48,7 +48,8 @@ def test_a_panel_run_writes_metrics_per_series(panel_run):
     test = metrics["test"]
     assert set(test) == {"model", "last_value", "drift", "nlinear", "seasonal_naive"}
     for row in test.values():
-        assert set(row) == {"mse", "mae", "rmse", "smape", "mase"}
+        assert set(row) == {"mse", "mae", "rmse", "smape", "mase", "mse_scaled", "mae_scaled"}
+        assert all(np.isfinite(v) and v >= 0 for v in row.values())
     info = metrics["splits"]["test"]
     rows = read_rows(run_dir / "per_series.csv")
     by_forecaster = defaultdict(list)
