@@ -95,9 +95,9 @@ VARIANTS = {
         "trainer.min_improvement=0",
     ],
 }
-# data=csv as it was before the real-series recipe: point tokens, last-value normalisation,
-# no linear path, the synthetic data's training recipe.
-OLD_DEFAULT = [
+# data=csv with the synthetic data's recipe instead of the real-series one: point tokens,
+# last-value normalisation, no linear path, no dropout, no epoch 0.
+SYNTHETIC_RECIPE = [
     "model.instance_norm=last",
     "model.linear_path=none",
     "model.linear_init=zero",
@@ -111,7 +111,7 @@ NEURAL_WINDOWS = 128
 
 # The default data=csv configuration, no preset: only the dataset's own facts.
 DEFAULT_CSV = "default_csv"
-OLD_DEFAULT_CSV = "old_default_csv"
+SYNTHETIC_RECIPE_CSV = "synthetic_recipe_csv"
 
 
 # ---------------------------------------------------------------- data
@@ -210,8 +210,8 @@ def run_seqforecast(
 ) -> dict:
     if variant == DEFAULT_CSV:
         overrides = data_overrides(ds, path)
-    elif variant == OLD_DEFAULT_CSV:
-        overrides = [*data_overrides(ds, path), *OLD_DEFAULT]
+    elif variant == SYNTHETIC_RECIPE_CSV:
+        overrides = [*data_overrides(ds, path), *SYNTHETIC_RECIPE]
     else:
         overrides = [f"experiment={ds.name}", f"data.path={path}", *VARIANTS[variant]]
     run_dir = out / ds.name / variant / f"seed{seed}"
@@ -458,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument(
         "--variants", nargs="*", default=["preset", "preset_diff", DEFAULT_CSV],
-        choices=[*VARIANTS, DEFAULT_CSV, OLD_DEFAULT_CSV],
+        choices=[*VARIANTS, DEFAULT_CSV, SYNTHETIC_RECIPE_CSV],
     )  # fmt: skip
     parser.add_argument("--peers", nargs="*", default=["stats", "neural"],
                         choices=["stats", "neural"])  # fmt: skip

@@ -95,26 +95,6 @@ def test_single_run_goes_to_outputs_date_time(cwd):
     assert (runs[0] / "metrics.json").is_file()
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "override,key",
-    [
-        ("attention=nope", "attention"),
-        ("block_size=-1", "block_size"),
-        ("d_model=30 n_heads=4", "d_model"),
-        ("d_model=abc", "d_model"),
-        ("model.label_len=99", "model.label_len"),
-    ],
-)
-def test_bad_values_exit_non_zero_with_a_message_naming_the_key(tmp_path, cwd, override, key):
-    args = [*TINY, *override.split(), f"hydra.run.dir={tmp_path / 'run'}"]
-    proc = run_cli(args, cwd, check=False)
-    assert proc.returncode != 0
-    assert key in proc.stderr
-    assert "Traceback" not in proc.stderr
-    assert not (tmp_path / "run" / "metrics.json").exists()
-
-
 def test_help_lists_groups_and_options(cwd):
     out = run_cli(["--help"], cwd).stdout
     assert "attention: diff, einsum, vanilla" in out

@@ -61,6 +61,10 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
     (["data.train_size=0"], "data.train_size=0"),
     (["data.slope_range=[2,1]"], "data.slope_range=[2.0, 1.0]"),
     (["data.noise=-0.1"], "data.noise=-0.1"),
+    (["d_model=-8"], "model.d_model=-8"),
+    (["seed=-1"], "seed=-1"),
+    (["log.attention_every=-1"], "log.attention_every=-1"),
+    (["in_len=0", "model.label_len=0"], "data.in_len=0"),
     (["seed=1000003"], "data.val_seed=1000003 is not allowed: must differ from seed"),
     (["embedding.name=nope"], "embedding.name='nope' is not allowed: choose one of point, patch"),
     (
@@ -118,8 +122,14 @@ def test_the_default_config_is_valid():
     "override,key",
     [
         ("d_model=abc", "d_model"),
+        ("lr=fast", "lr"),
+        ("epochs=1.5", "epochs"),
+        ("model.norm_first=maybe", "model.norm_first"),
         ("attention.foo=1", "attention.foo"),
         ("attention=nope", "attention"),
+        ("pos_encoding=bogus", "pos_encoding"),
+        ("ffn=swishy", "ffn"),
+        ("data=sines", "data"),
         ("model.bogus=3", "model.bogus"),
     ],
 )

@@ -1,0 +1,239 @@
+"""Docs that cannot rot: every `python -m seqforecast...` command in the README and docs/ is
+composed and checked as its CLI would (no training), every script command names a script and
+options it has, and every link between the pages leads to a file and a heading that exist."""
+
+import re
+import shlex
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from seqforecast import compare as compare_cli
+from seqforecast import evaluate as evaluate_cli
+from seqforecast import predict as predict_cli
+from seqforecast.cli_args import parse_key_values
+from seqforecast.config import compose_config, validate_config
+from seqforecast.config.upgrade import upgrade_config
+
+from .cli_helpers import REPO
+
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+KEY_VALUE_TOOLS = {
+    "seqforecast.evaluate": (evaluate_cli.DEFAULTS, ["run_dir"], evaluate_cli.USAGE),
+    "seqforecast.predict": (predict_cli.DEFAULTS, ["run_dir", "input", "output"],
+                            predict_cli.USAGE),
+}  # fmt: skip
+
+
+# ---------------------------------------------------------------- finding commands
+
+
+def code_lines(text: str) -> list[str]:
+    """The lines of a page's code: fenced blocks, blocks indented by 4 spaces, and inline code
+    spans; a trailing backslash joins a line to the next."""
+    lines, fenced = [], False
+    for line in text.splitlines():
+        if line.strip().startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced or line.startswith("    "):
+            lines.append(line.strip())
+        else:
+            lines += re.findall(r"`([^`]+)`", line)
+    joined, current = [], ""
+    for line in lines:
+        if line.endswith("\\"):
+            current += line[:-1] + " "
+            continue
+        joined.append(current + line)
+        current = ""
+    return joined
+
+
+def commands(tool: str) -> list[tuple[str, str]]:
+    """(page, command) for every line of code on every page that runs `tool`."""
+    found = []
+    for page in PAGES:
+        for line in code_lines(page.read_text()):
+            if tool in line and re.search(r"(^|\s|/)(python|torchrun)\b", line):
+                found.append((str(page.relative_to(REPO)), line))
+    return found
+
+
+def split(command: str) -> list[str]:
+    """The words of a command, its trailing comment left out."""
+    return shlex.split(command, comments=True)
+
+
+def module_args(command: str) -> tuple[str, list[str]] | None:
+    """(module, its arguments) of `python -m <module> ...` or `torchrun ... -m <module> ...`;
+    None for a synopsis ([group=option ...]) or a help line."""
+    words = split(command)
+    if "-m" not in words:
+        return None
+    i = words.index("-m")
+    module, args = words[i + 1], words[i + 2 :]
+    if any(a.startswith("[") or a in ("--help", "-h") for a in args):
+        return None
+    return module, args
+
+
+HYDRA_FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--info", "-i"}
+
+
+def overrides_of(args: list[str]) -> list[str]:
+    """The overrides of a training command: Hydra's own flags (and their values) left out."""
+    found, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in HYDRA_FLAGS_WITH_VALUE:
+            skip = a not in ("--info", "-i")  # --info takes its value optionally
+        elif not a.startswith("-"):
+            found.append(a)
+    return found
+
+
+def sweep_choices(args: list[str]) -> list[list[str]]:
+    """A --multirun's overrides as single runs: each swept value once (the others at their
+    first value). `key=[a,b]` is a list value, not a sweep."""
+    fixed = overrides_of(args)
+    swept = {i: a.partition("=")[2].split(",") for i, a in enumerate(fixed)
+             if "=" in a and "," in a and not a.partition("=")[2].startswith("[")}  # fmt: skip
+    if not swept:
+        return [fixed]
+    runs = []
+    for i, values in swept.items():
+        for value in values:
+            run = [f"{a.partition('=')[0]}={swept[j][0]}" if j in swept else a
+                   for j, a in enumerate(fixed)]  # fmt: skip
+            run[i] = f"{fixed[i].partition('=')[0]}={value}"
+            runs.append(run)
+    return runs
+
+
+# ---------------------------------------------------------------- checks
+
+
+def runnable(tools: tuple[str, ...]) -> list[tuple[str, str, str, list[str]]]:
+    """(page, command, module, arguments) of every command that runs one of `tools` (a
+    synopsis or a help line is not a command to check)."""
+    found = []
+    for tool in tools:
+        for page, command in commands(tool):
+            parsed = module_args(command)
+            if parsed is not None:
+                found.append((page, command, *parsed))
+    return found
+
+
+TRAIN = runnable(("seqforecast.train",))
+
+
+def test_the_pages_hold_training_commands():
+    assert len(TRAIN) > 20
+    assert any("README.md" == page for page, *_ in TRAIN)
+
+
+@pytest.mark.parametrize("page,command,module,args", TRAIN,
+                         ids=[f"{p}:{c[:60]}" for p, c, *_ in TRAIN])  # fmt: skip
+def test_every_training_command_composes_and_validates(page, command, module, args):
+    assert module == "seqforecast.train", command
+    for overrides in sweep_choices(args):
+        cfg = compose_config(overrides)
+        upgrade_config(cfg)
+        validate_config(cfg)
+
+
+TOOLS = runnable(("seqforecast.evaluate", "seqforecast.predict", "seqforecast.compare"))
+
+
+def test_the_pages_hold_evaluate_predict_and_compare_commands():
+    modules = {module for _, _, module, _ in TOOLS}
+    assert modules == {"seqforecast.evaluate", "seqforecast.predict", "seqforecast.compare"}
+
+
+@pytest.mark.parametrize("page,command,module,args", TOOLS,
+                         ids=[f"{p}:{c[:60]}" for p, c, *_ in TOOLS])  # fmt: skip
+def test_every_evaluate_predict_and_compare_command_parses(page, command, module, args):
+    if module == "seqforecast.compare":
+        compare_cli.parse(args)
+    else:
+        defaults, required, usage = KEY_VALUE_TOOLS[module]
+        parse_key_values(args, defaults, required, usage)
+
+
+SCRIPTS = commands("scripts/")
+
+
+@cache
+def script_help(name: str) -> str:
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / name), "--help"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.parametrize("page,command", SCRIPTS, ids=[f"{p}:{c[:60]}" for p, c in SCRIPTS])
+def test_every_script_command_names_a_script_and_its_options(page, command):
+    words = split(command)
+    script = next(w for w in words if w.startswith("scripts/"))
+    name = Path(script).name
+    assert (REPO / "scripts" / name).is_file(), f"{page}: no {script}"
+    options = [w.split("=")[0] for w in words if w.startswith("--")]
+    if not options:
+        return
+    text = script_help(name)
+    for option in options:
+        assert re.search(rf"(^|[\s\[,]){re.escape(option)}\b", text), f"{page}: {name} {option}"
+
+
+# ---------------------------------------------------------------- links
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    text, fenced, found = page.read_text(), False, set()
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("#"):
+            found.add(slug(line.lstrip("#")))
+    return found
+
+
+LINKS = [
+    (page, target)
+    for page in PAGES
+    for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text())
+    if not re.match(r"[a-z]+://", target)
+]
+
+
+@pytest.mark.parametrize(
+    "page,target", LINKS, ids=[f"{p.relative_to(REPO)}->{t}" for p, t in LINKS]
+)
+def test_every_link_between_pages_leads_somewhere(page, target):
+    path, _, anchor = target.partition("#")
+    goal = (page.parent / path).resolve() if path else page
+    assert goal.exists(), f"{page.relative_to(REPO)}: {target} does not exist"
+    if anchor:
+        assert goal.suffix == ".md", target
+        assert anchor in anchors(goal), f"{page.relative_to(REPO)}: no heading #{anchor}"
+
+
+def test_the_readme_is_a_short_front_door():
+    text = (REPO / "README.md").read_text()
+    assert len(text.splitlines()) <= 300
+    first_screen = "\n".join(text.splitlines()[:60])
+    for step in ("make train", "outputs/", "tensorboard"):
+        assert step in first_screen, f"the README's first screen lacks {step!r}"
