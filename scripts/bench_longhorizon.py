@@ -340,20 +340,31 @@ def merge(paths: list[Path], variants: list[str], out: Path, argv) -> int:
     for (stem, horizon), done in sorted(runs.items(), key=lambda kv: (kv[0][0], int(kv[0][1]))):
         order = [v for v in variants if any(r["variant"] == v for r in done)]
         order += sorted({r["variant"] for r in done} - set(order))
-        done.sort(key=lambda r: (order.index(r["variant"]), r["seed"]))
-        ok = [r for r in done if r["status"] == "ok"]
-        merged["files"][stem]["horizons"][horizon] = {
-            "summary": summarise(done, order[0]),
-            "baselines": ok[0]["baselines"] if ok else {},
-            "paper_count_nlinear": ok[0]["paper_count"]["nlinear"]["mse"] if ok else None,
-            "test_windows": ok[0]["test_windows"] if ok else None,
-            "runs": done,
-        }
+        merged["files"][stem]["horizons"][horizon] = horizon_entry(done, order)
     write_report(out, "scripts/bench_longhorizon.py", argv, **merged)
-    text = markdown(merged, variants[0])
+    write_tables(merged, variants[0], out)
+    return 0
+
+
+def horizon_entry(done: list[dict], order: list[str]) -> dict:
+    """One (file, horizon)'s runs, sorted by variant (in `order`) and seed, summarised with
+    `order[0]` the reference, beside the baselines every run scored on the same windows."""
+    done.sort(key=lambda r: (order.index(r["variant"]), r["seed"]))
+    ok = [r for r in done if r["status"] == "ok"]
+    return {
+        "summary": summarise(done, order[0]),
+        "baselines": ok[0]["baselines"] if ok else {},
+        "paper_count_nlinear": ok[0]["paper_count"]["nlinear"]["mse"] if ok else None,
+        "test_windows": ok[0]["test_windows"] if ok else None,
+        "runs": done,
+    }
+
+
+def write_tables(report: dict, reference: str, out: Path) -> None:
+    """The report's Markdown tables, printed and written beside its JSON."""
+    text = markdown(report, reference)
     out.with_suffix(".md").write_text(text)
     print(text)
-    return 0
 
 
 # ---------------------------------------------------------------- main
@@ -444,23 +455,13 @@ def main(argv: list[str] | None = None) -> int:
             done.append(future.result())
             if len(done) < len(args.variants) * len(args.seeds):
                 continue
-            done.sort(key=lambda r: (args.variants.index(r["variant"]), r["seed"]))
-            ok = [r for r in done if r["status"] == "ok"]
-            report["files"][stem]["horizons"][str(horizon)] = {
-                "summary": summarise(done, args.variants[0]),
-                "baselines": ok[0]["baselines"] if ok else {},
-                "paper_count_nlinear": ok[0]["paper_count"]["nlinear"]["mse"] if ok else None,
-                "test_windows": ok[0]["test_windows"] if ok else None,
-                "runs": done,
-            }
+            report["files"][stem]["horizons"][str(horizon)] = horizon_entry(done, args.variants)
             report["wall_seconds"] = round(time.perf_counter() - started, 1)
             write_report(args.out, "scripts/bench_longhorizon.py", argv, **report)
     for entry in report["files"].values():  # horizons in the order asked for
         entry["horizons"] = {str(h): entry["horizons"][str(h)] for h in args.horizons}
     failed = sum(r["status"] != "ok" for rs in runs.values() for r in rs)
-    text = markdown(report, args.variants[0])
-    args.out.with_suffix(".md").write_text(text)
-    print(text)
+    write_tables(report, args.variants[0], args.out)
     print(f"wrote {args.out.with_suffix('.md')} ({report['wall_seconds']} s)", file=sys.stderr)
     return 1 if failed else 0
 

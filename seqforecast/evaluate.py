@@ -41,9 +41,14 @@ def reevaluate(run: LoadedRun, checkpoint: str) -> dict:
     return results
 
 
-def evaluate_command(argv: list[str]) -> None:
+def parse(argv: list[str]) -> tuple[dict[str, str], bool]:
+    """The command line's key=value arguments, and whether a changed data file is allowed."""
     args = parse_key_values(argv, DEFAULTS, ["run_dir"], USAGE)
-    allow_changed = parse_bool(args, "allow_changed_data", USAGE)
+    return args, parse_bool(args, "allow_changed_data", USAGE)
+
+
+def evaluate_command(argv: list[str]) -> None:
+    args, allow_changed = parse(argv)
     run = load_run(
         Path(args["run_dir"]), args["checkpoint"], args["device"], allow_changed_data=allow_changed
     )

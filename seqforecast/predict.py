@@ -178,8 +178,13 @@ def future_times(times: np.ndarray | None, rows: int, steps: int, source: Path) 
     return [t.strftime(fmt) for t in next_times(moments, steps, source)]
 
 
+def parse(argv: list[str]) -> dict[str, str]:
+    """The command line's key=value arguments (run_dir, input and output required)."""
+    return parse_key_values(argv, DEFAULTS, ["run_dir", "input", "output"], USAGE)
+
+
 def predict_command(argv: list[str]) -> None:
-    args = parse_key_values(argv, DEFAULTS, ["run_dir", "input", "output"], USAGE)
+    args = parse(argv)
     run = load_run(Path(args["run_dir"]), args["checkpoint"], args["device"], with_data=False)
     state = run.checkpoint.get("data_state") or {}
     if state.get("kind") == "panel":

@@ -11,21 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from seqforecast import compare as compare_cli
-from seqforecast import evaluate as evaluate_cli
-from seqforecast import predict as predict_cli
-from seqforecast.cli_args import parse_key_values
+from seqforecast import compare, evaluate, predict
 from seqforecast.config import compose_config, validate_config
 from seqforecast.config.upgrade import upgrade_config
 
 from .cli_helpers import REPO
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
-KEY_VALUE_TOOLS = {
-    "seqforecast.evaluate": (evaluate_cli.DEFAULTS, ["run_dir"], evaluate_cli.USAGE),
-    "seqforecast.predict": (predict_cli.DEFAULTS, ["run_dir", "input", "output"],
-                            predict_cli.USAGE),
-}  # fmt: skip
+# Each tool's own parser: what its command line would accept or refuse.
+PARSERS = {"seqforecast.evaluate": evaluate.parse, "seqforecast.predict": predict.parse,
+           "seqforecast.compare": compare.parse}  # fmt: skip
 
 
 # ---------------------------------------------------------------- finding commands
@@ -148,22 +143,18 @@ def test_every_training_command_composes_and_validates(page, command, module, ar
         validate_config(cfg)
 
 
-TOOLS = runnable(("seqforecast.evaluate", "seqforecast.predict", "seqforecast.compare"))
+TOOLS = runnable(tuple(PARSERS))
 
 
 def test_the_pages_hold_evaluate_predict_and_compare_commands():
     modules = {module for _, _, module, _ in TOOLS}
-    assert modules == {"seqforecast.evaluate", "seqforecast.predict", "seqforecast.compare"}
+    assert modules == set(PARSERS)
 
 
 @pytest.mark.parametrize("page,command,module,args", TOOLS,
                          ids=[f"{p}:{c[:60]}" for p, c, *_ in TOOLS])  # fmt: skip
 def test_every_evaluate_predict_and_compare_command_parses(page, command, module, args):
-    if module == "seqforecast.compare":
-        compare_cli.parse(args)
-    else:
-        defaults, required, usage = KEY_VALUE_TOOLS[module]
-        parse_key_values(args, defaults, required, usage)
+    PARSERS[module](args)
 
 
 SCRIPTS = commands("scripts/")
