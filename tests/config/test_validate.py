@@ -12,19 +12,28 @@ from seqforecast.config import ConfigError, compose_config, validate_config
 CSV_ARGS = "CSV"  # stands for a CSV run's required keys in the table below
 BAD_VALUES = [  # (overrides, text the one-line message must contain)
     (["d_model=30"], "model.d_model=30 is not allowed: must be a multiple of model.n_heads=4"),
-    (["n_heads=0"], "model.n_heads=0"),
+    (["n_heads=0"], "model.n_heads=0 is not allowed: must be >= 1"),
     (["block_size=-1"], "block_size=-1 is not allowed: must be >= 0"),
     (["attention=diff", "attention.block_size=-2"], "attention.block_size=-2"),
     (["attention=diff", "attention.lambda_mode=exp"], "attention.lambda_mode='exp'"),
     (["in_len=0"], "model.label_len=8 is not allowed: must be in [0, data.in_len=0]"),
     (["out_len=0"], "data.out_len=0"),
     (["model.label_len=30"], "model.label_len=30"),
-    (["model.decoding=autoregressive", "model.label_len=0"], "for autoregressive decoding"),
-    (["model.decoding=beam"], "model.decoding='beam' is not allowed: choose one of oneshot"),
-    (["model.instance_norm=batch"], "model.instance_norm='batch'"),
+    (
+        ["model.decoding=autoregressive", "model.label_len=0"],
+        "model.label_len=0 is not allowed: must be in [1, data.in_len=24] for autoregressive",
+    ),
+    (
+        ["model.decoding=beam"],
+        "model.decoding='beam' is not allowed: choose one of oneshot, autoregressive",
+    ),
+    (
+        ["model.instance_norm=batch"],
+        "model.instance_norm='batch' is not allowed: choose one of none, last, revin",
+    ),
     (["model.encoder_layers=0"], "model.encoder_layers=0"),
     (["model.dropout=1.5"], "model.dropout=1.5 is not allowed: must be in [0, 1)"),
-    (["ffn.activation=swish"], "ffn.activation='swish' is not allowed: choose one of relu"),
+    (["ffn.activation=swish"], "ffn.activation='swish' is not allowed: choose one of relu, gelu"),
     (["ffn.d_ff=0"], "ffn.d_ff=0"),
     (
         ["pos_encoding=rope", "d_model=12", "n_heads=4"],
@@ -51,7 +60,10 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
     (["attention=diff", "attention.head_layout=narrow"], "attention.head_layout='narrow'"),
     (["attention=diff", "attention.decay_form=exp"], "attention.decay_form='exp'"),
     (["pos_encoding=relative", "pos_encoding.decay_form=exp"], "pos_encoding.decay_form='exp'"),
-    (["pos_encoding=learned", "pos_encoding.max_len=10"], "pos_encoding.max_len=10"),
+    (
+        ["pos_encoding=learned", "pos_encoding.max_len=10"],
+        "pos_encoding.max_len=10 is not allowed: must be >= data.in_len + data.out_len = 36",
+    ),
     (["lr=0"], "trainer.lr=0.0 is not allowed: must be > 0"),
     (["epochs=0"], "trainer.epochs=0"),
     (["batch_size=0"], "trainer.batch_size=0"),
