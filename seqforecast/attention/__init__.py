@@ -12,6 +12,7 @@ from .diff import DifferentialAttention
 from .einsum import EinsumAttention
 from .position import AttentionPosition, RelativePositionTerms, RotaryEmbedding
 from .registry import attention_options, available_attention, build_attention, register_attention
+from .residual import ResidualScores, carries_residual
 from .vanilla import VanillaAttention
 
 __all__ = [
@@ -20,9 +21,11 @@ __all__ = [
     "DifferentialAttention",
     "EinsumAttention",
     "RelativePositionTerms",
+    "ResidualScores",
     "VanillaAttention",
     "attention_options",
     "available_attention",
     "build_attention",
+    "carries_residual",
     "register_attention",
 ]

@@ -7,7 +7,9 @@ asked for and no position term acts on the scores, torch's fused `scaled_dot_pro
 computes the same function without materialising the score matrix.
 
 An optional `position` (see position.py) rotates q and k, or adds its terms to the scores, at
-the absolute time steps the call gives (`query_start`, `key_start`).
+the absolute time steps the call gives (`query_start`, `key_start`). An optional `residual`
+(residual.py) carries a stack's q and k from layer to layer: residual attention on every path;
+its short sequences on the CPU take cache_sized.py's path (the same function, faster there).
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ import math
 import torch
 from torch import Tensor, nn
 
+from . import cache_sized
 from ._common import ShapeCache, check_dropout, check_inputs, combine_masks, fused_attention
 from .position import AttentionPosition, relative_geometry
+from .residual import ResidualScores
 
 
 class ProjectedAttention(nn.Module):
@@ -62,9 +66,11 @@ class ProjectedAttention(nn.Module):
         need_weights: bool = False,
         query_start: int = 0,
         key_start: int = 0,
+        residual: ResidualScores | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """`query_start`, `key_start`: the time steps of the first query and key (position
-        modules read them; masks do not)."""
+        modules read them; masks do not). `residual`: the stack's carried scores (residual
+        attention), extended by this layer's."""
         check_inputs(query, key_value, key_padding_mask, self.d_model)
         q = self.q_proj(query)  # [B, Lq, E]
         k = self.k_proj(key_value)  # [B, Lk, E]
@@ -76,15 +82,32 @@ class ProjectedAttention(nn.Module):
             q = self.position.rotate(q.view(batch, q_len, self.n_heads, -1), query_start)
             k = self.position.rotate(k.view(batch, k_len, self.n_heads, -1), key_start)
             q, k = q.flatten(2), k.flatten(2)
+        if residual is not None:
+            if self.position is not None and self.position.acts_on_scores:
+                raise ValueError("residual attention cannot carry position terms on the scores")
+            # [B, L, E] -> [B, L, H, head_dim]; the carried heads grow: [B, L, H * l * head_dim]
+            q, k = residual.extend(
+                q.view(batch, q_len, self.n_heads, -1), k.view(batch, k_len, self.n_heads, -1)
+            )
+            q, k = q.flatten(2), k.flatten(2)
         padding = None if key_padding_mask is None else key_padding_mask[:, None, None, :]
         blocked = combine_masks(  # True = may not attend; broadcasts to [B, H, Lq, Lk]
             self._causal_mask(q_len, k_len, q.device) if causal else None, padding
         )
         dropout = self.dropout if self.training else 0.0
+        weights = None
         if need_weights or (self.position is not None and self.position.acts_on_scores):
             out, weights = self._attend(q, k, v, blocked, padding is not None, dropout, starts)
+        elif residual is not None:
+            # Residual attention's q and k are wider than v, which torch's fused kernel runs
+            # only on its slow generic path: short sequences on the CPU take the cache-sized
+            # path, the rest the explicit one (both measured faster).
+            if blocked is None and not dropout and cache_sized.applies(q, k):
+                out = self._cache_sized(q, k, v)
+            else:
+                out, _ = self._attend(q, k, v, blocked, padding is not None, dropout, starts)
         else:
-            out, weights = self._fused(q, k, v, causal, blocked, padding is not None, dropout), None
+            out = self._fused(q, k, v, causal, blocked, padding is not None, dropout)
         return self.out_proj(out), (weights if need_weights else None)
 
     def _score_terms(self, scores: Tensor, starts: tuple[int, int]) -> Tensor:
@@ -116,7 +139,9 @@ class ProjectedAttention(nn.Module):
     ) -> tuple[Tensor, Tensor]:
         """Explicit path, also returning the per-head weights.
 
-        q [B, Lq, E], k and v [B, Lk, E] -> (out [B, Lq, E], weights [B, H, Lq, Lk]). `starts`:
+        q [B, Lq, H * w], k [B, Lk, H * w] (w = head_dim, or more when residual attention
+        carries earlier layers' q and k) and v [B, Lk, E] -> (out [B, Lq, E], weights
+        [B, H, Lq, Lk]), the scores scaled by 1/sqrt(head_dim). `starts`:
         the time steps of the first query and key, for the position terms on the scores.
         """
         raise NotImplementedError
@@ -132,10 +157,9 @@ class ProjectedAttention(nn.Module):
         dropout: float,
     ) -> Tensor:
         batch, q_len, _ = q.shape
-        # [B, L, E] -> [B, H, L, head_dim]
+        # [B, L, H * w] -> [B, H, L, w] (q and k may be wider than v: residual.py)
         qh, kh, vh = (
-            t.view(batch, t.shape[1], self.n_heads, self.head_dim).transpose(1, 2)
-            for t in (q, k, v)
+            t.view(batch, t.shape[1], self.n_heads, -1).transpose(1, 2) for t in (q, k, v)
         )
         out = fused_attention(
             qh,
@@ -145,9 +169,24 @@ class ProjectedAttention(nn.Module):
             blocked=blocked if has_padding else None,  # no padding: the kernel's own causal
             rows_may_be_empty=has_padding,
             dropout=dropout,
+            scale=self.scale,
         )
         # [B, H, Lq, head_dim] -> [B, Lq, E]
         return out.transpose(1, 2).reshape(batch, q_len, self.d_model)
+
+    def _cache_sized(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        batch, q_len, _ = q.shape
+
+        def fold_heads(t: Tensor) -> Tensor:
+            # [B, L, H * w] -> [B * H, L, w]
+            length = t.shape[1]
+            return t.view(batch, length, self.n_heads, -1).transpose(1, 2).flatten(0, 1)
+
+        out = cache_sized.attention(fold_heads(q), fold_heads(k), fold_heads(v), self.scale)
+        # [B * H, Lq, head_dim] -> [B, Lq, E]
+        return out.view(batch, self.n_heads, q_len, -1).transpose(1, 2).reshape(
+            batch, q_len, self.d_model
+        )
 
     def _causal_mask(self, q_len: int, k_len: int, device: torch.device) -> Tensor:
         """[Lq, Lk], True where key j lies after query i (j > i)."""

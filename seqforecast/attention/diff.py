@@ -25,6 +25,8 @@ with v_h of width d_model / n_heads. Options (each a config value):
   additive per-head `alibi` decay, or the `reciprocal` multiplicative form); a shorthand for
   `position=RelativePositionTerms(distance_decay, past_bias, decay_form, n_heads)`.
 - position: any AttentionPosition (rotary, relative terms), as for every backend.
+- residual (a call argument, residual.py): residual attention, each half's scores carrying the
+  same half's scores of the earlier layers, on the dense, block-local and fused paths alike.
 
 Positions are absolute time steps: a call's `query_start` and `key_start` place its queries
 and keys on the time axis (position.py); masks and block windows read the sequence index.
@@ -50,6 +52,7 @@ from ._common import (
 )
 from .position import AttentionPosition, RelativePositionTerms, relative_geometry
 from .registry import register_attention
+from .residual import ResidualScores
 
 LAMBDA_MODES = ("scalar", "reparam")
 HEAD_LAYOUTS = ("paper", "wide")
@@ -167,8 +170,10 @@ class DifferentialAttention(nn.Module):
         need_weights: bool = False,
         query_start: int = 0,
         key_start: int = 0,
+        residual: ResidualScores | None = None,
     ) -> tuple[Tensor, Tensor | None]:
-        """`query_start`, `key_start`: the time steps of the first query and key."""
+        """`query_start`, `key_start`: the time steps of the first query and key.
+        `residual`: the stack's carried scores (residual attention), extended by this layer's."""
         check_inputs(query, key_value, key_padding_mask, self.d_model)
         batch, q_len, _ = query.shape
         k_len = key_value.shape[1]
@@ -187,10 +192,18 @@ class DifferentialAttention(nn.Module):
         # [B, L, H * 2, half] -> [B, H, 2, L, half]
         q = q.view(batch, q_len, heads, 2, half).permute(0, 2, 3, 1, 4)
         k = k.view(batch, k_len, heads, 2, half).permute(0, 2, 3, 1, 4)
+        if residual is not None:
+            if self.talk_before is not None or (
+                self.position is not None and self.position.acts_on_scores
+            ):
+                raise ValueError("residual attention cannot carry talking heads or position "
+                                 "terms on the scores")  # fmt: skip
+            q, k = residual.extend(q, k)  # [B, H, 2, L, l * half]: the layers' halves so far
         # [B, L, E] -> [B, H, L, head_dim]
         v = self.v_proj(key_value).view(batch, k_len, heads, head_dim).transpose(1, 2)
 
-        if self._fusable(windowed, need_weights):
+        # Residual attention's wider q and k: the explicit path (see base.py).
+        if residual is None and self._fusable(windowed, need_weights):
             out, weights = self._fused(q, k, v, causal, key_padding_mask), None
         else:
             starts = (query_start, key_start)

@@ -18,9 +18,9 @@ class EinsumAttention(ProjectedAttention):
     ) -> tuple[Tensor, Tensor]:
         batch, q_len, _ = q.shape
         k_len = k.shape[1]
-        # [B, L, E] -> [B, L, H, head_dim]
-        q = q.view(batch, q_len, self.n_heads, self.head_dim)
-        k = k.view(batch, k_len, self.n_heads, self.head_dim)
+        # [B, L, H * w] -> [B, L, H, w] (w > head_dim with residual attention's carried q, k)
+        q = q.view(batch, q_len, self.n_heads, -1)
+        k = k.view(batch, k_len, self.n_heads, -1)
         v = v.view(batch, k_len, self.n_heads, self.head_dim)
         scores = self._score_terms(torch.einsum("bqhd,bkhd->bhqk", q * self.scale, k), starts)
         weights = masked_softmax_(scores, blocked, rows_may_be_empty)  # [B, H, Lq, Lk]

@@ -21,12 +21,12 @@ class VanillaAttention(ProjectedAttention):
         heads, head_dim = self.n_heads, self.head_dim
 
         def fold_heads(t: Tensor) -> Tensor:
-            # [B, L, E] -> [B * H, L, head_dim]
-            length = t.shape[1]
+            # [B, L, H * w] -> [B * H, L, w]
+            length, width = t.shape[1], t.shape[2] // heads
             return (
-                t.view(batch, length, heads, head_dim)
+                t.view(batch, length, heads, width)
                 .transpose(1, 2)
-                .reshape(batch * heads, length, head_dim)
+                .reshape(batch * heads, length, width)
             )
 
         scores = torch.bmm(fold_heads(q) * self.scale, fold_heads(k).transpose(1, 2))

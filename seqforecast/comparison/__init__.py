@@ -1,7 +1,7 @@
 """Comparing variants over seeds: find runs, group them, summarise, write tables and a figure."""
 
+from ..stats import PairedRatio, Summary, paired_ratio, summarize, t_quantile_975
 from .runs import CompareError, Group, Run, find_run_dirs, group_runs, load_run
-from .stats import PairedRatio, Summary, paired_ratio, summarize, t_quantile_975
 from .summary import Comparison, compare
 
 __all__ = [

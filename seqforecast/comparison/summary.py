@@ -11,8 +11,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ..stats import PairedRatio, Summary, paired_ratio, summarize
 from .runs import Group, Run
-from .stats import PairedRatio, Summary, paired_ratio, summarize
 
 SCALED_MSE = "MSE (scaled)"  # in the units of data.scale (CSV data scaled on its training rows)
 PAIRED = ("MSE", "MAE", SCALED_MSE, "MAE (scaled)")  # compared with the reference, seed by seed

@@ -48,6 +48,11 @@ class AddedEncodingConfig:  # sinusoidal, learned
 
 
 @dataclass
+class LearnedEncodingConfig(AddedEncodingConfig):
+    init: str = MISSING
+
+
+@dataclass
 class NoEncodingConfig:
     name: str = MISSING
     dropout: float = MISSING
@@ -134,6 +139,7 @@ class SharedModelConfig:  # what every forecaster takes (forecaster.py)
     norm: str = MISSING
     dropout: float = MISSING
     instance_norm: str = MISSING
+    revin_affine: bool = MISSING
     linear_path: str = MISSING
     linear_path_input: str = MISSING
     linear_path_trainable: bool = MISSING
@@ -153,6 +159,9 @@ class ModelConfig(SharedModelConfig):  # the encoder-decoder (transformer.py)
 @dataclass
 class PatchTSTModelConfig(SharedModelConfig):  # encoder-only, flatten head (patchtst.py)
     head_dropout: float = MISSING
+    res_attention: bool = MISSING
+    attention_dropout: float = MISSING
+    official_weights: str | None = None
 
 
 @dataclass
@@ -160,14 +169,19 @@ class EmbeddingConfig:
     name: str = MISSING
     patch_len: int = MISSING
     stride: int = MISSING
+    padding: str = MISSING
 
 
 @dataclass
 class TrainerConfig:
     epochs: int = MISSING
     batch_size: int = MISSING
+    drop_last: bool = MISSING
     lr: float = MISSING
+    optimizer: str = MISSING
     weight_decay: float = MISSING
+    schedule: str = MISSING
+    pct_start: float = MISSING
     warmup_frac: float = MISSING
     min_lr_frac: float = MISSING
     grad_clip: float = MISSING
@@ -224,7 +238,7 @@ PER_OPTION_SCHEMAS = {
     },
     "pos_encoding": {
         "sinusoidal": AddedEncodingConfig,
-        "learned": AddedEncodingConfig,
+        "learned": LearnedEncodingConfig,
         "none": NoEncodingConfig,
         "relative": RelativeEncodingConfig,
         "rope": RopeEncodingConfig,

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ..attention import available_attention
+from ..attention import available_attention, carries_residual
 from ..attention.diff import HEAD_LAYOUTS, LAMBDA_MODES
 from ..attention.position import DECAY_FORMS
 from ..data import DATASETS
@@ -17,12 +17,12 @@ from ..data.gaps import FILLS
 from ..data.scaling import SCALERS
 from ..data.windows import PROTOCOLS
 from ..model.builder import MODELS
-from ..model.embedding import EMBEDDINGS
+from ..model.embedding import EMBEDDINGS, PADDINGS, Tokenizer
 from ..model.ffn import ACTIVATIONS
 from ..model.layers import NORMS
 from ..model.linear_path import LINEAR_PATH_INPUTS, LINEAR_PATHS
 from ..model.normalization import INSTANCE_NORMS
-from ..model.positional import INSIDE_ATTENTION, POSITIONAL_ENCODINGS
+from ..model.positional import INSIDE_ATTENTION, LEARNED_INITS, POSITIONAL_ENCODINGS
 from ..model.transformer import DECODING
 from .upgrade import upgrade_config
 
@@ -30,6 +30,8 @@ STRATEGIES = ("single", "ddp")
 LINEAR_INITS = ("zero", "least_squares")
 PRECISIONS = ("fp32", "bf16")
 SELECT_ON = ("mse", "mse_scaled")
+OPTIMIZERS = ("adamw", "adam")  # training/loop.py
+SCHEDULES = ("warmup_cosine", "type3", "constant", "onecycle")  # training/schedule.py
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
 
@@ -164,12 +166,29 @@ def _check_tokens(cfg: Mapping) -> None:
         stride,
         f"must be in [1, embedding.patch_len={patch_len}] (no input step skipped)",
     )
+    if "padding" in emb:  # configs saved before the option padded the start
+        _choice(cfg, "embedding.padding", PADDINGS)
+        if emb["padding"] == "end" and _is_encoder_decoder(cfg):
+            _conflict(
+                "embedding.padding", "end", "model.name", "transformer",
+                "patches past the window's end are PatchTST's; the encoder-decoder's time axis "
+                "needs patches ending at in_len (embedding.padding=start)",
+            )  # fmt: skip
     if _is_encoder_decoder(cfg) and model["label_len"] % stride:
         _conflict(
             "model.label_len", model["label_len"], "embedding.stride", stride,
             "the decoder reads the last label_len steps in chunks of stride steps; "
             "make label_len a multiple of stride",
         )  # fmt: skip
+
+
+def _encoder_tokens(cfg: Mapping) -> int:
+    """How many tokens the encoder reads (after _check_tokens has passed)."""
+    emb, data = cfg["embedding"], cfg["data"]
+    if emb["name"] == "point":
+        return data["in_len"]
+    return Tokenizer(data["in_len"], 0, data["out_len"], emb["patch_len"], emb["stride"],
+                     emb.get("padding", "start")).encoder_tokens  # fmt: skip
 
 
 CHANNELS = ("independent", "mixed")
@@ -333,6 +352,13 @@ def validate_config(cfg) -> None:
         )
     else:
         _probability(cfg, "model.head_dropout")
+        if "attention_dropout" in cfg["model"]:  # PatchTST's published options
+            _probability(cfg, "model.attention_dropout")
+        if cfg["model"].get("res_attention"):
+            attn = cfg["attention"]
+            why = carries_residual(attn["name"], cfg["pos_encoding"]["name"], attn)
+            if why:
+                raise ConfigError(f"model.res_attention=true conflicts: {why}")
 
     _check_tokens(cfg)
     _check_linear_path(cfg)
@@ -351,13 +377,17 @@ def validate_config(cfg) -> None:
     _probability(cfg, "pos_encoding.dropout")
     pos = cfg["pos_encoding"]
     if "max_len" in pos:
-        needed = in_len + cfg["data"]["out_len"]
+        needed, what = in_len + cfg["data"]["out_len"], "data.in_len + data.out_len"
+        if not _is_encoder_decoder(cfg):  # the encoder-only model positions its tokens alone
+            needed, what = _encoder_tokens(cfg), "the encoder's tokens"
         _check(
             pos["max_len"] >= needed,
             "pos_encoding.max_len",
             pos["max_len"],
-            f"must be >= data.in_len + data.out_len = {needed}",
+            f"must be >= {what} = {needed}",
         )
+    if pos["name"] == "learned" and "init" in pos:
+        _choice(cfg, "pos_encoding.init", LEARNED_INITS)
     if pos["name"] == "rope":
         _check(pos["base"] > 1, "pos_encoding.base", pos["base"], "must be > 1")
     if pos["name"] == "relative":
@@ -400,7 +430,8 @@ def validate_config(cfg) -> None:
         _at_least(cfg, "data.noise", 0.0)
 
     # trainer
-    for key in ("trainer.epochs", "trainer.batch_size", "trainer.eval_batch_size"):
+    _at_least(cfg, "trainer.epochs", 0)  # 0: evaluate the starting weights (official ones)
+    for key in ("trainer.batch_size", "trainer.eval_batch_size"):
         _at_least(cfg, key, 1)
     if "log_every" in cfg["trainer"]:  # runs saved before it existed synced every step
         _at_least(cfg, "trainer.log_every", 1)
@@ -434,6 +465,11 @@ def validate_config(cfg) -> None:
                 "only CSV data scaled on its training rows (data.scale=standard or minmax) has "
                 "scaled units; select on mse",
             )  # fmt: skip
+    if "schedule" in cfg["trainer"]:  # runs saved before it existed: warmup_cosine, AdamW
+        _choice(cfg, "trainer.schedule", SCHEDULES)
+        _choice(cfg, "trainer.optimizer", OPTIMIZERS)
+        pct = cfg["trainer"]["pct_start"]
+        _check(0.0 < pct < 1.0, "trainer.pct_start", pct, "must be in (0, 1)")
     _choice(cfg, "trainer.strategy", STRATEGIES)
     _choice(cfg, "trainer.precision", PRECISIONS)
     _at_least(cfg, "log.attention_every", 0)

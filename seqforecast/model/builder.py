@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
-from ..attention import attention_options, build_attention
-from .embedding import patch_shape
+from ..attention import attention_options, build_attention, carries_residual
+from .embedding import patch_padding, patch_shape
 from .ffn import FeedForward
 from .forecaster import WindowForecaster
 from .layers import DecoderLayer, EncoderLayer
@@ -43,10 +43,22 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1) -> Window
     d_model, n_heads = model["d_model"], model["n_heads"]
     dropout, norm_first = model["dropout"], model["norm_first"]
     norm = model.get("norm", "layer")
+    padding = patch_padding(cfg)
+    if padding == "end" and kind != "patchtst":
+        raise ValueError(
+            "embedding.padding=end (patches past the window's end) is for model=patchtst: the "
+            "encoder-decoder's time axis needs patches ending at in_len (padding=start)"
+        )
+    # PatchTST's published options (the encoder-decoder has neither).
+    res_attention = kind == "patchtst" and model.get("res_attention", False)
+    attention_dropout = model.get("attention_dropout", 0.0) if kind == "patchtst" else 0.0
 
     attn_name = attention["name"]
     accepted = set(attention_options(attn_name))
     attn_options = {k: v for k, v in attention.items() if k != "name"}
+    if res_attention and (why := carries_residual(attn_name, cfg["pos_encoding"]["name"],
+                                                  attn_options)):  # fmt: skip
+        raise ValueError(f"model.res_attention=true: {why}")
     new_position = attention_position_factory(cfg["pos_encoding"], n_heads)
 
     def make_attention(layer: int, cross: bool) -> nn.Module:
@@ -67,7 +79,8 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1) -> Window
         )
 
     encoder = [
-        EncoderLayer(make_attention(i, False), make_ffn(), d_model, dropout, norm_first, norm)
+        EncoderLayer(make_attention(i, False), make_ffn(), d_model, dropout, norm_first, norm,
+                     attention_dropout)  # fmt: skip
         for i in range(1, model["encoder_layers"] + 1)
     ]
     # The decoder's layers are drawn before the input encoding (a learned one draws too): a
@@ -102,6 +115,9 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1) -> Window
         linear_path_trainable=model.get("linear_path_trainable", True),
         decomposition_kernel=model.get("decomposition_kernel", 25),
         channel_independent=model.get("channel_independent", False),
+        padding=padding,
+        res_attention=res_attention,
+        revin_affine=model.get("revin_affine", True),
     )
     if kind == "patchtst":
         return PatchTST(head_dropout=model["head_dropout"], **shared)

@@ -2,7 +2,10 @@
 
 - `point`: one token per time step (patch_len = stride = 1).
 - `patch` (PatchTST, Nie et al. 2023): the input is cut into patches of `patch_len` steps,
-  one every `stride` steps; each patch is one token. A 336-step input with 16/8 is 41 tokens.
+  one every `stride` steps; each patch is one token. A 336-step input with 16/8 is 41 tokens
+  (`embedding.padding=start`) or, as the published PatchTST pads, 42 (`padding=end`: the
+  window's last value repeated `stride` times after it, so one more patch reaches past the
+  end; the encoder-only model only, as the decoder's axis needs patches ending at in_len).
 
 The encoder-decoder stays as it is. The decoder's tokens are non-overlapping chunks of
 `stride` steps: the last `label_len` observed steps (label_len a multiple of stride), then
@@ -26,6 +29,7 @@ import torch
 from torch import Tensor
 
 EMBEDDINGS = ("point", "patch")
+PADDINGS = ("start", "end")
 
 
 def patch_shape(cfg: Mapping) -> tuple[int, int]:
@@ -37,10 +41,26 @@ def patch_shape(cfg: Mapping) -> tuple[int, int]:
     return embedding["patch_len"], embedding["stride"]
 
 
+def patch_padding(cfg: Mapping) -> str:
+    """Where a composed config pads the input for patching (configs saved before the option
+    padded the start)."""
+    return cfg.get("embedding", {}).get("padding", "start")
+
+
 class Tokenizer:
     """Cuts windows into tokens and puts per-token outputs back as time steps."""
 
-    def __init__(self, in_len: int, label_len: int, out_len: int, patch_len: int, stride: int):
+    def __init__(
+        self,
+        in_len: int,
+        label_len: int,
+        out_len: int,
+        patch_len: int,
+        stride: int,
+        padding: str = "start",
+    ):
+        if padding not in PADDINGS:
+            raise ValueError(f"embedding.padding={padding!r}; allowed: {', '.join(PADDINGS)}")
         if not 1 <= stride <= patch_len <= in_len:
             raise ValueError(
                 f"patch_len={patch_len}, stride={stride}: need 1 <= stride <= patch_len <= "
@@ -50,8 +70,11 @@ class Tokenizer:
             raise ValueError(f"label_len={label_len} must be a multiple of stride={stride}")
         self.in_len, self.label_len, self.out_len = in_len, label_len, out_len
         self.patch_len, self.stride = patch_len, stride
-        # Left padding so that the last patch ends exactly at in_len.
-        self.pad = (-(in_len - patch_len)) % stride
+        self.padding = padding if not self.is_point else "start"
+        if self.padding == "start":  # so that the last patch ends exactly at in_len
+            self.pad = (-(in_len - patch_len)) % stride
+        else:  # PatchTST's ReplicationPad1d((0, stride)): the last value, stride times
+            self.pad = stride
         self.encoder_tokens = (in_len + self.pad - patch_len) // stride + 1
         self.label_tokens = label_len // stride
         self.output_tokens = math.ceil(out_len / stride)
@@ -65,7 +88,9 @@ class Tokenizer:
         """src [B, in_len, F] -> [B, encoder_tokens, patch_len * F] (step-major in a token)."""
         if self.is_point:
             return src
-        if self.pad:
+        if self.padding == "end":
+            src = torch.cat([src, src[:, -1:].expand(-1, self.pad, -1)], dim=1)
+        elif self.pad:
             src = torch.cat([src[:, :1].expand(-1, self.pad, -1), src], dim=1)
         patches = src.unfold(1, self.patch_len, self.stride)  # [B, N, F, patch_len]
         return patches.transpose(2, 3).flatten(2)  # [B, N, patch_len * F]
@@ -81,9 +106,12 @@ class Tokenizer:
         return tokens.reshape(b, k * self.stride, width // self.stride)
 
     def encoder_spans(self) -> list[tuple[int, int]]:
-        """[first, last] input step of each encoder token (padding counted as step 0)."""
-        first = [k * self.stride - self.pad for k in range(self.encoder_tokens)]
-        return [(max(f, 0), f + self.patch_len - 1) for f in first]
+        """[first, last] input step of each encoder token (padding counted as the step it
+        repeats: 0 at the start, in_len - 1 at the end)."""
+        shift = self.pad if self.padding == "start" else 0
+        first = [k * self.stride - shift for k in range(self.encoder_tokens)]
+        last = self.in_len - 1
+        return [(min(max(f, 0), last), min(f + self.patch_len - 1, last)) for f in first]
 
     def decoder_spans(self, tokens: int) -> list[tuple[int, int]]:
         """[first, last] time step of each of the decoder's first `tokens` tokens."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from .dropout import Dropout
+
 ACTIVATIONS: dict[str, type[nn.Module]] = {
     "relu": nn.ReLU,
     "gelu": nn.GELU,
@@ -37,7 +39,7 @@ class FeedForward(nn.Module):
         self.gate = nn.Linear(d_model, d_ff, bias=bias_gate) if gated else None
         self.down = nn.Linear(d_ff, d_model, bias=bias)
         self.activation = ACTIVATIONS[activation]()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         hidden = self.activation(self.up(x))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from ..attention import ResidualScores
 from .embedding import Tokenizer
 from .layers import EncoderLayer, make_norm
 from .linear_path import LINEAR_PATH_INPUTS, LinearPath
@@ -51,6 +52,9 @@ class WindowForecaster(nn.Module):
         norm: str = "layer",
         linear_path_input: str = "normalized",
         linear_path_trainable: bool = True,
+        padding: str = "start",
+        res_attention: bool = False,
+        revin_affine: bool = True,
     ):
         super().__init__()
         if not 1 <= n_targets <= n_features:
@@ -70,8 +74,10 @@ class WindowForecaster(nn.Module):
         self.out_len = out_len
         self.label_len = label_len
         self.instance_norm = instance_norm
-        self.norm = build_instance_norm(instance_norm, inner_features)
-        self.tokens = Tokenizer(in_len, label_len, out_len, patch_len, stride)
+        self.norm = build_instance_norm(instance_norm, inner_features, revin_affine)
+        self.tokens = Tokenizer(in_len, label_len, out_len, patch_len, stride, padding)
+        # Residual attention (residual.py): each encoder layer adds the previous one's scores.
+        self.res_attention = res_attention
         self.src_embed = nn.Linear(patch_len * inner_features, d_model)
         self.input_encoding = input_encoding
         self.encoder = nn.ModuleList(encoder_layers)
@@ -145,8 +151,9 @@ class WindowForecaster(nn.Module):
         """src [B, in_len, F'] -> [B, encoder_tokens, d_model], tokens 0..encoder_tokens-1 on
         the time axis."""
         x = self.input_encoding(self.src_embed(self.tokens.encoder_input(src)))
+        carry = {"residual": ResidualScores()} if self.res_attention else {}
         for layer in self.encoder:
-            x, weights = layer(x, need_weights=need_weights, start=0)
+            x, weights = layer(x, need_weights=need_weights, start=0, **carry)
             maps["encoder"].append(weights)
         return self.encoder_norm(x)
 

@@ -6,7 +6,9 @@ a window's level (and with RevIN its scale) costs the network nothing:
 - `none`: identity.
 - `last`: subtract each channel's last observed value, add it back to the forecast (NLinear).
 - `revin`: RevIN (Kim et al. 2022): each channel's window mean and standard deviation,
-  then a learnable per-channel affine; inverted, affine first, on the forecast.
+  then a learnable per-channel affine; inverted, affine first, on the forecast. Without the
+  affine (`model.revin_affine=false`, the published PatchTST's default) it is the window's
+  standardisation alone.
 
 The forecast channels (targets) are the first `n_targets` channels of the input.
 """
@@ -53,24 +55,32 @@ class LastValueNorm(NoNorm):
 
 
 class RevIN(NoNorm):
-    def __init__(self, n_features: int, eps: float = 1e-5):
+    def __init__(self, n_features: int, eps: float = 1e-5, affine: bool = True):
         super().__init__()
         self.eps = eps
-        self.weight = nn.Parameter(torch.ones(n_features))
-        self.bias = nn.Parameter(torch.zeros(n_features))
+        self.affine = affine
+        if affine:
+            self.weight = nn.Parameter(torch.ones(n_features))
+            self.bias = nn.Parameter(torch.zeros(n_features))
 
     def normalize(self, src: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         mean = src.mean(dim=1, keepdim=True)  # [B, 1, F]
         std = torch.sqrt(src.var(dim=1, keepdim=True, unbiased=False) + self.eps)
-        return (src - mean) / std * self.weight + self.bias, (mean, std)
+        normalized = (src - mean) / std
+        if self.affine:
+            normalized = normalized * self.weight + self.bias
+        return normalized, (mean, std)
 
     def normalize_targets(self, values: Tensor, stats) -> Tensor:
         mean, std = stats
         t = values.shape[-1]
-        return (values - mean[..., :t]) / std[..., :t] * self.weight[:t] + self.bias[:t]
+        normalized = (values - mean[..., :t]) / std[..., :t]
+        return normalized * self.weight[:t] + self.bias[:t] if self.affine else normalized
 
     def error_scale(self, stats, n_targets: int) -> Tensor:
         # denormalize divides by the affine weight and multiplies by the window's std
+        if not self.affine:
+            return stats[1][..., :n_targets]
         return stats[1][..., :n_targets] / self.weight[:n_targets].abs().clamp_min(self.eps)
 
     def denormalize_targets(self, values: Tensor, stats) -> Tensor:
@@ -80,17 +90,19 @@ class RevIN(NoNorm):
     def denormalize_scale(self, values: Tensor, stats) -> Tensor:
         _, std = stats
         t = values.shape[-1]
+        if not self.affine:
+            return values * std[..., :t]
         # A weight at exactly zero would divide by zero: keep it eps away, sign intact.
         weight = self.weight[:t]
         weight = torch.where(weight.abs() < self.eps, torch.full_like(weight, self.eps), weight)
         return (values - self.bias[:t]) / weight * std[..., :t]
 
 
-def build_instance_norm(name: str, n_features: int) -> NoNorm:
+def build_instance_norm(name: str, n_features: int, revin_affine: bool = True) -> NoNorm:
     if name == "none":
         return NoNorm()
     if name == "last":
         return LastValueNorm()
     if name == "revin":
-        return RevIN(n_features)
+        return RevIN(n_features, affine=revin_affine)
     raise ValueError(f"instance_norm={name!r}; allowed: {', '.join(INSTANCE_NORMS)}")

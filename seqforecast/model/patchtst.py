@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from .dropout import Dropout
 from .forecaster import WindowForecaster
 
 
@@ -26,7 +27,7 @@ class PatchTST(WindowForecaster):
         """`shared`: WindowForecaster's arguments (n_features, in_len, encoder layers, ...);
         PatchTST has no decoder, so its label_len is 0."""
         super().__init__(d_model=d_model, label_len=0, **shared)
-        self.head_dropout = nn.Dropout(head_dropout)
+        self.head_dropout = Dropout(head_dropout)
         # [B, N * d_model] -> every step of the horizon, for every target channel
         self.head = nn.Linear(
             self.tokens.encoder_tokens * d_model, self.out_len * self.inner_targets

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from ..attention.position import AttentionPosition, RelativePositionTerms, RotaryEmbedding
+from .dropout import Dropout
 
 ADDED_TO_EMBEDDINGS = ("sinusoidal", "learned", "none")
 INSIDE_ATTENTION = ("relative", "rope")
@@ -47,7 +48,7 @@ class _AddedEncoding(nn.Module):
     def __init__(self, max_len: int, dropout: float):
         super().__init__()
         self.max_len = max_len
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def table(self, start: int, stop: int) -> Tensor:
         raise NotImplementedError
@@ -68,10 +69,21 @@ class SinusoidalEncoding(_AddedEncoding):
         return self.encodings[start:stop]
 
 
+LEARNED_INITS = ("normal", "uniform")
+
+
 class LearnedEncoding(_AddedEncoding):
-    def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0):
+    """A trained table, initialised N(0, 0.02²) (`normal`) or U(-0.02, 0.02) (`uniform`: the
+    published PatchTST's `pe='zeros'` table)."""
+
+    def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0, init="normal"):
         super().__init__(max_len, dropout)
-        self.embedding = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
+        if init not in LEARNED_INITS:
+            raise ValueError(f"pos_encoding.init={init!r}; allowed: {', '.join(LEARNED_INITS)}")
+        if init == "normal":
+            self.embedding = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
+        else:
+            self.embedding = nn.Parameter(torch.empty(max_len, d_model).uniform_(-0.02, 0.02))
 
     def table(self, start: int, stop: int) -> Tensor:
         return self.embedding[start:stop]
@@ -82,7 +94,7 @@ class NoEncoding(nn.Module):
 
     def __init__(self, dropout: float = 0.0):
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         return self.dropout(x)
@@ -95,7 +107,9 @@ def build_input_encoding(pos_cfg: Mapping, d_model: int) -> nn.Module:
     if name == "sinusoidal":
         return SinusoidalEncoding(d_model, pos_cfg["max_len"], dropout)
     if name == "learned":
-        return LearnedEncoding(d_model, pos_cfg["max_len"], dropout)
+        return LearnedEncoding(
+            d_model, pos_cfg["max_len"], dropout, pos_cfg.get("init", "normal")
+        )
     if name in POSITIONAL_ENCODINGS:
         return NoEncoding(dropout)
     raise ValueError(f"unknown pos_encoding {name!r}; allowed: {', '.join(POSITIONAL_ENCODINGS)}")

@@ -1,5 +1,5 @@
-"""The training loop: AdamW, warm-up + cosine LR, gradient clipping, early stopping on
-validation MSE, best and last checkpoints in the run dir, exact resume.
+"""The training loop: AdamW (or Adam), an LR schedule (schedule.py), gradient clipping, early
+stopping on validation MSE, best and last checkpoints in the run dir, exact resume.
 
 Everything the loop needs to continue is in `last.pt`: weights, optimizer, LR schedule, the
 loop counters and early-stopping state (`LoopState`), the batch-order generator and every
@@ -26,8 +26,9 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from ..comparison.stats import paired_ratio
+from ..config.validate import OPTIMIZERS
 from ..data import ForecastData
+from ..stats import paired_ratio
 from .checkpoint import load_checkpoint, save_checkpoint
 from .distributed import SINGLE, Distributed, unwrap
 from .evaluation import Evaluator
@@ -35,7 +36,7 @@ from .interrupts import TrainingInterrupted, stop_on_signals
 from .monitor import Monitor
 from .restore import RunError
 from .rng import capture_rng, restore_rng
-from .schedule import warmup_cosine
+from .schedule import build_schedule
 from .tally import Interval, StepTally
 
 log = logging.getLogger(__name__)
@@ -79,9 +80,15 @@ class LoopState:
     seen: int = 0
 
 
-def make_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
+def make_optimizer(
+    model: nn.Module, lr: float, weight_decay: float, kind: str = "adamw"
+) -> torch.optim.Optimizer:
     """AdamW with decay on matrices only: biases, norms and scalars (lambda, position terms)
-    are not pulled towards zero."""
+    are not pulled towards zero. `adam`: plain Adam, no decay (the published PatchTST's)."""
+    if kind == "adam":
+        return torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+    if kind != "adamw":
+        raise ValueError(f"trainer.optimizer={kind!r}; allowed: {', '.join(OPTIMIZERS)}")
     decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
     groups = [
@@ -153,11 +160,20 @@ class _Loop:
         # panel (each step picks its windows' rows).
         self.unit_weights = data.squared_error_weights(self.device)
         self.global_batch = cfg["batch_size"] * ctx.world_size
-        self.steps_per_epoch = math.ceil(len(data.train) / self.global_batch)
+        # drop_last: the last incomplete batch of each epoch's order is left out (as the
+        # published PatchTST's loader; BatchNorm then never sees a batch of a few windows).
+        rounding = math.floor if cfg.get("drop_last", False) else math.ceil
+        self.steps_per_epoch = rounding(len(data.train) / self.global_batch)
+        if self.steps_per_epoch == 0:
+            raise RunError(
+                f"trainer.drop_last=true with a batch of {self.global_batch} windows and "
+                f"{len(data.train)} training windows leaves no batch: lower trainer.batch_size "
+                f"or set trainer.drop_last=false"
+            )
         self.log_every = max(1, cfg.get("log_every", 1))
-        self.optimizer = make_optimizer(model, cfg["lr"], cfg["weight_decay"])
-        self.scheduler = warmup_cosine(self.optimizer, cfg["epochs"] * self.steps_per_epoch,
-                                       cfg["warmup_frac"], cfg["min_lr_frac"])  # fmt: skip
+        self.optimizer = make_optimizer(model, cfg["lr"], cfg["weight_decay"],
+                                        cfg.get("optimizer", "adamw"))  # fmt: skip
+        self.scheduler = build_schedule(self.optimizer, cfg, self.steps_per_epoch)
         self.bf16 = cfg["precision"] == "bf16"
         # The validation metric that picks the best epoch and stops early: MSE in the data's
         # units, or in the scaled units (CSV data; the long-horizon tables' units).
@@ -376,7 +392,8 @@ class _Loop:
         return self.ctx.sum(flag).item() > 0
 
     def result(self) -> TrainResult:
-        self.net.load_state_dict(self.best_weights)
+        if self.best_weights is not None:  # None: no epoch trained or scored (epochs=0)
+            self.net.load_state_dict(self.best_weights)
         state = self.state
         return TrainResult(
             steps=state.step,

@@ -18,6 +18,7 @@ from ..config.upgrade import upgrade_config
 from ..config.validate import ConfigError
 from ..data import build_data
 from ..model import build_model
+from ..model.official import OfficialWeightsError, load_official_weights
 from .baselines import FIT_WINDOWS
 from .distributed import SINGLE, Distributed, parameter_digest, wrap
 from .evaluation import Evaluator, ratios
@@ -35,6 +36,26 @@ def _current(config_yaml: str) -> str:
     saved = OmegaConf.create(config_yaml)
     upgrade_config(saved)
     return OmegaConf.to_yaml(saved, resolve=True)
+
+
+def load_official_checkpoint(model, path: str) -> None:
+    """model.official_weights: an official PatchTST checkpoint.pth into `model`, or one line
+    saying why not (RunError)."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # missing, truncated, or not a weights-only torch file
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise RunError(f"model.official_weights={path}: cannot be read: {reason}") from None
+    if isinstance(state, dict) and "model" in state and "format" in state:
+        raise RunError(f"model.official_weights={path} is a seqforecast checkpoint: "
+                       f"resume it (resume=<run dir>) or evaluate it instead")  # fmt: skip
+    if not isinstance(state, dict):
+        raise RunError(f"model.official_weights={path}: not a state dict")
+    try:
+        load_official_weights(model, state)
+    except OfficialWeightsError as err:
+        raise RunError(f"model.official_weights={path}: {err}") from None
+    log.info("started from the official PatchTST weights in %s", path)
 
 
 def run_training(
@@ -71,6 +92,8 @@ def run_training(
     model = build_model(plain, data.n_features, data.n_targets).to(device)
     n_params = sum(p.numel() for p in model.parameters())
     configure_threads(trainer_cfg["num_threads"], n_params)
+    if plain["model"].get("official_weights") and resume is None:
+        load_official_checkpoint(model, plain["model"]["official_weights"])
     if plain["model"]["linear_init"] == "least_squares" and resume is None:
         # Training starts from NLinear's fit on the training windows (no other split read).
         fit = data.train.sample(FIT_WINDOWS)

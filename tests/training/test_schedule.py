@@ -3,7 +3,8 @@ import math
 import pytest
 import torch
 
-from seqforecast.training.schedule import warmup_cosine
+from seqforecast.training.loop import make_optimizer
+from seqforecast.training.schedule import build_schedule, warmup_cosine
 
 
 def test_warmup_then_cosine_to_the_floor():
@@ -21,3 +22,80 @@ def test_warmup_then_cosine_to_the_floor():
     assert lrs[middle] == pytest.approx(0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * 0.5)))
     assert all(a >= b for a, b in zip(lrs[10:], lrs[11:], strict=False))
     assert opt.param_groups[0]["lr"] == pytest.approx(0.1)
+
+
+# ----------------------------------------------------------- the published PatchTST's schedules
+
+
+def published_rates(lradj: str, lr: float, epochs: int) -> list[float]:
+    """The rate of each epoch as the published training loop sets it: a OneCycleLR is built
+    first (its constructor sets the optimizer's rate), then after each epoch e its
+    `adjust_learning_rate` sets type3's lr (e < 3) or lr * 0.9^(e - 3), or constant's lr."""
+    param = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.Adam([param], lr=lr)
+    torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, steps_per_epoch=5, epochs=epochs)
+    rates = []
+    for epoch in range(1, epochs + 1):
+        rates.append(opt.param_groups[0]["lr"])
+        if lradj == "type3":
+            opt.param_groups[0]["lr"] = lr if epoch < 3 else lr * 0.9 ** (epoch - 3)
+        else:
+            opt.param_groups[0]["lr"] = lr
+    return rates
+
+
+def _stepped(kind: str, epochs: int, steps_per_epoch: int, lr=1e-4, pct_start=0.3):
+    param = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.Adam([param], lr=lr)
+    cfg = {"schedule": kind, "epochs": epochs, "lr": lr, "pct_start": pct_start}
+    sched = build_schedule(opt, cfg, steps_per_epoch)
+    rates, betas = [], []
+    for _ in range(epochs * steps_per_epoch):
+        rates.append(opt.param_groups[0]["lr"])
+        betas.append(opt.param_groups[0]["betas"][0])
+        opt.step()
+        sched.step()
+    return rates, betas
+
+
+@pytest.mark.parametrize("kind", ["type3", "constant"])
+def test_the_epoch_wise_schedules_are_the_published_codes(kind):
+    rates, _ = _stepped(kind, epochs=12, steps_per_epoch=5)
+    per_epoch = rates[::5]
+    assert per_epoch == pytest.approx(published_rates(kind, 1e-4, 12), rel=1e-9)
+    for epoch in range(12):  # constant within an epoch
+        assert len(set(rates[epoch * 5 : epoch * 5 + 5])) == 1
+    if kind == "type3":  # the published epochs: lr / 25, then lr for 2-4, then x0.9
+        assert per_epoch[:6] == pytest.approx([4e-6, 1e-4, 1e-4, 1e-4, 0.9e-4, 0.81e-4])
+
+
+def test_onecycle_is_torchs_with_cycled_momentum():
+    rates, betas = _stepped("onecycle", epochs=4, steps_per_epoch=10, pct_start=0.2)
+    param = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.Adam([param], lr=1e-4)
+    ref = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=1e-4, steps_per_epoch=10, epochs=4,
+                                              pct_start=0.2)  # fmt: skip
+    expected = []
+    for _ in range(40):
+        expected.append(opt.param_groups[0]["lr"])
+        opt.step()
+        ref.step()
+    assert rates == pytest.approx(expected)
+    assert max(rates) == pytest.approx(1e-4) and rates.index(max(rates)) == 0.2 * 40 - 1
+    assert min(betas) == pytest.approx(0.85) and max(betas) == pytest.approx(0.95)
+
+
+def test_an_unknown_schedule_names_the_allowed_ones():
+    opt = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=1e-3)
+    with pytest.raises(ValueError, match="warmup_cosine, type3, constant, onecycle"):
+        build_schedule(opt, {"schedule": "type9", "epochs": 1}, 1)
+
+
+def test_adam_has_no_weight_decay_and_adamw_decays_matrices_only():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.LayerNorm(4))
+    adam = make_optimizer(model, 1e-3, 0.5, "adam")
+    assert type(adam) is torch.optim.Adam
+    assert all(group["weight_decay"] == 0 for group in adam.param_groups)
+    adamw = make_optimizer(model, 1e-3, 0.5, "adamw")
+    assert [g["weight_decay"] for g in adamw.param_groups] == [0.5, 0.0]
+    assert [len(g["params"]) for g in adamw.param_groups] == [1, 3]

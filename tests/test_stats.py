@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from seqforecast.comparison.stats import paired_ratio, summarize, t_quantile_975
+from seqforecast.stats import paired_ratio, summarize, t_quantile_975
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,57 @@
+"""Residual attention (RealFormer, He et al. 2020; on by default in PatchTST): every layer of
+a stack adds the previous layer's pre-softmax scores to its own,
+
+    scores_l = q_l k_l^T * scale + scores_(l-1)        (scores_0 = 0)
+
+so layer l attends by sum_(i <= l) q_i k_i^T * scale. A score is a dot product, and a sum of
+dot products is one dot product of the concatenations: per head,
+
+    sum_i q_i k_i^T = [q_1 | ... | q_l] [k_1 | ... | k_l]^T      (concatenated along head_dim)
+
+So a stack carries each layer's q and k (concatenated along the head width), not the
+[B, H, Lq, Lk] scores: every path a backend has (the explicit scores, block-local windows,
+torch's fused kernel, which never materialises scores) computes residual attention by
+attending with the carried q and k at the layer's own scale. The function is exactly the
+published one; gradients reach the earlier layers' q and k as they do through the carried
+scores. What cannot be carried this way is anything added to or mixed into the scores
+(relative position terms, talking heads): `carries_residual` says so in one line.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+class ResidualScores:
+    """One stack's carried q and k; pass the same object to each layer's attention, in order."""
+
+    def __init__(self) -> None:
+        self.q: Tensor | None = None
+        self.k: Tensor | None = None
+
+    def extend(self, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
+        """This layer's q [..., Lq, w] and k [..., Lk, w] (per head, the last dim the head
+        width) -> the stack's q and k so far, [..., Lq, w_1 + ... + w_l] and the same for k."""
+        if self.q is not None:
+            if self.q.shape[:-1] != q.shape[:-1] or self.k.shape[:-1] != k.shape[:-1]:
+                raise ValueError(
+                    f"residual attention carries scores between layers of one shape: "
+                    f"q {tuple(self.q.shape[:-1])} then {tuple(q.shape[:-1])}"
+                )
+            q, k = torch.cat([self.q, q], dim=-1), torch.cat([self.k, k], dim=-1)
+        self.q, self.k = q, k
+        return q, k
+
+
+def carries_residual(attention: str, pos_encoding: str, options: dict) -> str | None:
+    """None if backend `attention` with `pos_encoding` and its `options` can carry residual
+    scores; otherwise why not, in one line."""
+    if pos_encoding == "relative":
+        return ("pos_encoding=relative adds its terms to the scores, which residual attention "
+                "cannot carry; use sinusoidal, learned, rope or none")  # fmt: skip
+    for key in ("distance_decay", "past_bias", "talking_heads"):
+        if options.get(key):
+            return (f"attention.{key}=true acts on the scores, which residual attention cannot "
+                    f"carry; set it false or model.res_attention=false")  # fmt: skip
+    return None

@@ -1,0 +1,149 @@
+"""Residual attention (RealFormer, as PatchTST): each layer's scores are its own plus the
+previous layer's pre-softmax scores. Checked against a reference that sums the explicit score
+matrices layer by layer, on every path of every backend that carries them; and the cache-sized
+CPU path against torch's own attention, forward and backward."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from seqforecast.attention import ResidualScores, build_attention, cache_sized, carries_residual
+from seqforecast.attention.position import RelativePositionTerms, RotaryEmbedding
+
+from .helpers import randomize_
+
+B, L, E, H = 3, 10, 16, 4
+
+
+def _stack(name, layers=3, **options):
+    torch.manual_seed(0)
+    return [randomize_(build_attention(name, E, H, layer=i + 1, **options) if name == "diff"
+                       else build_attention(name, E, H, **options), 0.1)
+            for i in range(layers)]  # fmt: skip
+
+
+def _projected_reference(stack, x, causal=False):
+    """vanilla/einsum: layer l attends by softmax(sum_{i<=l} q_i k_i^T / sqrt(head_dim)),
+    each layer reading the previous layer's output."""
+    carried, outs, maps = 0.0, [], []
+    for attn in stack:
+        heads = lambda t: t.view(B, L, H, -1).transpose(1, 2)  # noqa: E731
+        q, k, v = heads(attn.q_proj(x)), heads(attn.k_proj(x)), heads(attn.v_proj(x))
+        if attn.position is not None:  # rope: rotate per layer, as the backend does
+            q = attn.position.rotate(q.transpose(1, 2), 0).transpose(1, 2)
+            k = attn.position.rotate(k.transpose(1, 2), 0).transpose(1, 2)
+        carried = carried + q @ k.transpose(-1, -2) / (E // H) ** 0.5  # [B, H, L, L]
+        scores = carried
+        if causal:
+            scores = scores.masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), float("-inf"))
+        weights = scores.softmax(-1)
+        x = attn.out_proj((weights @ v).transpose(1, 2).reshape(B, L, E))
+        outs.append(x)
+        maps.append(weights)
+    return outs, maps
+
+
+def _run(stack, x, need_weights, causal=False):
+    residual, outs, maps = ResidualScores(), [], []
+    for attn in stack:
+        x, weights = attn(x, x, causal=causal, need_weights=need_weights, residual=residual)
+        outs.append(x)
+        maps.append(weights)
+    return outs, maps
+
+
+@pytest.mark.parametrize("name", ["vanilla", "einsum"])
+@pytest.mark.parametrize("need_weights", [False, True])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("rope", [False, True])
+def test_projected_backends_equal_the_summed_scores(name, need_weights, causal, rope):
+    torch.manual_seed(0)
+    stack = [randomize_(build_attention(name, E, H, position=RotaryEmbedding(E // H) if rope
+                                        else None), 0.1) for _ in range(3)]  # fmt: skip
+    x = torch.randn(B, L, E)
+    expected, expected_maps = _projected_reference(stack, x, causal)
+    got, maps = _run(stack, x, need_weights, causal)
+    for e, g in zip(expected, got, strict=True):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
+    if need_weights:
+        for e, g in zip(expected_maps, maps, strict=True):
+            torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
+
+
+def test_without_carried_scores_a_layer_is_plain_attention():
+    stack = _stack("vanilla", layers=2)
+    x = torch.randn(B, L, E)
+    first_plain, _ = stack[0](x, x)
+    (first, second), _ = _run(stack, x, need_weights=False)
+    torch.testing.assert_close(first, first_plain, rtol=1e-5, atol=1e-6)  # layer 1: nothing to add
+    second_plain, _ = stack[1](first, first)
+    assert (second - second_plain).abs().max() > 1e-3  # layer 2 reads layer 1's scores
+
+
+def _diff_reference(stack, x):
+    """diff: each half's scores sum over the layers; weights = p1 - lambda p2 per layer."""
+    carried, outs = 0.0, []
+    for attn in stack:
+        w = attn.half_dim
+        q = attn.q_proj(x).view(B, L, H, 2, w).permute(0, 2, 3, 1, 4)  # [B, H, 2, L, w]
+        k = attn.k_proj(x).view(B, L, H, 2, w).permute(0, 2, 3, 1, 4)
+        v = attn.v_proj(x).view(B, L, H, -1).transpose(1, 2)
+        carried = carried + q @ k.transpose(-1, -2) / w**0.5
+        p = carried.softmax(-1)
+        weights = p[:, :, 0] - attn.lambda_value() * p[:, :, 1]
+        out = weights @ v
+        if attn.head_norm is not None:
+            out = attn.head_norm(out) * (1 - attn.lambda_init)
+        x = attn.out_proj(out.transpose(1, 2).reshape(B, L, E))
+        outs.append(x)
+    return outs
+
+
+@pytest.mark.parametrize("block_size", [0, 4, L])
+def test_diff_carries_each_half_dense_and_block_local(block_size):
+    stack = _stack("diff", block_size=block_size)
+    x = torch.randn(B, L, E)
+    got, _ = _run(stack, x, need_weights=False)
+    if block_size in (0, L):  # a window of L sees every key: the dense function
+        for e, g in zip(_diff_reference(stack, x), got, strict=True):
+            torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
+    else:  # a window: the carried q, k feed the windows the same as the dense path's
+        dense = _stack("diff", block_size=0)
+        for d, w in zip(dense, stack, strict=True):
+            d.load_state_dict(w.state_dict())
+        got_dense, _ = _run(dense, x, need_weights=False)
+        assert (got[-1] - got_dense[-1]).abs().max() > 1e-4  # windows see less than all
+        weights_maps = _run(stack, x, need_weights=True)[1]
+        # Outside the window, a block-local weight is exactly zero at every layer.
+        assert weights_maps[-1][..., 0, L - 1].abs().max() == 0
+
+
+def test_what_cannot_be_carried_is_refused_in_one_line():
+    assert carries_residual("vanilla", "rope", {}) is None
+    assert "pos_encoding=relative" in carries_residual("vanilla", "relative", {})
+    assert "attention.talking_heads" in carries_residual("diff", "none", {"talking_heads": True})
+    attn = build_attention("vanilla", E, H, position=RelativePositionTerms())
+    x = torch.randn(B, L, E)
+    with pytest.raises(ValueError, match="cannot carry"):
+        attn(x, x, residual=ResidualScores())
+    talking = build_attention("diff", E, H, talking_heads=True)
+    with pytest.raises(ValueError, match="cannot carry"):
+        talking(x, x, residual=ResidualScores())
+
+
+@pytest.mark.parametrize("width", [4, 12])
+@pytest.mark.parametrize("rows", [1, 5, 64])
+def test_cache_sized_path_equals_torch_attention_forward_and_backward(width, rows):
+    n, q_len, k_len, dv = 37, 9, 11, 4
+    q, k = torch.randn(n, q_len, width), torch.randn(n, k_len, width)
+    v = torch.randn(n, k_len, dv)
+    grad = torch.randn(n, q_len, dv)
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    ours = cache_sized._SlicedAttention.apply(*leaves, 0.5, rows)
+    ours.backward(grad)
+    refs = [t.clone().requires_grad_() for t in (q, k, v)]
+    expected = F.scaled_dot_product_attention(*refs, scale=0.5)
+    expected.backward(grad)
+    torch.testing.assert_close(ours, expected, rtol=1e-5, atol=1e-6)
+    for mine, theirs in zip(leaves, refs, strict=True):
+        torch.testing.assert_close(mine.grad, theirs.grad, rtol=1e-4, atol=1e-5)
