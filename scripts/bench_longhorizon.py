@@ -4,7 +4,11 @@ and 720 with 336 input steps, over seeds, beside the project's baselines and the
     python scripts/bench_longhorizon.py ../shared/data/ETTh1.csv ../shared/data/ETTh2.csv
     python scripts/bench_longhorizon.py my.csv --split 0.7 0.1 0.2 --horizons 96 336
     python scripts/bench_longhorizon.py ETTh2.csv --variants preset alone diff --seeds 0 1 2 3 4
+    python scripts/bench_longhorizon.py ETTh1.csv --horizons 96 --variants patchtst patchtst_rope
     python scripts/bench_longhorizon.py --smoke       # a small generated file, 1 epoch (the tests)
+    python scripts/bench_longhorizon.py ETTh1.csv --speed PatchTST/PatchTST_supervised
+    python scripts/bench_longhorizon.py ETTh1.csv --horizons 336 --variants official --seeds 2021 \
+        --set model.official_weights=checkpoints/<setting>/checkpoint.pth
 
 The protocol of the published tables (Informer, Autoformer, DLinear, PatchTST, thuml's
 Time-Series-Library): every column but the time column is a channel, each its own series
@@ -15,7 +19,10 @@ unused (`--borders`), or fractions as Time-Series-Library cuts its other files (
 lies in the test rows (stride 1), inputs reaching back into validation rows; every channel
 z-scored with its training rows' mean and std; MSE and MAE in those z units, averaged over
 channels, windows and steps. Each seqforecast run is `python -m seqforecast.train
-experiment=longhorizon` with the file's borders and horizon (and a variant's overrides).
+experiment=longhorizon` (or, for the `patchtst*` variants, `experiment=patchtst`: the published
+PatchTST, docs/patchtst.md) with the file's borders and horizon (and a variant's overrides).
+Every run's validation error per epoch is kept (`val_curve`), so what a shorter patience would
+have kept can be read off a longer run.
 
 Reported per file and horizon: each variant's test MSE and MAE (mean ± std over seeds), its
 paired MSE ratio to the project's NLinear on the same windows (geometric mean over seeds with a
@@ -28,6 +35,14 @@ PatchTST's published code scores fewer windows: its test loader drops the last i
 of 128 (`drop_last=True`), so the newest test windows are never scored. Each row therefore also
 gives the MSE on those first windows only ("as the papers' code counts"), beside the full count.
 
+`--speed DIR` times one training epoch of `experiment=patchtst` beside one of the official
+code (DIR: the authors' `PatchTST_supervised` folder, with pandas and scikit-learn installed)
+on the first file at the first horizon: the same batches (128 windows of time, every channel,
+the last incomplete batch dropped), one torch thread each, each epoch in its own process, the
+two alternating for `--rounds` rounds. Reported per epoch: the training steps (the official
+code's own "cost time": its loader and steps) and the whole epoch as each runs it (seqforecast:
+steps + a validation pass; the official loop: steps + validation and test passes).
+
 Output: a Markdown table per file (benchmarks/longhorizon.md) and every run's numbers
 (benchmarks/longhorizon.json).
 """
@@ -38,7 +53,10 @@ import argparse
 import csv
 import json
 import math
+import os
+import re
 import statistics
+import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -60,19 +78,29 @@ HORIZONS = (96, 192, 336, 720)
 IN_LEN = 336
 PAPER_BATCH = 128  # the published code's test batch, whose last incomplete one it drops
 
-# Overrides on top of experiment=longhorizon.
-# The Transformer alone: no linear path, plain selection (the lowest validation error wins).
+# A variant: its preset and overrides. `preset`: experiment=longhorizon; `alone`: the same
+# Transformer without the linear path, plain selection (the lowest validation error wins);
+# `patchtst`: the published PatchTST (experiment=patchtst), and the attention study on it.
 ALONE = ["model.linear_path=none", "model.linear_init=zero", "trainer.validate_initial=false",
          "trainer.min_improvement=0", "trainer.selection_blocks=0"]  # fmt: skip
+DIFF, DIFF_BLOCK = ["attention=diff"], ["attention=diff", "block_size=8"]
+ROPE = ["pos_encoding=rope"]
 VARIANTS = {
-    "preset": [],
-    "diff": ["attention=diff"],
-    "diff_block": ["attention=diff", "block_size=8"],
-    "rope": ["pos_encoding=rope"],
-    "alone": ALONE,
-    "alone_diff": [*ALONE, "attention=diff"],
-    "alone_diff_block": [*ALONE, "attention=diff", "block_size=8"],
-    "alone_rope": [*ALONE, "pos_encoding=rope"],
+    "preset": ("longhorizon", []),
+    "diff": ("longhorizon", DIFF),
+    "diff_block": ("longhorizon", DIFF_BLOCK),
+    "rope": ("longhorizon", ROPE),
+    "alone": ("longhorizon", ALONE),
+    "alone_diff": ("longhorizon", [*ALONE, *DIFF]),
+    "alone_diff_block": ("longhorizon", [*ALONE, *DIFF_BLOCK]),
+    "alone_rope": ("longhorizon", [*ALONE, *ROPE]),
+    "patchtst": ("patchtst", []),
+    "patchtst_diff": ("patchtst", DIFF),
+    "patchtst_diff_block": ("patchtst", DIFF_BLOCK),
+    "patchtst_rope": ("patchtst", ROPE),
+    # An official PatchTST checkpoint scored as it is (give --set model.official_weights=PATH):
+    # epoch 0 is its weights (best.pt), so both window counts read it.
+    "official": ("patchtst", ["trainer.epochs=0", "trainer.validate_initial=true"]),
 }
 
 # Nie et al. 2023 (ICLR), "A Time Series is Worth 64 Words", Table 3 (input 512 for /64, 336
@@ -152,11 +180,12 @@ def run_one(path: Path, borders, horizon: int, variant: str, seed: int, args) ->
     run_dir = args.runs_dir / path.stem / f"h{horizon}" / variant / f"seed{seed}"
     val, test, end = borders
     time_column = header_and_rows(path)[0][0]
+    experiment, variant_overrides = VARIANTS[variant]
     overrides = [
-        "experiment=longhorizon", f"data.path={path}", f"data.time_column={time_column}",
+        f"experiment={experiment}", f"data.path={path}", f"data.time_column={time_column}",
         f"data.val_start={val}", f"data.test_start={test}", f"data.test_end={end}",
         f"in_len={args.in_len}", f"out_len={horizon}", f"seed={seed}",
-        f"trainer.num_threads={args.threads}", *VARIANTS[variant], *args.extra, *args.set,
+        f"trainer.num_threads={args.threads}", *variant_overrides, *args.extra, *args.set,
     ]  # fmt: skip
     metrics, last, wall = train_run(overrides, run_dir)
     label = {"file": path.stem, "horizon": horizon, "variant": variant, "seed": seed}
@@ -176,8 +205,19 @@ def run_one(path: Path, borders, horizon: int, variant: str, seed: int, args) ->
         "val_mse": metrics["val"]["model"]["mse_scaled"],
         **run_facts(metrics, wall),
         "paper_count": paper_count(run_dir, args.paper_batch),
+        "val_curve": val_curve(run_dir),
         "run_dir": str(run_dir),
     }
+
+
+def val_curve(run_dir: Path) -> list[float]:
+    """The validation error selection read at each epoch (z units), from the run's last.pt
+    (best.pt where no epoch was trained: epochs=0 scores epoch 0 only)."""
+    path = run_dir / "checkpoints" / "last.pt"
+    if not path.exists():
+        path = path.with_name("best.pt")
+    last = torch.load(path, map_location="cpu", weights_only=True)
+    return [e.get("val_mse_scaled", e["val_mse"]) for e in last["loop"]["history"]]
 
 
 def paper_count(run_dir: Path, batch: int = PAPER_BATCH) -> dict:
@@ -193,7 +233,8 @@ def paper_count(run_dir: Path, batch: int = PAPER_BATCH) -> dict:
             src, target = test.take(index)
             for name, forecast in (("model", run.model), ("nlinear", nlinear)):
                 errors[name].append((forecast(src) - target).double())
-    series = test.series.cpu().numpy()
+    # Windows of one series each (a channel), or of time carrying every channel (patchtst).
+    series = np.zeros(len(test), int) if test.series is None else test.series.cpu().numpy()
     keep = np.zeros(len(series), bool)
     for s in np.unique(series):
         where = np.flatnonzero(series == s)  # this channel's windows, in time order
@@ -203,6 +244,128 @@ def paper_count(run_dir: Path, batch: int = PAPER_BATCH) -> dict:
         error = torch.cat(parts)[torch.from_numpy(keep)]
         found[name] = {"mse": float(error.square().mean()), "mae": float(error.abs().mean())}
     return found
+
+
+# ---------------------------------------------------------------- speed beside the official code
+
+# Runs inside the official code's folder: its own training loop for one epoch, timed. numpy 2
+# removed np.Inf, which its EarlyStopping reads; nothing else is changed.
+OFFICIAL_EPOCH = r"""
+import json, runpy, sys, time
+import numpy as np
+import torch
+np.Inf = np.inf
+torch.set_num_threads(1)
+sys.path.insert(0, ".")
+import exp.exp_main as exp_main
+timed = {"val_test_seconds": 0.0}
+train, vali = exp_main.Exp_Main.train, exp_main.Exp_Main.vali
+def timed_train(self, setting):
+    start = time.perf_counter()
+    out = train(self, setting)
+    timed["epoch_seconds"] = time.perf_counter() - start
+    return out
+def timed_vali(self, *args):
+    start = time.perf_counter()
+    out = vali(self, *args)
+    timed["val_test_seconds"] += time.perf_counter() - start
+    return out
+exp_main.Exp_Main.train, exp_main.Exp_Main.vali = timed_train, timed_vali
+sys.argv = ["run_longExp.py", *sys.argv[1:]]
+runpy.run_path("run_longExp.py", run_name="__main__")
+print(json.dumps(timed))
+"""
+
+
+def official_args(path: Path, horizon: int, in_len: int, channels: int, workdir: Path) -> list:
+    """The published ETTh script's arguments (scripts/PatchTST/etth1.sh), one epoch, on CPU."""
+    name = path.stem
+    return ["--random_seed", "2021", "--is_training", "1", "--root_path", f"{path.parent}/",
+            "--data_path", path.name, "--model_id", f"{name}_{in_len}_{horizon}",
+            "--model", "PatchTST", "--data", name if name in ("ETTh1", "ETTh2") else "custom",
+            "--features", "M", "--seq_len", str(in_len), "--pred_len", str(horizon),
+            "--enc_in", str(channels), "--e_layers", "3", "--n_heads", "4", "--d_model", "16",
+            "--d_ff", "128", "--dropout", "0.3", "--fc_dropout", "0.3", "--head_dropout", "0",
+            "--patch_len", "16", "--stride", "8", "--des", "speed", "--train_epochs", "1",
+            "--itr", "1", "--batch_size", "128", "--learning_rate", "0.0001",
+            "--num_workers", "0", "--use_gpu", "False",
+            "--checkpoints", str(workdir / "official_checkpoints")]  # fmt: skip
+
+
+def official_epoch(code: Path, path: Path, horizon: int, in_len: int, channels: int,
+                   workdir: Path) -> dict:  # fmt: skip
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    proc = subprocess.run(
+        [sys.executable, "-c", OFFICIAL_EPOCH,
+         *official_args(path, horizon, in_len, channels, workdir)],
+        cwd=code, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise SystemExit(f"the official code failed: {(proc.stderr or proc.stdout)[-800:]}")
+    cost = re.search(r"Epoch: 1 cost time: ([0-9.]+)", proc.stdout)
+    timed = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {"train_seconds": float(cost.group(1)), "epoch_seconds": timed["epoch_seconds"],
+            "val_test_seconds": timed["val_test_seconds"]}  # fmt: skip
+
+
+def seqforecast_epoch(path: Path, borders, horizon: int, in_len: int, run_dir: Path) -> dict:
+    val, test, end = borders
+    overrides = ["experiment=patchtst", f"data.path={path}", f"in_len={in_len}",
+                 f"out_len={horizon}", f"data.val_start={val}", f"data.test_start={test}",
+                 f"data.test_end={end}", "epochs=1", "trainer.num_threads=1"]  # fmt: skip
+    metrics, last, _ = train_run(overrides, run_dir)
+    if metrics is None:
+        raise SystemExit(f"seqforecast failed: {last}")
+    loop = torch.load(run_dir / "checkpoints" / "last.pt", weights_only=True)["loop"]
+    epoch = loop["history"][-1]
+    return {"train_seconds": epoch["train_seconds"],
+            "epoch_seconds": epoch["train_seconds"] + epoch["val_seconds"],
+            "steps": loop["step"]}  # fmt: skip
+
+
+def speed(args) -> dict:
+    """One epoch each, alternating, `args.rounds` rounds: seconds per epoch, both ways."""
+    path = args.files[0].resolve()
+    borders, horizon = borders_for(path, args), args.horizons[0]
+    channels = len(header_and_rows(path)[0]) - 1
+    workdir = args.runs_dir / "speed"
+    rounds = []
+    for i in range(args.rounds):
+        ours = seqforecast_epoch(path, borders, horizon, args.in_len, workdir / f"seqforecast{i}")
+        theirs = official_epoch(args.speed.resolve(), path, horizon, args.in_len, channels,
+                                workdir)  # fmt: skip
+        rounds.append({"seqforecast": ours, "official": theirs})
+        print(f"  round {i + 1}: seqforecast {ours['train_seconds']:.1f} s of steps, official "
+              f"{theirs['train_seconds']:.1f} s", flush=True)  # fmt: skip
+    best = {side: {key: min(r[side][key] for r in rounds) for key in ("train_seconds",
+                                                                         "epoch_seconds")}
+            for side in ("seqforecast", "official")}  # fmt: skip
+    return {
+        "file": path.stem, "horizon": horizon, "threads": 1, "rounds": rounds, "best": best,
+        "steps": rounds[0]["seqforecast"]["steps"],
+        "speedup_train": best["official"]["train_seconds"] / best["seqforecast"]["train_seconds"],
+        "speedup_epoch": best["official"]["epoch_seconds"] / best["seqforecast"]["epoch_seconds"],
+    }  # fmt: skip
+
+
+def speed_markdown(s: dict) -> str:
+    b = s["best"]
+    return "\n".join([
+        f"### One epoch, {s['file']} at horizon {s['horizon']}: seqforecast beside the official "
+        f"code",
+        "",
+        f"{s['steps']} steps of 128 windows of time (every channel), 1 torch thread each, "
+        f"alternating, best of {len(s['rounds'])} rounds (seconds).",
+        "",
+        "| | training steps | whole epoch as each runs it |",
+        "|---|---|---|",
+        f"| official PatchTST code | {b['official']['train_seconds']:.1f} | "
+        f"{b['official']['epoch_seconds']:.1f} (steps + validation and test passes) |",
+        f"| seqforecast experiment=patchtst | {b['seqforecast']['train_seconds']:.1f} | "
+        f"{b['seqforecast']['epoch_seconds']:.1f} (steps + validation pass) |",
+        f"| official ÷ seqforecast | {s['speedup_train']:.2f}x | {s['speedup_epoch']:.2f}x |",
+        "",
+    ])
 
 
 # ---------------------------------------------------------------- summaries
@@ -402,7 +565,21 @@ def main(argv: list[str] | None = None) -> int:
         "--merge", nargs="+", type=Path, default=None, metavar="JSON",
         help="no training: the runs of these reports, summarised together into --out",
     )  # fmt: skip
+    parser.add_argument(
+        "--speed", type=Path, default=None, metavar="DIR",
+        help="time one epoch beside the official code in DIR (its PatchTST_supervised folder)",
+    )  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=2, help="--speed: epochs of each side")
     args = parser.parse_args(argv)
+    if args.speed:
+        if not args.files:
+            parser.error("--speed needs a CSV file (ETTh1.csv)")
+        found = speed(args)
+        write_report(args.out, "scripts/bench_longhorizon.py", argv, speed=found)
+        text = speed_markdown(found)
+        args.out.with_suffix(".md").write_text(text)
+        print(text)
+        return 0
     if args.merge:
         return merge(args.merge, args.variants, args.out, argv)
     args.extra = []

@@ -32,20 +32,29 @@ def applies(q: Tensor, k: Tensor) -> bool:
 def attention(q: Tensor, k: Tensor, v: Tensor, scale: float) -> Tensor:
     """softmax(q k^T * scale) v over [N, L, *] batches, a cache-sized slice at a time."""
     rows = max(1, CACHE_FLOATS // (q.shape[1] * k.shape[1]))
-    return _SlicedAttention.apply(q, k, v, scale, rows)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        return _SlicedAttention.apply(q, k, v, scale, rows)
+    return _sliced_forward(q, k, v, scale, rows)[0]  # no backward: no weights kept
+
+
+def _sliced_forward(q, k, v, scale: float, rows: int, keep_weights: bool = False):
+    """(out [N, Lq, dv], the softmax weights [N, Lq, Lk] if `keep_weights`, else None)."""
+    n, q_len, k_len = q.shape[0], q.shape[1], k.shape[1]
+    out = q.new_empty(n, q_len, v.shape[2])
+    weights = q.new_empty(n, q_len, k_len) if keep_weights else None
+    for i in range(0, n, rows):
+        part = slice(i, i + rows)
+        scores = torch.bmm(q[part], k[part].transpose(1, 2)).mul_(scale)
+        p = torch.softmax(scores, dim=-1, out=weights[part]) if keep_weights else \
+            scores.softmax(dim=-1)  # fmt: skip
+        torch.bmm(p, v[part], out=out[part])
+    return out, weights
 
 
 class _SlicedAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q: Tensor, k: Tensor, v: Tensor, scale: float, rows: int) -> Tensor:
-        n, q_len, k_len = q.shape[0], q.shape[1], k.shape[1]
-        out = q.new_empty(n, q_len, v.shape[2])
-        weights = q.new_empty(n, q_len, k_len)  # kept for the backward
-        for i in range(0, n, rows):
-            part = slice(i, i + rows)
-            scores = torch.bmm(q[part], k[part].transpose(1, 2)).mul_(scale)
-            torch.softmax(scores, dim=-1, out=weights[part])
-            torch.bmm(weights[part], v[part], out=out[part])
+        out, weights = _sliced_forward(q, k, v, scale, rows, keep_weights=True)
         ctx.save_for_backward(q, k, v, out, weights)
         ctx.scale, ctx.rows = scale, rows
         return out

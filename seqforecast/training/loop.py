@@ -184,6 +184,7 @@ class _Loop:
         self.state, self.best_weights = LoopState(), None
         self.tally = StepTally(self.device, ctx)
         self.session_start, self.seconds_before = time.perf_counter(), 0.0
+        self.epoch_train_seconds = 0.0
 
     # -- resuming and checkpoints ----------------------------------------------------------
 
@@ -263,6 +264,7 @@ class _Loop:
         bar = tqdm(range(state.next_batch, self.steps_per_epoch), total=self.steps_per_epoch,
                    initial=state.next_batch, desc=f"epoch {epoch}", leave=False,
                    file=sys.stderr, disable=hide_bars)  # fmt: skip
+        started = time.perf_counter()
         for batch in bar:
             self.step(batch)
             last = batch == self.steps_per_epoch - 1
@@ -276,6 +278,7 @@ class _Loop:
                     self._clock()
                     self.save(LAST)
                     raise TrainingInterrupted(stop.signum or signal.SIGTERM, epoch, state.step)
+        self.epoch_train_seconds = time.perf_counter() - started
 
     def step(self, batch: int) -> None:
         """One optimizer step on global batch `batch` of the epoch's order. No host sync:
@@ -338,7 +341,9 @@ class _Loop:
         agrees without a message."""
         state, cfg = self.state, self.cfg
         epoch = state.epoch + 1
+        started = time.perf_counter()
         val = self.evaluator.model_metrics(self.net, "val", self.blocks)
+        val_seconds = time.perf_counter() - started
         value = val[self.select_on]  # what selection reads (trainer.select_on)
         if not math.isfinite(value):
             raise _diverged(f"validation MSE {value}", epoch, state)
@@ -349,6 +354,9 @@ class _Loop:
             "train_mse": state.mse_sum / state.seen,
             **_val_record(val),
             "lr": self.scheduler.get_last_lr()[0],
+            # The epoch's optimizer steps (with their batches' gathering) and its validation.
+            "train_seconds": round(self.epoch_train_seconds, 3),
+            "val_seconds": round(val_seconds, 3),
         }
         state.history.append(record)
         state.epoch, state.order = epoch, None

@@ -147,3 +147,6 @@ def test_cache_sized_path_equals_torch_attention_forward_and_backward(width, row
     torch.testing.assert_close(ours, expected, rtol=1e-5, atol=1e-6)
     for mine, theirs in zip(leaves, refs, strict=True):
         torch.testing.assert_close(mine.grad, theirs.grad, rtol=1e-4, atol=1e-5)
+    with torch.no_grad():  # no backward: the path keeps no weights, same function
+        torch.testing.assert_close(cache_sized.attention(q, k, v, 0.5), expected.detach(),
+                                   rtol=1e-5, atol=1e-6)  # fmt: skip
