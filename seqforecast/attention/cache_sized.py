@@ -5,9 +5,9 @@ PatchTST attends over 42 tokens with heads of width 4: a step holds 3,584 score 
 softmax, and their backward) streams that whole tensor through memory for a few flops per
 element. torch's fused kernel is tuned for wide heads and long sequences and is slower still here.
 This path computes the same function over slices of the batch whose scores fit in the core's
-cache (about 1 MB), forward and backward, saving the softmax weights for the backward:
-measured 2.3-2.7x faster than the explicit path on those shapes, forward + backward, 1 thread
-(scripts/bench_longhorizon.py times the whole training step against the official code).
+cache (about 1 MB), forward and backward, saving the softmax weights for the backward (none
+without a backward). `scripts/bench_longhorizon.py --speed` times the whole training step
+against the official code.
 
     out = softmax(q k^T * scale) v       q [N, Lq, w], k [N, Lk, w], v [N, Lk, dv] -> [N, Lq, dv]
 

@@ -9,9 +9,10 @@ dot products is one dot product of the concatenations: per head,
     sum_i q_i k_i^T = [q_1 | ... | q_l] [k_1 | ... | k_l]^T      (concatenated along head_dim)
 
 So a stack carries each layer's q and k (concatenated along the head width), not the
-[B, H, Lq, Lk] scores: every path a backend has (the explicit scores, block-local windows,
-torch's fused kernel, which never materialises scores) computes residual attention by
-attending with the carried q and k at the layer's own scale. The function is exactly the
+[B, H, Lq, Lk] scores, and a backend computes residual attention by attending with the carried
+q and k at the layer's own scale, on any of its paths (explicit scores, block-local windows,
+the cache-sized CPU path; torch's fused kernel could too, but runs q and k wider than v only
+on its slow generic path, so residual calls do not take it). The function is exactly the
 published one; gradients reach the earlier layers' q and k as they do through the carried
 scores. What cannot be carried this way is anything added to or mixed into the scores
 (relative position terms, talking heads): `carries_residual` says so in one line.

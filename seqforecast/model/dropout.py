@@ -1,11 +1,11 @@
-"""Dropout whose mask costs a third of torch's on the CPU (`Dropout`, used by every layer).
+"""Dropout with a cheaper mask on the CPU (`Dropout`, used by the model's layers).
 
-torch's CPU dropout draws one Bernoulli sample per element from its Mersenne Twister: 47 ms
-for a 37,632 x 128 FFN activation on one thread here, a third of a published-PatchTST training
-step (scripts/bench_longhorizon.py times the whole step). This one draws 16 random bits per
-element, four to each 64-bit word of torch's same generator (so `torch.manual_seed` and the
-checkpointed RNG state govern it as before), keeps an element where its bits clear a threshold,
-and scales the kept ones so that the expectation is unchanged: 14 ms for the same tensor.
+torch's CPU dropout draws one Bernoulli sample per element from its Mersenne Twister, the
+largest single cost of a published-PatchTST training step on one thread here (its 37,632 x 128
+FFN activations; `scripts/bench_longhorizon.py --speed` times the whole step). This one draws
+16 random bits per element, four to each 64-bit word of torch's same generator (so
+`torch.manual_seed` and the checkpointed RNG state govern it as before), keeps an element where
+its bits clear a threshold, and scales the kept ones so that the expectation is unchanged.
 
 The drop rate is p rounded to a multiple of 1/65536 (0.3 -> 0.300003), and the scale is the
 inverse of the rate actually used, so the layer is unbiased. On an accelerator, and outside

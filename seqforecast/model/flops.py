@@ -21,14 +21,16 @@ backward pass costs about twice the forward).
 
 Differential attention computes two score maps of the q/k half width w and applies their
 difference to v once: per pair and head, 2 x 2w (scores) + 2 d_head (values), the same as a
-standard head in the paper layout (w = d_head / 2).
+standard head in the paper layout (w = d_head / 2). Under residual attention (PatchTST's
+`model.res_attention`) layer l scores with the l layers' q and k so far (residual.py): its
+score products are l times as wide.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .embedding import Tokenizer, patch_shape
+from .embedding import Tokenizer, patch_padding, patch_shape
 
 
 def block_pairs(length: int, block_size: int, causal: bool, pairs: str = "seen") -> int:
@@ -68,7 +70,8 @@ def forward_flops(
     d, heads = model["d_model"], model["n_heads"]
     patch_len, stride = patch_shape(cfg)
     label_len = 0 if patchtst else model["label_len"]
-    tokens = Tokenizer(data["in_len"], label_len, data["out_len"], patch_len, stride)
+    tokens = Tokenizer(data["in_len"], label_len, data["out_len"], patch_len, stride,
+                       patch_padding(cfg))
     enc_len = tokens.encoder_tokens
     dec_len = 0 if patchtst else tokens.label_tokens + tokens.output_tokens  # one-shot
     independent = model.get("channel_independent", False)
@@ -80,11 +83,14 @@ def forward_flops(
     wide = diff and attn.get("head_layout", "paper") == "wide"
     half = (d_head if wide else d_head // 2) if diff else d_head
     qk_width = 2 * heads * half if diff else d
-    per_pair = heads * (2 * 2 * half + 2 * d_head) if diff else heads * 4 * d_head
+    # Residual attention (PatchTST's encoder): layer l scores with the l layers' q and k so far.
+    residual = patchtst and model.get("res_attention", False)
     block_size = attn.get("block_size", 0) or 0  # only diff has windows (vanilla ignores it)
 
-    def attention(q_len: int, k_len: int, causal: bool, cross: bool) -> tuple[int, int]:
+    def attention(q_len: int, k_len: int, causal: bool, cross: bool, carried: int = 1):
         projections = 2 * d * (q_len * qk_width + k_len * qk_width + k_len * d + q_len * d)
+        per_pair = (heads * (2 * 2 * half * carried + 2 * d_head) if diff
+                    else heads * (2 * d_head * carried + 2 * d_head))  # fmt: skip
         windows = 0 if cross else block_size
         core = per_pair * attention_pairs(q_len, k_len, causal, windows, pairs)
         return projections, core
@@ -98,8 +104,8 @@ def forward_flops(
     parts["embeddings"] = (
         2 * d * (enc_len * patch_len * inner_f + tokens.label_tokens * stride * inner_t)
     )
-    for _ in range(model["encoder_layers"]):
-        proj, core = attention(enc_len, enc_len, causal=False, cross=False)
+    for layer in range(1, model["encoder_layers"] + 1):
+        proj, core = attention(enc_len, enc_len, False, False, layer if residual else 1)
         parts["attention_projections"] += proj
         parts["attention_cores"] += core
         parts["ffn"] += enc_len * ffn_per_token

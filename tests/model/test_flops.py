@@ -41,6 +41,20 @@ def test_formula_equals_the_counter_on_explicit_paths(extra):
     assert forward_flops(cfg, pairs="computed")["total"] == counted(cfg, return_attention=True)
 
 
+@pytest.mark.parametrize("attention", ["vanilla", "diff"])
+def test_formula_equals_the_counter_for_the_published_patchtst(attention):
+    """End padding (one more patch) and residual attention (layer l scores with l layers' q
+    and k) counted as the explicit path computes them."""
+    cfg = OmegaConf.to_container(compose_config([
+        "experiment=patchtst", "data.path=x.csv", "in_len=48", "out_len=8", "d_model=16",
+        "n_heads=4", "embedding.patch_len=8", "embedding.stride=4", f"attention={attention}"]),
+        resolve=True)  # fmt: skip
+    model = build_model(cfg, 2, 2).eval()
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(torch.randn(3, 48, 2), return_attention=True)
+    assert forward_flops(cfg, 2, 2, pairs="computed")["total"] == counter.get_total_flops() // 3
+
+
 def test_the_counter_misses_the_fused_kernel_and_the_formula_does_not():
     cfg = OmegaConf.to_container(compose_config(SMALL), resolve=True)
     fused, explicit = counted(cfg, False), counted(cfg, True)
