@@ -161,6 +161,7 @@ class PatchTSTModelConfig(SharedModelConfig):  # encoder-only, flatten head (pat
     head_dropout: float = MISSING
     res_attention: bool = MISSING
     attention_dropout: float = MISSING
+    attention_init: str = MISSING
     official_weights: str | None = None
 
 

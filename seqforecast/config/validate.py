@@ -30,6 +30,7 @@ STRATEGIES = ("single", "ddp")
 LINEAR_INITS = ("zero", "least_squares")
 PRECISIONS = ("fp32", "bf16")
 SELECT_ON = ("mse", "mse_scaled")
+ATTENTION_INITS = ("mha", "linear")  # model/builder.py
 OPTIMIZERS = ("adamw", "adam")  # training/loop.py
 SCHEDULES = ("warmup_cosine", "type3", "constant", "onecycle")  # training/schedule.py
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
@@ -354,6 +355,8 @@ def validate_config(cfg) -> None:
         _probability(cfg, "model.head_dropout")
         if "attention_dropout" in cfg["model"]:  # PatchTST's published options
             _probability(cfg, "model.attention_dropout")
+        if "attention_init" in cfg["model"]:
+            _choice(cfg, "model.attention_init", ATTENTION_INITS)
         if cfg["model"].get("res_attention"):
             attn = cfg["attention"]
             why = carries_residual(attn["name"], cfg["pos_encoding"]["name"], attn)

@@ -52,6 +52,9 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1) -> Window
     # PatchTST's published options (the encoder-decoder has neither).
     res_attention = kind == "patchtst" and model.get("res_attention", False)
     attention_dropout = model.get("attention_dropout", 0.0) if kind == "patchtst" else 0.0
+    # `linear`: every attention projection keeps nn.Linear's own initialisation, as the
+    # published PatchTST's do (the backends' default is nn.MultiheadAttention's).
+    linear_init = kind == "patchtst" and model.get("attention_init", "mha") == "linear"
 
     attn_name = attention["name"]
     accepted = set(attention_options(attn_name))
@@ -65,7 +68,12 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1) -> Window
         options = dict(attn_options)
         context = {"layer": layer, "cross_attention": cross, "position": new_position()}
         options.update({k: v for k, v in context.items() if k in accepted and v is not None})
-        return build_attention(attn_name, d_model, n_heads, **options)
+        attn = build_attention(attn_name, d_model, n_heads, **options)
+        if linear_init:
+            for module in attn.modules():
+                if isinstance(module, nn.Linear):
+                    module.reset_parameters()
+        return attn
 
     def make_ffn() -> FeedForward:
         return FeedForward(

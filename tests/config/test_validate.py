@@ -77,6 +77,8 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
      "embedding.padding=end conflicts with model.name=transformer"),
     (["pos_encoding=learned", "pos_encoding.init=zeros"],
      "pos_encoding.init='zeros' is not allowed: choose one of normal, uniform"),
+    (["model=patchtst", "model.attention_init=xavier"],
+     "model.attention_init='xavier' is not allowed: choose one of mha, linear"),
     (["model=patchtst", "model.attention_dropout=1.0"],
      "model.attention_dropout=1.0 is not allowed: must be in [0, 1)"),
     (["model=patchtst", "model.res_attention=true", "pos_encoding=relative"],

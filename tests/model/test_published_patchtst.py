@@ -218,3 +218,15 @@ def test_the_cpu_dropout_masks_are_independent_between_elements():
     assert abs((a * b).mean().item() - 0.25) < 0.005
 
 
+
+
+def test_the_attention_projections_start_as_nn_linear_does():
+    """The published projections keep nn.Linear's init: weights U(+-1/sqrt(fan_in)), biases
+    nonzero; the backends' default (nn.MultiheadAttention's) zeroes the biases."""
+    published = build_model(preset(), C, C).encoder[0].self_attn
+    bound = 16**-0.5
+    for proj in (published.q_proj, published.k_proj, published.v_proj, published.out_proj):
+        assert proj.weight.abs().max() <= bound and proj.weight.abs().max() > 0.9 * bound
+        assert proj.bias.abs().max() > 0
+    mha = build_model(preset("model.attention_init=mha"), C, C).encoder[0].self_attn
+    assert mha.q_proj.bias.abs().max() == 0 and mha.q_proj.weight.abs().max() > bound
