@@ -210,14 +210,14 @@ def run_one(path: Path, borders, horizon: int, variant: str, seed: int, args) ->
     }
 
 
-def val_curve(run_dir: Path) -> list[float]:
-    """The validation error selection read at each epoch (z units), from the run's last.pt
-    (best.pt where no epoch was trained: epochs=0 scores epoch 0 only)."""
+def val_curve(run_dir: Path) -> list[list]:
+    """[epoch, the validation error selection read] of each epoch scored (z units), from the
+    run's last.pt (best.pt where no epoch was trained: epochs=0 scores epoch 0 only)."""
     path = run_dir / "checkpoints" / "last.pt"
     if not path.exists():
         path = path.with_name("best.pt")
     last = torch.load(path, map_location="cpu", weights_only=True)
-    return [e.get("val_mse_scaled", e["val_mse"]) for e in last["loop"]["history"]]
+    return [[e["epoch"], e.get("val_mse_scaled", e["val_mse"])] for e in last["loop"]["history"]]
 
 
 def paper_count(run_dir: Path, batch: int = PAPER_BATCH) -> dict:
@@ -404,8 +404,33 @@ def summarise(runs: list[dict], reference: str) -> dict:
                 r["mse"] < r["baselines"]["nlinear"]["mse"] for r in trained
             ),
             "train_seconds": statistics.mean(r["train_seconds"] for r in ok),
+            # Would a shorter patience have kept the same epoch? Read off each run's curve.
+            "same_epoch_with_patience": {
+                str(p): sum(kept_with_patience(r.get("val_curve", []), p) == r["best_epoch"]
+                            for r in ok)
+                for p in SHORTER_PATIENCE
+            },  # fmt: skip
         }
     return out
+
+
+SHORTER_PATIENCE = (3, 5)
+
+
+def kept_with_patience(curve: list[list], patience: int) -> int:
+    """The epoch plain early stopping with `patience` keeps on a [epoch, value] curve (reports
+    written before the epochs were stored hold the values alone, from epoch 1)."""
+    if curve and not isinstance(curve[0], list):
+        curve = [[epoch, value] for epoch, value in enumerate(curve, start=1)]
+    best, kept, since = math.inf, 0, 0
+    for epoch, value in curve:
+        if value < best:
+            best, kept, since = value, epoch, 0
+        else:
+            since += 1
+            if since >= patience:
+                break
+    return kept
 
 
 def _ratio(p) -> dict:
@@ -462,6 +487,16 @@ def markdown(report: dict, reference: str) -> str:
                     f"| {horizon} | {forecaster} (published) | | | | | {mse:.3f} (MAE {mae:.3f})"
                     f" | | |"
                 )
+        patience = [
+            f"{horizon} {variant}: " + ", ".join(
+                f"patience {p} {same} of {s['n']}" for p, same in same_epoch.items())
+            for horizon, h in entry["horizons"].items()
+            for variant, s in h["summary"].items()
+            if s["n"] and (same_epoch := s.get("same_epoch_with_patience"))
+        ]  # fmt: skip
+        if patience:
+            out += ["", "Runs whose kept epoch a shorter patience would have kept too (read off "
+                    "each run's validation curve): " + "; ".join(patience) + "."]  # fmt: skip
         vs_ref = [
             (horizon, variant, s["vs_reference"])
             for horizon, h in entry["horizons"].items()
