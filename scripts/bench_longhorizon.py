@@ -176,15 +176,20 @@ def write_smoke_file(path: Path, rows: int = SMOKE_ROWS) -> Path:
 # ---------------------------------------------------------------- runs
 
 
-def run_one(path: Path, borders, horizon: int, variant: str, seed: int, args) -> dict:
-    run_dir = args.runs_dir / path.stem / f"h{horizon}" / variant / f"seed{seed}"
+def protocol(experiment: str, path: Path, borders, horizon: int, in_len: int) -> list[str]:
+    """The overrides every run of a file and horizon shares: preset, file, borders, lengths."""
     val, test, end = borders
     time_column = header_and_rows(path)[0][0]
+    return [f"experiment={experiment}", f"data.path={path}", f"data.time_column={time_column}",
+            f"data.val_start={val}", f"data.test_start={test}", f"data.test_end={end}",
+            f"in_len={in_len}", f"out_len={horizon}"]  # fmt: skip
+
+
+def run_one(path: Path, borders, horizon: int, variant: str, seed: int, args) -> dict:
+    run_dir = args.runs_dir / path.stem / f"h{horizon}" / variant / f"seed{seed}"
     experiment, variant_overrides = VARIANTS[variant]
     overrides = [
-        f"experiment={experiment}", f"data.path={path}", f"data.time_column={time_column}",
-        f"data.val_start={val}", f"data.test_start={test}", f"data.test_end={end}",
-        f"in_len={args.in_len}", f"out_len={horizon}", f"seed={seed}",
+        *protocol(experiment, path, borders, horizon, args.in_len), f"seed={seed}",
         f"trainer.num_threads={args.threads}", *variant_overrides, *args.extra, *args.set,
     ]  # fmt: skip
     metrics, last, wall = train_run(overrides, run_dir)
@@ -309,10 +314,8 @@ def official_epoch(code: Path, path: Path, horizon: int, in_len: int, channels: 
 
 
 def seqforecast_epoch(path: Path, borders, horizon: int, in_len: int, run_dir: Path) -> dict:
-    val, test, end = borders
-    overrides = ["experiment=patchtst", f"data.path={path}", f"in_len={in_len}",
-                 f"out_len={horizon}", f"data.val_start={val}", f"data.test_start={test}",
-                 f"data.test_end={end}", "epochs=1", "trainer.num_threads=1"]  # fmt: skip
+    overrides = [*protocol("patchtst", path, borders, horizon, in_len), "epochs=1",
+                 "trainer.num_threads=1"]  # fmt: skip
     metrics, last, _ = train_run(overrides, run_dir)
     if metrics is None:
         raise SystemExit(f"seqforecast failed: {last}")

@@ -174,19 +174,22 @@ class ProjectedAttention(nn.Module):
         # [B, H, Lq, head_dim] -> [B, Lq, E]
         return out.transpose(1, 2).reshape(batch, q_len, self.d_model)
 
-    def _cache_sized(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
-        batch, q_len, _ = q.shape
+    def _fold_heads(self, t: Tensor) -> Tensor:
+        """[B, L, H * w] -> [B * H, L, w]: heads into the batch of a bmm."""
+        batch, length, _ = t.shape
+        return t.view(batch, length, self.n_heads, -1).transpose(1, 2).flatten(0, 1)
 
-        def fold_heads(t: Tensor) -> Tensor:
-            # [B, L, H * w] -> [B * H, L, w]
-            length = t.shape[1]
-            return t.view(batch, length, self.n_heads, -1).transpose(1, 2).flatten(0, 1)
-
-        out = cache_sized.attention(fold_heads(q), fold_heads(k), fold_heads(v), self.scale)
-        # [B * H, Lq, head_dim] -> [B, Lq, E]
+    def _unfold_heads(self, out: Tensor, batch: int) -> Tensor:
+        """[B * H, Lq, head_dim] -> [B, Lq, E]."""
+        q_len = out.shape[1]
         return out.view(batch, self.n_heads, q_len, -1).transpose(1, 2).reshape(
             batch, q_len, self.d_model
         )
+
+    def _cache_sized(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        fold = self._fold_heads
+        out = cache_sized.attention(fold(q), fold(k), fold(v), self.scale)
+        return self._unfold_heads(out, q.shape[0])
 
     def _causal_mask(self, q_len: int, k_len: int, device: torch.device) -> Tensor:
         """[Lq, Lk], True where key j lies after query i (j > i)."""

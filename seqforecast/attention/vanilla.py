@@ -18,26 +18,10 @@ class VanillaAttention(ProjectedAttention):
     ) -> tuple[Tensor, Tensor]:
         batch, q_len, _ = q.shape
         k_len = k.shape[1]
-        heads, head_dim = self.n_heads, self.head_dim
-
-        def fold_heads(t: Tensor) -> Tensor:
-            # [B, L, H * w] -> [B * H, L, w]
-            length, width = t.shape[1], t.shape[2] // heads
-            return (
-                t.view(batch, length, heads, width)
-                .transpose(1, 2)
-                .reshape(batch * heads, length, width)
-            )
-
-        scores = torch.bmm(fold_heads(q) * self.scale, fold_heads(k).transpose(1, 2))
+        heads, fold = self.n_heads, self._fold_heads  # [B, L, H * w] -> [B * H, L, w]
+        scores = torch.bmm(fold(q) * self.scale, fold(k).transpose(1, 2))
         scores = self._score_terms(scores.view(batch, heads, q_len, k_len), starts)
         weights = masked_softmax_(scores, blocked, rows_may_be_empty)  # [B, H, Lq, Lk]
         dropped = F.dropout(weights, dropout) if dropout else weights
-        out = torch.bmm(dropped.reshape(batch * heads, q_len, k_len), fold_heads(v))
-        # [B * H, Lq, head_dim] -> [B, Lq, E]
-        out = (
-            out.view(batch, heads, q_len, head_dim)
-            .transpose(1, 2)
-            .reshape(batch, q_len, self.d_model)
-        )
-        return out, weights
+        out = torch.bmm(dropped.reshape(batch * heads, q_len, k_len), fold(v))
+        return self._unfold_heads(out, batch), weights  # [B, Lq, E]

@@ -20,6 +20,12 @@ def save_checkpoint(path: Path, state: dict) -> None:
     atomic_write(path, lambda f: torch.save({"format": FORMAT, **state}, f))
 
 
+def error_line(err: Exception) -> str:
+    """An exception's first line (its type where it says nothing): the reason in one line."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
 def load_checkpoint(path: Path, map_location="cpu") -> dict:
     path = Path(path)
     if not path.is_file():
@@ -27,10 +33,9 @@ def load_checkpoint(path: Path, map_location="cpu") -> dict:
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:  # any unreadable file: truncated, foreign, or unsafe to unpickle
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise CheckpointError(
             f"{path}: not a readable seqforecast checkpoint (truncated, or not a torch file "
-            f"that loads with weights_only=True): {reason}"
+            f"that loads with weights_only=True): {error_line(err)}"
         ) from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not a seqforecast checkpoint (format != {FORMAT})")

@@ -20,6 +20,7 @@ from ..data import build_data
 from ..model import build_model
 from ..model.official import OfficialWeightsError, load_official_weights
 from .baselines import FIT_WINDOWS
+from .checkpoint import error_line
 from .distributed import SINGLE, Distributed, parameter_digest, wrap
 from .evaluation import Evaluator, ratios
 from .loop import train_model
@@ -44,7 +45,7 @@ def load_official_checkpoint(model, path: str) -> None:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # missing, truncated, or not a weights-only torch file
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        reason = error_line(err)
         raise RunError(f"model.official_weights={path}: cannot be read: {reason}") from None
     if isinstance(state, dict) and "model" in state and "format" in state:
         raise RunError(f"model.official_weights={path} is a seqforecast checkpoint: "
