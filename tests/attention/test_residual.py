@@ -133,8 +133,9 @@ def test_what_cannot_be_carried_is_refused_in_one_line():
 
 @pytest.mark.parametrize("width", [4, 12])
 @pytest.mark.parametrize("rows", [1, 5, 64])
-def test_cache_sized_path_equals_torch_attention_forward_and_backward(width, rows):
-    n, q_len, k_len, dv = 37, 9, 11, 4
+@pytest.mark.parametrize("k_len", [11, 16, 42])  # keys padded to 16, 16 (none), 48
+def test_cache_sized_path_equals_torch_attention_forward_and_backward(width, rows, k_len):
+    n, q_len, dv = 37, 9, 4
     q, k = torch.randn(n, q_len, width), torch.randn(n, k_len, width)
     v = torch.randn(n, k_len, dv)
     grad = torch.randn(n, q_len, dv)
