@@ -27,7 +27,13 @@ from .loop import train_model
 from .monitor import Monitor, RunMonitor, flatten
 from .report import describe_split, format_table, write_metrics, write_per_series
 from .restore import RunError
-from .runtime import compile_model, configure_threads, resolve_device, seed_everything
+from .runtime import (
+    compile_model,
+    configure_threads,
+    keep_freed_memory,
+    resolve_device,
+    seed_everything,
+)
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +87,9 @@ def run_training(
             f"{ctx.world_size} processes: set trainer.strategy=ddp"
         )
     device = resolve_device(trainer_cfg["device"])
+    allocator = keep_freed_memory(device)
+    if allocator:
+        log.info(allocator)
     if device.type == "cuda" and ctx.enabled:
         device = torch.device("cuda", ctx.local_rank)
         torch.cuda.set_device(device)
