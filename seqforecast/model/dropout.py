@@ -15,6 +15,9 @@ training, it is torch's own dropout (fast there).
 
 from __future__ import annotations
 
+import math
+from typing import NamedTuple
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -23,17 +26,23 @@ from torch import Tensor, nn
 _LEVELS = 1 << 16
 
 
-def _keep_mask(x: Tensor, p: float) -> Tensor:
-    """A float mask like x: 0 where dropped, 1 / (1 - p') where kept (p' = p rounded)."""
-    n = x.numel()
+class KeepMask(NamedTuple):
+    bytes: Tensor  # uint8, 1 where kept (bytes: torch converts them to float 2-3x faster than bool)
+    scale: float  # what a kept element is multiplied by: 1 / (1 - p'), p' = p rounded
+
+
+def keep_mask(shape: tuple[int, ...], p: float) -> KeepMask:
+    """Which elements of a tensor of `shape` dropout at rate p (0 < p < 1) keeps."""
+    n = math.prod(shape)
     dropped_levels = round(p * _LEVELS)
+    if dropped_levels >= _LEVELS:
+        return KeepMask(torch.zeros(shape, dtype=torch.uint8), 0.0)
     seed = int(torch.randint(0, 1 << 62, (1,)))  # torch's generator decides the stream
     # Four uniform 16-bit lanes per 64-bit output, read as signed values in [-32768, 32767].
     words = np.random.SFC64(seed).random_raw((n + 3) // 4)
-    bits = torch.from_numpy(words.view(np.int16)[:n]).view(x.shape)
+    bits = torch.from_numpy(words.view(np.int16)[:n]).view(shape)
     keep = bits >= dropped_levels - _LEVELS // 2  # P(keep) = 1 - dropped_levels / 65536
-    # Read as bytes: torch converts uint8 to float 2-3x faster than bool (measured here).
-    return keep.view(torch.uint8).to(x.dtype).mul_(_LEVELS / (_LEVELS - dropped_levels))
+    return KeepMask(keep.view(torch.uint8), _LEVELS / (_LEVELS - dropped_levels))
 
 
 def dropout(x: Tensor, p: float, training: bool) -> Tensor:
@@ -43,7 +52,9 @@ def dropout(x: Tensor, p: float, training: bool) -> Tensor:
         return F.dropout(x, p, training=True)
     if round(p * _LEVELS) >= _LEVELS:
         return torch.zeros_like(x)
-    return x * _keep_mask(x, p)  # autograd keeps the mask (not x) for the backward
+    mask = keep_mask(x.shape, p)
+    # autograd keeps the float mask (not x) for the backward
+    return x * mask.bytes.to(x.dtype).mul_(mask.scale)
 
 
 class Dropout(nn.Dropout):
