@@ -41,9 +41,8 @@ def feed_forward(x: Tensor, up_w, up_b, down_w, down_b, activation: str, p: floa
     """down(dropout_p(act(up(x)))) over x [..., d_model], p = 0 outside training."""
     rows = x.reshape(-1, x.shape[-1])
     mask = keep_mask((rows.shape[0], up_w.shape[0]), p) if p > 0 else None  # bytes, 1 = kept
-    scale = 1.0 if mask is None else mask.scale
     slice_rows = max(1, HIDDEN_FLOATS // up_w.shape[0])
-    args = (rows, mask, up_w, up_b, down_w, down_b, activation, scale, slice_rows)
+    args = (rows, mask, up_w, up_b, down_w, down_b, activation, slice_rows)
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in
                                        (rows, up_w, up_b, down_w, down_b)):  # fmt: skip
         out = _SlicedFFN.apply(*args)
@@ -52,25 +51,24 @@ def feed_forward(x: Tensor, up_w, up_b, down_w, down_b, activation: str, p: floa
     return out.view(*x.shape[:-1], down_w.shape[0])
 
 
-def _hidden(pre: Tensor, mask, activation: str, scale: float) -> Tensor:
-    """act(pre), masked and scaled (in place on a fresh tensor)."""
-    hidden = ACTIVATIONS[activation][0](pre)
-    if mask is not None:
-        hidden.mul_(mask.to(hidden.dtype)).mul_(scale)
-    return hidden
+def _masked(hidden: Tensor, kept: Tensor | None) -> Tensor:
+    """hidden with the dropped elements zeroed, in place. Dropout's scale is folded into the
+    down projection's weight (one product fewer over the hidden block)."""
+    return hidden if kept is None else hidden.mul_(kept.to(hidden.dtype))
 
 
-def _forward(rows, mask, up_w, up_b, down_w, down_b, activation, scale, slice_rows,
-             keep_input: bool):  # fmt: skip
+def _forward(rows, mask, up_w, up_b, down_w, down_b, activation, slice_rows, keep_input: bool):
     """(y [T, d_model], the pre-activations [T, d_ff] if keep_input else None)."""
     n = rows.shape[0]
+    down_scaled = down_w if mask is None else down_w * mask.scale
     out = rows.new_empty(n, down_w.shape[0])
     pre_all = rows.new_empty(n, up_w.shape[0]) if keep_input else None
+    act = ACTIVATIONS[activation][0]
     for i in range(0, n, slice_rows):
         part = slice(i, i + slice_rows)
         pre = _linear(rows[part], up_w, up_b, None if pre_all is None else pre_all[part])
-        hidden = _hidden(pre, None if mask is None else mask.bytes[part], activation, scale)
-        _linear(hidden, down_w, down_b, out[part])
+        hidden = _masked(act(pre), None if mask is None else mask.bytes[part])
+        _linear(hidden, down_scaled, down_b, out[part])
     return out, pre_all
 
 
@@ -85,36 +83,40 @@ def _linear(x: Tensor, weight: Tensor, bias: Tensor | None, out: Tensor | None) 
 
 class _SlicedFFN(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, rows, mask, up_w, up_b, down_w, down_b, activation, scale, slice_rows):
-        out, pre = _forward(rows, mask, up_w, up_b, down_w, down_b, activation, scale,
-                            slice_rows, keep_input=True)  # fmt: skip
+    def forward(ctx, rows, mask, up_w, up_b, down_w, down_b, activation, slice_rows):
+        out, pre = _forward(rows, mask, up_w, up_b, down_w, down_b, activation, slice_rows,
+                            keep_input=True)  # fmt: skip
         ctx.save_for_backward(rows, pre, up_w, down_w)
-        ctx.mask, ctx.activation, ctx.scale, ctx.slice_rows = mask, activation, scale, slice_rows
+        ctx.mask, ctx.activation, ctx.slice_rows = mask, activation, slice_rows
         ctx.up_bias, ctx.down_bias = up_b is not None, down_b is not None
         return out
 
     @staticmethod
     def backward(ctx, grad_out: Tensor):
         rows, pre, up_w, down_w = ctx.saved_tensors
-        mask, activation, scale = ctx.mask, ctx.activation, ctx.scale
-        backward = ACTIVATIONS[activation][1]
+        mask = ctx.mask
+        scale = 1.0 if mask is None else mask.scale
+        act, act_backward = ACTIVATIONS[ctx.activation]
+        down_scaled = down_w if mask is None else down_w * scale
         grad_out = grad_out.contiguous()
         grad_rows = torch.empty_like(rows)
         grad_up_w, grad_down_w = torch.zeros_like(up_w), torch.zeros_like(down_w)
         grad_up_b = rows.new_zeros(up_w.shape[0]) if ctx.up_bias else None
         for i in range(0, rows.shape[0], ctx.slice_rows):
             part = slice(i, i + ctx.slice_rows)
-            kept = None if mask is None else mask.bytes[part]
-            hidden = _hidden(pre[part], kept, activation, scale)  # recomputed, in cache
-            grad_down_w.addmm_(grad_out[part].t(), hidden)
-            grad_hidden = grad_out[part] @ down_w  # [r, d_ff]
+            kept = None if mask is None else mask.bytes[part].to(rows.dtype)  # once a slice
+            hidden = act(pre[part])  # recomputed, in cache
             if kept is not None:
-                grad_hidden.mul_(kept.to(grad_hidden.dtype)).mul_(scale)
-            grad_pre = backward(grad_hidden, pre[part])
+                hidden.mul_(kept)
+            grad_down_w.addmm_(grad_out[part].t(), hidden)  # times the scale below
+            grad_hidden = grad_out[part] @ down_scaled  # [r, d_ff]
+            if kept is not None:
+                grad_hidden.mul_(kept)
+            grad_pre = act_backward(grad_hidden, pre[part])
             grad_up_w.addmm_(grad_pre.t(), rows[part])
             if grad_up_b is not None:
                 grad_up_b.add_(grad_pre.sum(0))
             torch.mm(grad_pre, up_w, out=grad_rows[part])
         grad_down_b = grad_out.sum(0) if ctx.down_bias else None
-        return (grad_rows, None, grad_up_w, grad_up_b, grad_down_w, grad_down_b,
-                None, None, None)  # fmt: skip
+        return (grad_rows, None, grad_up_w, grad_up_b, grad_down_w.mul_(scale), grad_down_b,
+                None, None)  # fmt: skip
