@@ -1,0 +1,121 @@
+"""Conformal intervals around any point forecaster, from its errors on calibration windows.
+
+Split conformal (Vovk et al. 2005; Lei et al. 2018): the forecaster's signed errors
+r = y - point on N calibration windows (the validation split), one set per horizon step and
+target, give its quantiles as point + the empirical quantile of r, at a finite-sample rank:
+
+    level q >= 1/2:  the k-th smallest r, k = ceil((N + 1) q)   (k > N: +inf)
+    level q <  1/2:  the k-th smallest r, k = floor((N + 1) q)  (k < 1: -inf)
+
+so that, when calibration and test windows are exchangeable, P(y > upper) <= 1 - q and
+P(y < lower) <= q on new windows whatever the forecaster, and the central interval between the
+(1 - c)/2 and (1 + c)/2 quantiles covers at least c. No retraining, no assumption on the
+errors' shape; the guarantee is marginal (over windows), per horizon step.
+
+Adaptive conformal inference (ACI, Gibbs and Candès 2021), for test months unlike the
+calibration ones: each horizon step h (and target) keeps its own miss rate a_h, starting at
+1 - c, and moves it after every error whose truth has arrived,
+
+    a_h <- a_h + gamma (1 - c - miss)        (miss = 1 if the truth fell outside)
+
+taking the interval at level 1 - a_h of the calibration errors' magnitudes. A window's step h
+is known only h + 1 steps after the window's first forecast step, so a window never adapts on
+its own truth nor on any truth after its forecast origin. Over a long run the miss rate
+approaches 1 - c whatever the drift (a guarantee on the average, not per window).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+
+class SplitConformal:
+    """Quantiles and intervals around point forecasts from calibration errors.
+
+    residuals [N, *shape] (y - point on N calibration windows; shape e.g. [out_len, targets]).
+    """
+
+    def __init__(self, residuals: Tensor):
+        if residuals.dim() < 1 or residuals.shape[0] < 1:
+            raise ValueError("conformal calibration needs at least one window of errors")
+        if not torch.isfinite(residuals).all():
+            raise ValueError("conformal calibration errors must be finite")
+        self.sorted = residuals.detach().double().sort(dim=0).values  # [N, *shape]
+        self.n = residuals.shape[0]
+
+    def offset(self, level: float) -> Tensor:
+        """The calibrated error quantile at `level` [*shape] (+-inf where N is too small)."""
+        if level >= 0.5:
+            k = math.ceil((self.n + 1) * level)
+            if k > self.n:
+                return torch.full_like(self.sorted[0], math.inf)
+        else:
+            k = math.floor((self.n + 1) * level)
+            if k < 1:
+                return torch.full_like(self.sorted[0], -math.inf)
+        return self.sorted[k - 1]
+
+    def quantiles(self, point: Tensor, levels: Sequence[float]) -> Tensor:
+        """point [M, *shape] -> its conformal quantiles [M, *shape, Q], non-decreasing."""
+        offsets = torch.stack([self.offset(q) for q in levels], dim=-1)  # [*shape, Q]
+        return point.double().unsqueeze(-1) + offsets
+
+    def interval(self, point: Tensor, coverage: float) -> tuple[Tensor, Tensor]:
+        """(lower, upper) [M, *shape]: the central interval covering at least `coverage`."""
+        tail = (1.0 - coverage) / 2.0
+        bounds = self.quantiles(point, [tail, 1.0 - tail])
+        return bounds[..., 0], bounds[..., 1]
+
+
+class AdaptiveConformal:
+    """ACI intervals over test windows in time order (see the module docstring).
+
+    residuals [N, H, *rest]: calibration errors, H horizon steps; `coverage` the target c;
+    `gamma` the step of the miss-rate update (Gibbs and Candès use 0.005).
+    """
+
+    def __init__(self, residuals: Tensor, coverage: float, gamma: float = 0.005):
+        if not 0.0 < coverage < 1.0:
+            raise ValueError(f"coverage {coverage}: must lie strictly between 0 and 1")
+        self.magnitudes = residuals.detach().double().abs().sort(dim=0).values  # [N, H, ...]
+        self.n = residuals.shape[0]
+        self.coverage, self.gamma = coverage, gamma
+
+    def _radius(self, miss_rate: Tensor) -> Tensor:
+        """The calibration magnitude at level 1 - miss_rate, per element [H, *rest]."""
+        k = torch.ceil((self.n + 1) * (1.0 - miss_rate)).long()
+        inside = self.magnitudes.gather(0, k.clamp(1, self.n).unsqueeze(0) - 1)[0]
+        inside = torch.where(k < 1, torch.zeros_like(inside), inside)  # a miss rate >= 1
+        return torch.where(k > self.n, torch.full_like(inside, math.inf), inside)
+
+    def intervals(
+        self, point: Tensor, target: Tensor, origins: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """point, target [M, H, *rest] and origins [M] (the time step of each window's first
+        forecast step, increasing) -> (lower, upper, the miss rate used) [M, H, *rest]."""
+        m, horizon = point.shape[0], point.shape[1]
+        if m and bool((origins[1:] < origins[:-1]).any()):
+            raise ValueError("adaptive conformal: windows must come in time order")
+        point, target = point.double(), target.double()
+        miss_rate = torch.full_like(self.magnitudes[0], 1.0 - self.coverage)  # [H, *rest]
+        lower, upper = torch.empty_like(point), torch.empty_like(point)
+        rates = torch.empty_like(point)
+        missed = torch.zeros_like(point, dtype=torch.bool)
+        steps = torch.arange(horizon)
+        arrived_until = origins.new_full((horizon,), 0)  # per step h: windows j < this are in
+        for i in range(m):
+            # Truth of window j at step h lies at time origins[j] + h: known iff < origins[i].
+            known = torch.searchsorted(origins, origins[i] - steps, right=False)  # [H]
+            for h in torch.nonzero(known > arrived_until).flatten().tolist():
+                new = missed[arrived_until[h] : known[h], h].double()  # [k, *rest]
+                # the updates of k arrivals, one after another (each moves by the same rule)
+                miss_rate[h] += self.gamma * ((1.0 - self.coverage) - new).sum(dim=0)
+                arrived_until[h] = known[h]
+            radius = self._radius(miss_rate)
+            lower[i], upper[i], rates[i] = point[i] - radius, point[i] + radius, miss_rate
+            missed[i] = (target[i] < lower[i]) | (target[i] > upper[i])
+        return lower, upper, rates

@@ -1,0 +1,84 @@
+"""Conformal intervals: coverage on data whose true quantiles are known, and causality."""
+
+import math
+
+import pytest
+import torch
+
+from seqforecast.probabilistic import AdaptiveConformal, SplitConformal, coverage
+
+H, T = 6, 2  # horizon steps, targets
+SIGMA = torch.linspace(0.5, 3.0, H)[:, None].expand(H, T)  # the error grows with the step
+
+
+def _errors(n, generator, scale=1.0):
+    return torch.randn(n, H, T, generator=generator, dtype=torch.float64) * SIGMA * scale
+
+
+@pytest.mark.parametrize("level", [0.8, 0.95])
+def test_split_conformal_covers_its_level_on_new_windows(level):
+    g = torch.Generator().manual_seed(0)
+    calibration = SplitConformal(_errors(2000, g))
+    point = torch.randn(20000, H, T, generator=g, dtype=torch.float64)
+    truth = point + _errors(20000, g)
+    lower, upper = calibration.interval(point, level)
+    for h in range(H):  # per horizon step, not only on average
+        got = coverage(lower[:, h], upper[:, h], truth[:, h]).item()
+        assert abs(got - level) < 4 * math.sqrt(level * (1 - level) / 40000) + 0.01
+    # the bounds are the true error quantiles, up to sampling
+    z = torch.distributions.Normal(0.0, 1.0).icdf(torch.tensor((1 + level) / 2))
+    torch.testing.assert_close((upper - point)[0], (z * SIGMA).double(), rtol=0.08, atol=0.0)
+
+
+def test_quantiles_never_cross_and_too_few_windows_give_an_open_interval():
+    g = torch.Generator().manual_seed(1)
+    calibration = SplitConformal(_errors(50, g))
+    q = calibration.quantiles(torch.zeros(3, H, T), [0.1, 0.25, 0.5, 0.75, 0.9])
+    assert (q[..., 1:] >= q[..., :-1]).all()
+    few = SplitConformal(_errors(5, g))  # (5 + 1) * 0.975 > 5: no finite rank
+    lower, upper = few.interval(torch.zeros(1, H, T), 0.95)
+    assert torch.isinf(upper).all() and torch.isinf(lower).all()
+    with pytest.raises(ValueError, match="finite"):
+        SplitConformal(torch.tensor([[math.nan]]))
+
+
+def test_adaptive_conformal_recovers_coverage_when_the_errors_grow():
+    g = torch.Generator().manual_seed(2)
+    residuals = _errors(1000, g)
+    m = 6000
+    point = torch.zeros(m, H, T, dtype=torch.float64)
+    truth = point + _errors(m, g, scale=1.6)  # test months noisier than the calibration ones
+    origins = torch.arange(m)
+    split_lower, split_upper = SplitConformal(residuals).interval(point, 0.9)
+    lower, upper, _ = AdaptiveConformal(residuals, 0.9, gamma=0.01).intervals(point, truth, origins)
+    late = slice(m // 2, m)  # after it has adapted
+    assert coverage(split_lower, split_upper, truth).item() < 0.8  # split conformal undercovers
+    assert abs(coverage(lower[late], upper[late], truth[late]).item() - 0.9) < 0.02
+
+
+def test_adaptive_conformal_never_reads_a_truth_that_has_not_arrived():
+    g = torch.Generator().manual_seed(3)
+    residuals = _errors(200, g)
+    point = torch.zeros(300, H, T, dtype=torch.float64)
+    truth = _errors(300, g)
+    origins = torch.arange(300) * 2  # a window every 2 steps
+    aci = AdaptiveConformal(residuals, 0.8, gamma=0.05)
+    lower, upper, _ = aci.intervals(point, truth, origins)
+    i = 150
+    changed = truth.clone()
+    changed[i:] += 100.0  # the window's own truth and everything after it
+    # truths of earlier windows that lie at or after window i's origin: also unknown at i
+    for j in range(i):
+        for h in range(H):
+            if origins[j] + h >= origins[i]:
+                changed[j, h] += 100.0
+    lower2, upper2, _ = aci.intervals(point, changed, origins)
+    torch.testing.assert_close(lower2[: i + 1], lower[: i + 1])
+    torch.testing.assert_close(upper2[: i + 1], upper[: i + 1])
+    assert not torch.equal(upper2[i + H :], upper[i + H :])  # later windows do adapt
+
+
+def test_adaptive_conformal_refuses_windows_out_of_time_order():
+    aci = AdaptiveConformal(torch.randn(10, H, T), 0.8)
+    with pytest.raises(ValueError, match="time order"):
+        aci.intervals(torch.zeros(2, H, T), torch.zeros(2, H, T), torch.tensor([5, 3]))
