@@ -20,16 +20,21 @@ from pathlib import Path
 from .cli_args import parse_bool, parse_key_values, run_tool
 from .training.evaluation import Evaluator
 from .training.monitor import save_visuals
-from .training.report import format_table, write_metrics, write_per_series
+from .training.report import format_intervals, format_table, write_metrics, write_per_series
 from .training.restore import LoadedRun, load_run
+from .training.runtime import configure_threads
 
 USAGE = " ".join(line.strip() for line in __doc__.strip().splitlines()[:2])
 DEFAULTS = {"run_dir": None, "checkpoint": "best", "device": None, "allow_changed_data": "false"}
 
 
 def reevaluate(run: LoadedRun, checkpoint: str) -> dict:
+    # The run's own thread rule: a product's sums split over another thread count round
+    # differently, and evaluate reproduces the run's numbers exactly.
+    n_params = sum(p.numel() for p in run.model.parameters())
+    configure_threads(run.config["trainer"].get("num_threads", "auto"), n_params)
     evaluator = Evaluator.for_run(run.data, run.config)
-    results = evaluator.evaluate(run.model)
+    results = evaluator.evaluate(run.model, run.config.get("intervals"))
     out_dir = run.run_dir / "evaluate" / checkpoint
     info = {"checkpoint": checkpoint, "epoch": run.checkpoint["epoch"], "notes": run.data.notes}
     write_metrics(out_dir / "metrics.json", results, info, run.data.info)
@@ -57,6 +62,9 @@ def evaluate_command(argv: list[str]) -> None:
         print(note)
     print(f"{args['checkpoint']} checkpoint (epoch {run.checkpoint['epoch']}) of {run.run_dir}")
     print(format_table(results, run.data.info))
+    if format_intervals(results):
+        print("conformal intervals on the test windows (calibrated on the validation windows):")
+        print(format_intervals(results))
     print(f"written to {run.run_dir / 'evaluate' / args['checkpoint']}")
 
 

@@ -13,7 +13,8 @@ from .cli_helpers import run_cli
 
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 
-TINY = ["experiment=quick", "data.train_size=64", "data.val_size=16", "data.test_size=256"]
+# 48 validation windows: enough to calibrate conformal intervals up to the 0.975 quantile
+TINY = ["experiment=quick", "data.train_size=64", "data.val_size=48", "data.test_size=256"]
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +74,13 @@ def test_groups_over_seeds_with_a_paired_ratio_against_the_reference(sweep, tmp_
     expected = "within noise" if low <= 1 <= high else ("lower" if high < 1 else "higher")
     assert paired["verdict"].startswith(expected)
     assert rows["attention=vanilla", "MSE"]["verdict"] == "reference"
+    # The conformal intervals' scores, CRPS compared seed by seed like MSE.
+    crps = [diff[s]["test"]["model"]["crps"] / vanilla[s]["test"]["model"]["crps"] for s in diff]
+    assert float(rows["attention=diff", "CRPS"]["paired_ratio"]) == pytest.approx(
+        math.prod(crps) ** (1 / 3))  # fmt: skip
+    coverage = [m["test"]["model"]["coverage_80"] for m in vanilla.values()]
+    assert float(rows["attention=vanilla", "coverage 80%"]["mean"]) == pytest.approx(
+        sum(coverage) / 3)  # fmt: skip
     markdown = (out / "compare.md").read_text()
     assert "python -m seqforecast.compare" in markdown and "held out" in markdown
     assert "| `attention=diff` | 3 |" in markdown

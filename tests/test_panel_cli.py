@@ -47,9 +47,12 @@ def test_a_panel_run_writes_metrics_per_series(panel_run):
     metrics = json.loads((run_dir / "metrics.json").read_text())
     test = metrics["test"]
     assert set(test) == {"model", "last_value", "drift", "nlinear", "seasonal_naive"}
+    point = {"mse", "mae", "rmse", "smape", "mase", "mse_scaled", "mae_scaled"}
     for row in test.values():
-        assert set(row) == {"mse", "mae", "rmse", "smape", "mase", "mse_scaled", "mae_scaled"}
-        assert all(np.isfinite(v) and v >= 0 for v in row.values())
+        assert point <= set(row) and all(np.isfinite(row[k]) and row[k] >= 0 for k in point)
+        # conformal intervals, MSIS over each series' seasonal-naive scale (intervals.md)
+        assert {"crps", "coverage_80", "width_95", "msis_80", "msis_95"} <= set(row)
+        assert 0 <= row["coverage_80"] <= row["coverage_95"] <= 1
     info = metrics["splits"]["test"]
     rows = read_rows(run_dir / "per_series.csv")
     by_forecaster = defaultdict(list)

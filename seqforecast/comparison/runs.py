@@ -30,7 +30,7 @@ RUN_MARKER = Path(".hydra") / "config.yaml"
 # Config keys that never make two runs different variants.
 IGNORED_KEYS = {"seed", "resume", "device", "trainer.device", "trainer.num_threads",
                 "trainer.eval_batch_size"}  # fmt: skip
-IGNORED_PREFIXES = ("log.",)
+IGNORED_PREFIXES = ("log.", "intervals.")  # how a run is reported, not what it trains
 ABSENT = "<absent>"
 
 

@@ -15,7 +15,8 @@ from ..stats import PairedRatio, Summary, paired_ratio, summarize
 from .runs import Group, Run
 
 SCALED_MSE = "MSE (scaled)"  # in the units of data.scale (CSV data scaled on its training rows)
-PAIRED = ("MSE", "MAE", SCALED_MSE, "MAE (scaled)")  # compared with the reference, seed by seed
+# Compared with the reference, seed by seed (ratios of positive scores: CRPS and MSIS too).
+PAIRED = ("MSE", "MAE", SCALED_MSE, "MAE (scaled)", "CRPS", "MSIS 80%", "MSIS 95%")
 
 
 @dataclass
@@ -56,7 +57,22 @@ def metrics_for(split: str, runs: Sequence[Run]) -> list[Metric]:
         metrics.append(
             Metric(f"MSE ÷ {name}", lambda m, b=name: m["model_over_baseline_mse"][split][b])
         )
+    # The conformal intervals' scores (probabilistic/sums.py) where every run has them.
+    rows = [run.metrics[split]["model"] for run in runs]
+    interval_keys = [k for k in rows[0] if k == "crps" or k.startswith(("coverage_", "width_",
+                     "msis_"))]  # fmt: skip
+    for key in interval_keys:  # (an interval unbounded for want of calibration windows: none)
+        if all(math.isfinite(row.get(key, math.inf)) for row in rows):
+            metrics.append(Metric(_interval_label(key), lambda m, k=key: m[split]["model"][k]))
     return metrics
+
+
+def _interval_label(key: str) -> str:
+    """crps -> CRPS, coverage_80 -> coverage 80%, msis_95 -> MSIS 95%."""
+    if key == "crps":
+        return "CRPS"
+    kind, level = key.split("_", 1)
+    return f"{'MSIS' if kind == 'msis' else kind} {level}%"
 
 
 def compare(split: str, groups: list[Group], reference: Group, excluded: list[Run]) -> Comparison:

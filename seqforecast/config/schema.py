@@ -207,6 +207,13 @@ class LogConfig:
 
 
 @dataclass
+class IntervalsConfig:  # seqforecast/probabilistic/
+    method: str = MISSING  # split | none
+    levels: list[float] = MISSING
+    quantiles: list[float] = MISSING
+
+
+@dataclass
 class TrainConfig:
     # Shorthands users type at the root; the groups read them by interpolation.
     seed: int = MISSING
@@ -229,6 +236,7 @@ class TrainConfig:
     model: Any = MISSING
     trainer: TrainerConfig = MISSING
     log: LogConfig = MISSING
+    intervals: IntervalsConfig = MISSING
 
 
 PER_OPTION_SCHEMAS = {

@@ -24,6 +24,7 @@ from ..model.linear_path import LINEAR_PATH_INPUTS, LINEAR_PATHS
 from ..model.normalization import INSTANCE_NORMS
 from ..model.positional import INSIDE_ATTENTION, LEARNED_INITS, POSITIONAL_ENCODINGS
 from ..model.transformer import DECODING
+from ..probabilistic.quantiles import QuantileError, check_quantiles, interval_bounds
 from .upgrade import upgrade_config
 
 STRATEGIES = ("single", "ddp")
@@ -34,6 +35,9 @@ ATTENTION_INITS = ("mha", "linear")  # model/builder.py
 OPTIMIZERS = ("adamw", "adam")  # training/loop.py
 SCHEDULES = ("warmup_cosine", "type3", "constant", "onecycle")  # training/schedule.py
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+
+
+INTERVAL_METHODS = ("split", "none")
 
 
 class ConfigError(ValueError):
@@ -48,6 +52,25 @@ def _check(ok: bool, key: str, value, allowed: str) -> None:
 def _choice(cfg: Mapping, key: str, options) -> None:
     value = _get(cfg, key)
     _check(value in options, key, value, "choose one of " + ", ".join(options))
+
+
+def _check_intervals(intervals: Mapping) -> None:
+    """intervals.method, and quantile levels that hold every interval level asked for."""
+    _check(intervals["method"] in INTERVAL_METHODS, "intervals.method", intervals["method"],
+           "choose one of " + ", ".join(INTERVAL_METHODS))  # fmt: skip
+    if intervals["method"] == "none":
+        return
+    try:
+        levels = check_quantiles(intervals["quantiles"])  # "quantiles: ..." on bad levels
+    except QuantileError as err:
+        raise ConfigError(f"intervals.{err}") from None
+    for level in intervals["levels"]:
+        try:
+            interval_bounds(levels, level)
+        except QuantileError as err:
+            raise ConfigError(f"intervals.levels: {err}") from None
+    _check(len(intervals["levels"]) > 0, "intervals.levels", intervals["levels"],
+           "give at least one central interval level, e.g. [0.8, 0.95]")  # fmt: skip
 
 
 def _at_least(cfg: Mapping, key: str, low: float) -> None:
@@ -477,6 +500,8 @@ def validate_config(cfg) -> None:
     _choice(cfg, "trainer.precision", PRECISIONS)
     _at_least(cfg, "log.attention_every", 0)
     _at_least(cfg, "log.test_every", 0)
+    if "intervals" in cfg:  # runs saved before intervals existed have none
+        _check_intervals(cfg["intervals"])
     device = cfg["trainer"]["device"]
     _check(
         bool(DEVICE_PATTERN.match(device)),

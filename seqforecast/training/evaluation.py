@@ -16,6 +16,8 @@ import torch
 from torch import Tensor, nn
 
 from ..data import ForecastData
+from ..probabilistic import SplitConformal
+from ..probabilistic.sums import IntervalSums
 from .baselines import Forecaster, fit_baselines
 from .metrics import MetricSums, evaluation
 
@@ -37,15 +39,11 @@ class Evaluator:
         baselines = fit_baselines(data.train, season)
         return cls(data, baselines, config["trainer"]["eval_batch_size"])
 
-    def _score(
-        self, split: str, forecasters: Mapping[str, Forecaster], blocks: int = 0
-    ) -> dict[str, MetricSums]:
-        """Every forecaster over every window of `split`, batch by batch (a panel's windows
-        are gathered per batch, never all at once); with `blocks`, also per block of time."""
+    def _batches(self, split: str):
+        """(index, src, target, series, truth, scale) per batch of `split`'s windows: target in
+        model units, truth in the data's units, scale [B, T] each window's series' MASE scale
+        (None without one). A panel's windows are gathered per batch, never all at once."""
         windows, data = self.splits[split], self.data
-        n_series = len(data.series_ids) if data.series_ids else 1
-        sums = {name: MetricSums(n_series, blocks) for name in forecasters}
-        block_of = self.time_blocks(split, blocks) if blocks else None
         for index in windows.chunks(self.batch_size):
             src, target = windows.take(index)
             series = windows.series_of(index)
@@ -55,12 +53,49 @@ class Evaluator:
                 # Each window's series scale ([S, T] on the CPU, picked by a CPU index).
                 picked = data.mase_scale[0 if series is None else series.cpu()]
                 scale = picked.reshape(-1, data.n_targets).expand(len(truth), -1)  # [B, T]
+            yield index, src, target, series, truth, scale
+
+    def _score(
+        self, split: str, forecasters: Mapping[str, Forecaster], blocks: int = 0
+    ) -> dict[str, MetricSums]:
+        """Every forecaster over every window of `split`; with `blocks`, also per block of
+        time."""
+        data = self.data
+        n_series = len(data.series_ids) if data.series_ids else 1
+        sums = {name: MetricSums(n_series, blocks) for name in forecasters}
+        block_of = self.time_blocks(split, blocks) if blocks else None
+        for index, src, target, series, truth, scale in self._batches(split):
             for name, forecast in forecasters.items():
                 predicted = forecast(src)  # model units: the data's scaled units
                 scaled = (predicted, target) if data.scaled_by else None
                 block = None if block_of is None else block_of[index]
                 sums[name].add(data.to_raw(predicted, series), truth, series, scale, scaled, block)
         return sums
+
+    def interval_metrics(self, model: nn.Module, intervals: Mapping) -> dict[str, dict]:
+        """{forecaster: interval and quantile scores} on the test windows (probabilistic/
+        sums.py): each forecaster's split-conformal quantiles, calibrated on its own errors
+        over the validation windows, per horizon step and target. The errors are taken in
+        model units (a panel's series on one footing) and the quantiles mapped to the data's
+        units like the point forecasts. {} with `intervals.method=none`."""
+        if intervals["method"] == "none" or not {"val", "test"} <= set(self.splits):
+            return {}
+        forecasters = {"model": model, **self.baselines}
+        levels, coverages = intervals["quantiles"], intervals["levels"]
+        with evaluation(model):
+            errors: dict[str, list[Tensor]] = {name: [] for name in forecasters}
+            for _, src, target, _, _, _ in self._batches("val"):
+                for name, forecast in forecasters.items():
+                    errors[name].append((target - forecast(src)).cpu())
+            conformal = {name: SplitConformal(torch.cat(found)) for name, found in errors.items()}
+            sums = {name: IntervalSums(levels, coverages) for name in forecasters}
+            for _, src, _, series, truth, scale in self._batches("test"):
+                for name, forecast in forecasters.items():
+                    quantiles = conformal[name].quantiles(forecast(src).cpu(), levels)
+                    raw = torch.stack([self.data.to_raw(quantiles[..., i].to(truth), series)
+                                       for i in range(len(levels))], dim=-1)  # fmt: skip
+                    sums[name].add(raw, truth, scale)
+        return {name: found.totals() for name, found in sums.items()}
 
     def model_metrics(self, model: nn.Module, split: str, blocks: int = 0) -> dict[str, float]:
         """The model's metrics over every window of `split` (eval mode); with `blocks`, its
@@ -95,13 +130,19 @@ class Evaluator:
             self._baseline_sums[split] = self._score(split, self.baselines)
         return {name: sums.totals() for name, sums in self._baseline_sums[split].items()}
 
-    def evaluate(self, model: nn.Module) -> dict[str, dict[str, dict[str, float]]]:
+    def evaluate(
+        self, model: nn.Module, intervals: Mapping | None = None
+    ) -> dict[str, dict[str, dict[str, float]]]:
         """{split: {forecaster: metrics}} for every evaluation split, the model first, then
-        each baseline on the same windows."""
-        return {
+        each baseline on the same windows; with the run's `intervals` config, each test row
+        also holds its forecaster's conformal interval scores (`interval_metrics`)."""
+        results = {
             split: {"model": self.model_metrics(model, split), **self.baseline_metrics(split)}
             for split in self.splits
         }
+        for name, found in (self.interval_metrics(model, intervals) if intervals else {}).items():
+            results["test"][name].update(found)
+        return results
 
     def per_series(self, split: str = "test") -> dict[str, dict[str, list[float]]]:
         """{forecaster: {metric: [per series]}} from the latest `evaluate` (model first)."""

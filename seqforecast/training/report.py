@@ -72,6 +72,22 @@ def format_table(results: Mapping, info: Mapping | None = None) -> str:
     return "\n".join(lines)
 
 
+def format_intervals(results: Mapping) -> str:
+    """The test rows' interval scores, a row per forecaster: CRPS, then coverage, width and
+    MSIS of each interval level ("" when the run scored no intervals)."""
+    rows = results.get("test", {})
+    first = next(iter(rows.values()), {})
+    shown = [k for k in first if k == "crps" or k.startswith(("coverage_", "width_", "msis_"))]
+    if not shown:
+        return ""
+    width = max(len("forecaster"), *(len(n) for n in rows)) + 2
+    lines = [f"  {'forecaster':<{width}}" + "".join(f"{m:>13}" for m in shown)]
+    for name, row in rows.items():
+        lines.append(f"  {name:<{width}}" + "".join(f"{row.get(m, float('nan')):>13.6g}"
+                                                    for m in shown))  # fmt: skip
+    return "\n".join(lines)
+
+
 def write_metrics(
     path: Path, results: Mapping, run_info: Mapping, splits: Mapping | None = None
 ) -> None:

@@ -25,7 +25,13 @@ from .distributed import SINGLE, Distributed, parameter_digest, wrap
 from .evaluation import Evaluator, ratios
 from .loop import train_model
 from .monitor import Monitor, RunMonitor, flatten
-from .report import describe_split, format_table, write_metrics, write_per_series
+from .report import (
+    describe_split,
+    format_intervals,
+    format_table,
+    write_metrics,
+    write_per_series,
+)
 from .restore import RunError
 from .runtime import (
     compile_model,
@@ -160,7 +166,7 @@ def run_training(
         digests = ctx.gather(parameter_digest(model))  # collective: every rank
         if not ctx.is_main:
             return result.best_val_mse
-        results = evaluator.evaluate(model)
+        results = evaluator.evaluate(model, plain.get("intervals"))
         run_info = {
             "best_epoch": result.best_epoch,
             "epochs_run": result.epochs_run,
@@ -180,6 +186,9 @@ def run_training(
 
     log.info("results (best epoch %d of %d), in the data's units:\n%s", result.best_epoch,
              result.epochs_run, format_table(results, data.info))  # fmt: skip
+    if format_intervals(results):
+        log.info("conformal intervals on the test windows (calibrated on the validation "
+                 "windows), in the data's units:\n%s", format_intervals(results))  # fmt: skip
     test_ratios = ratios(results)["test"]
     beaten = [name for name, r in test_ratios.items() if r < 1]
     log.info("held-out test set: model MSE below %d of %d baselines (%s)", len(beaten),

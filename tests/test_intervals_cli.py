@@ -1,0 +1,65 @@
+"""Conformal intervals in a run, end to end: every forecaster's bands scored in metrics.json."""
+
+import json
+import math
+
+import pytest
+
+from .cli_helpers import TINY, run_cli
+
+POINT = {"mse", "mae", "rmse", "smape"}
+FORECASTERS = {"model", "last_value", "drift", "nlinear"}
+
+
+@pytest.fixture
+def cwd(tmp_path):
+    path = tmp_path / "cwd"
+    path.mkdir()
+    return path
+
+
+@pytest.mark.slow
+def test_every_forecaster_gets_calibrated_intervals_on_the_test_windows(tmp_path, cwd):
+    run_dir = tmp_path / "run"
+    # validation and test series come from the same generator: exchangeable windows, so the
+    # split-conformal coverage must hold (within sampling) for every forecaster
+    proc = run_cli([*TINY, "data.val_size=200", "data.test_size=600", f"hydra.run.dir={run_dir}"],
+                   cwd)  # fmt: skip
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert set(metrics["test"]) == FORECASTERS
+    for name, row in metrics["test"].items():
+        assert POINT <= set(row)
+        for level in ("80", "95"):
+            coverage, width = row[f"coverage_{level}"], row[f"width_{level}"]
+            assert abs(coverage - int(level) / 100) < 0.06, (name, level, coverage)
+            assert math.isfinite(width) and width > 0
+        assert row["width_95"] > row["width_80"]
+        pinballs = [v for k, v in row.items() if k.startswith("pinball_")]
+        assert len(pinballs) == 13 and all(math.isfinite(v) and v >= 0 for v in pinballs)
+        assert row["crps"] == pytest.approx(2 * sum(pinballs) / len(pinballs))
+    for split in ("val", "test_curve"):  # points only where nothing was held out to calibrate
+        assert all(set(row) == POINT for row in metrics[split].values())
+    assert "conformal intervals on the test windows" in proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_intervals_none_reports_points_only(tmp_path, cwd):
+    run_dir = tmp_path / "run"
+    run_cli([*TINY, "intervals=none", f"hydra.run.dir={run_dir}"], cwd)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert all(set(row) == POINT for row in metrics["test"].values())
+
+
+@pytest.mark.parametrize("override, message", [
+    ("intervals.levels=[0.5]", "intervals.levels: interval level 0.5 needs the quantiles 0.25 "
+                               "and 0.75"),
+    ("intervals.quantiles=[0.1,0.5,0.5,0.9]", "intervals.quantiles: 0.5 is given twice"),
+    ("intervals.quantiles=[0,0.5]", "intervals.quantiles: 0.0 is outside (0, 1)"),
+    ("intervals.method=bootstrap", "intervals.method='bootstrap' is not allowed"),
+])  # fmt: skip
+def test_bad_interval_settings_are_one_line_and_exit_2(tmp_path, cwd, override, message):
+    run_dir = tmp_path / "run"
+    proc = run_cli([*TINY, override, f"hydra.run.dir={run_dir}"], cwd, check=False)
+    assert proc.returncode == 2
+    assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not run_dir.exists() or not (run_dir / "metrics.json").exists()
