@@ -4,7 +4,9 @@
 Forecasts the next out_len steps after a CSV's last rows with a run trained on CSV data: the
 run's config and checkpoint (loaded with weights_only=True), the last in_len rows of the
 input (the run's columns, its fill policy, its training scaler), the forecast written in the
-data's own units, with timestamps continuing the input's when it has a time column.
+data's own units, with timestamps continuing the input's when it has a time column, and
+beside each target the bounds of the run's conformal bands (<target>_lo80, <target>_hi80, ...:
+bands.json, the kept model's validation errors per horizon step).
 
 A panel run (data.id_column or data.targets) reads the input in the run's format and writes,
 in long format (id, time, value), the next out_len steps of every series (or those named in
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch import Tensor
 
 from .cli_args import UsageError, parse_key_values, run_tool
 from .data import DataError, read_series
@@ -28,6 +31,8 @@ from .data.gaps import GapFiller
 from .data.panel_data import read_panel
 from .data.scaling import Scaler, fit_scaler
 from .data.windows import window_rows
+from .probabilistic.bands import is_open
+from .probabilistic.sums import level_name
 from .training.files import atomic_write_text
 from .training.metrics import predict as model_forecast
 from .training.report import csv_cell
@@ -84,11 +89,13 @@ def forecast_csv(run: LoadedRun, input_path: Path, output_path: Path) -> tuple[i
     device = next(run.model.parameters()).device
     src = torch.from_numpy(window).float().to(device)  # [1, in_len, C]
     n_targets = state.get("n_targets", 1)
-    forecast = model_forecast(run.model, src, batch_size=1)  # [1, out_len, n_targets]
-    values = scaler.inverse(forecast.double().cpu(), slice(0, n_targets))[0].tolist()
-    cells = [",".join(f"{v:.10g}" for v in step) for step in values]  # one per step
+    forecast = model_forecast(run.model, src, batch_size=1).double().cpu()  # [1, out_len, T]
+    # The point, then each band's lower and upper bound: [1, out_len, T] each, data units.
+    parts = [forecast, *(bound for pair in band_bounds(run, forecast) for bound in pair)]
+    values = torch.cat([scaler.inverse(p, slice(0, n_targets)) for p in parts], dim=-1)
+    cells = [",".join(f"{v:.10g}" for v in step) for step in values[0].tolist()]  # one per step
 
-    targets = ",".join(columns[:n_targets])
+    targets = ",".join(column_names(columns[:n_targets], band_levels(run)))
     if time_column:
         times = next_times(series.times[-in_len:], out_len, input_path)
         fmt = time_format(series.times)
@@ -151,19 +158,46 @@ def forecast_panel(
     device = next(run.model.parameters()).device
     src = torch.from_numpy(np.stack(windows)).float().to(device)  # [S, in_len, C]
     forecast = model_forecast(run.model, src, batch_size=256).double().cpu()  # [S, out_len, T]
+    # The point, then each band's lower and upper bound: [S, out_len] each, model units.
+    parts = [forecast, *(bound for pair in band_bounds(run, forecast) for bound in pair)]
     id_column = state.get("id_column") or "id"
     time_column = state["time_column"]
     target = panel.columns[0]
-    header = [id_column, *([time_column] if time_column else ["step"]), target]
+    header = [id_column, *([time_column] if time_column else ["step"]),
+              *column_names([target], band_levels(run))]  # fmt: skip
     lines = [",".join(header)]
     for k, (s, shift, scale) in enumerate(kept):
-        values = (forecast[k, :, 0] * scale[0] + shift[0]).tolist()
+        values = torch.stack([p[k, :, 0] * scale[0] + shift[0] for p in parts], -1).tolist()
         times = None if panel.times is None else panel.times[panel.rows(s)][-in_len:]
         steps = future_times(times, int(panel.lengths()[s]), out_len, input_path)
         series_id = csv_cell(panel.ids[s])
-        lines += [f"{series_id},{t},{v:.10g}" for t, v in zip(steps, values, strict=True)]
+        lines += [f"{series_id},{t}," + ",".join(f"{v:.10g}" for v in row)
+                  for t, row in zip(steps, values, strict=True)]  # fmt: skip
     atomic_write_text(output_path, "\n".join(lines) + "\n")
     return len(kept), len(lines) - 1, notes
+
+
+def band_levels(run: LoadedRun) -> list[float]:
+    """The interval levels of the run's bands (bands.json) for this checkpoint, else none."""
+    bands = run.bands
+    return bands.levels if bands is not None and bands.checkpoint == run.checkpoint_name else []
+
+
+def band_bounds(run: LoadedRun, forecast: Tensor) -> list[tuple[Tensor, Tensor]]:
+    """(lower, upper) per band level around forecast [B, out_len, T] (model units)."""
+    if not band_levels(run):
+        return []
+    return list(run.bands.around(forecast).values())
+
+
+def column_names(targets: list[str], levels: list[float]) -> list[str]:
+    """Each target, then per band level every target's <target>_lo<c>, then every target's
+    <target>_hi<c>: the bounds of the central c% conformal interval (band_bounds' order)."""
+    names = list(targets)
+    for level in levels:
+        for side in ("lo", "hi"):
+            names += [f"{target}_{side}{level_name(level)}" for target in targets]
+    return names
 
 
 def future_times(times: np.ndarray | None, rows: int, steps: int, source: Path) -> list[str]:
@@ -195,12 +229,30 @@ def predict_command(argv: list[str]) -> None:
         steps = run.config["data"]["out_len"]
         print(f"wrote {args['output']}: {steps} steps of {series} series, {rows} rows "
               f"({args['checkpoint']} checkpoint)")  # fmt: skip
+        say_bands(run)
         return
     if args["ids"]:
         raise UsageError("ids= picks series of a panel run; this run read one series")
     rows, first = forecast_csv(run, Path(args["input"]), Path(args["output"]))
     since = f" from {first}" if first else ""
     print(f"wrote {args['output']}: {rows} steps{since} ({args['checkpoint']} checkpoint)")
+    say_bands(run)
+
+
+def say_bands(run: LoadedRun) -> None:
+    """Which columns are which band, or why there are none."""
+    levels = band_levels(run)
+    if not levels:
+        if run.bands is not None:
+            print(f"note: no bands: the run's bands belong to its {run.bands.checkpoint} "
+                  f"checkpoint")  # fmt: skip
+        return
+    pairs = ", ".join(f"_lo{level_name(c)}/_hi{level_name(c)} the central {level_name(c)}%"
+                      for c in levels)  # fmt: skip
+    print(f"bands: {pairs} conformal interval (calibrated on the run's "
+          f"{run.bands.windows} validation windows)")  # fmt: skip
+    if is_open(run.bands):
+        print("note: some bounds are inf: too few validation windows to bound that level")
 
 
 def main(argv: list[str] | None = None) -> int:

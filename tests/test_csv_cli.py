@@ -141,11 +141,28 @@ def test_predict_writes_the_next_steps_with_timestamps_in_data_units(csv_run, tm
     ).stdout  # fmt: skip
     assert "12 steps from 2024-03-01 00:00" in out
     rows = output.read_text().splitlines()
-    assert rows[0] == "time,load" and len(rows) == 1 + 12
+    assert rows[0] == "time,load,load_lo80,load_hi80,load_lo95,load_hi95" and len(rows) == 1 + 12
+    assert "bands: _lo80/_hi80 the central 80%, _lo95/_hi95 the central 95% conformal" in out
     last = datetime.fromisoformat(lines[-1].split(",")[0])
     times = [datetime.fromisoformat(r.split(",")[0]) for r in rows[1:]]
     assert times == [last + timedelta(hours=h) for h in range(1, 13)]
     values = np.array([float(r.split(",")[1]) for r in rows[1:]])
+    # The bands: the run's conformal offsets (model units) around the point, mapped to the
+    # data's units by the same affine map: nested, and each width the offsets' times one scale.
+    table = np.array([[float(c) for c in r.split(",")[1:]] for r in rows[1:]])
+    point, lo80, hi80, lo95, hi95 = table.T
+    assert (lo95 <= lo80).all() and (lo80 <= hi80).all() and (hi80 <= hi95).all()
+    bands = json.loads((csv_run / "bands.json").read_text())["bounds"]
+    offsets = np.array(bands["80"]["upper"])[:, 0] - np.array(bands["80"]["lower"])[:, 0]
+    scale = (hi80 - lo80) / offsets
+    np.testing.assert_allclose(scale, scale[0], rtol=1e-6)
+    np.testing.assert_allclose(hi80 - point, np.array(bands["80"]["upper"])[:, 0] * scale[0],
+                               rtol=1e-6, atol=1e-6)  # fmt: skip
+    # The bands belong to the kept (best) checkpoint: the last one gets points only, and a note.
+    out = run_cli([f"run_dir={csv_run}", f"input={recent}", f"output={output}",
+                   "checkpoint=last"], tmp_path, module="seqforecast.predict").stdout  # fmt: skip
+    assert output.read_text().splitlines()[0] == "time,load"
+    assert "note: no bands: the run's bands belong to its best checkpoint" in out
     recent_load = np.array([float(line.split(",")[1]) for line in lines[-50:]])
     # Raw units: the load level, not standardised values around zero.
     assert recent_load.min() - 30 < values.min() and values.max() < recent_load.max() + 30

@@ -105,7 +105,11 @@ def test_predict_writes_every_series_in_long_format_on_its_own_grid(panel_run, t
     proc = run_cli([f"run_dir={run_dir}", f"input={path}", f"output={out}"], tmp_path,
                    module="seqforecast.predict")  # fmt: skip
     rows = read_rows(out)
-    assert list(rows[0]) == ["store", "date", "sales"]
+    bands = ["sales_lo80", "sales_hi80", "sales_lo95", "sales_hi95"]  # conformal, per series
+    assert list(rows[0]) == ["store", "date", "sales", *bands]
+    for row in rows:  # nested bands in each series' own units
+        lo95, lo80, hi80, hi95 = (float(row[k]) for k in (bands[2], bands[0], bands[1], bands[3]))
+        assert lo95 <= lo80 <= hi80 <= hi95
     last_day = {}
     for row in read_rows(path):
         last_day[row["store"]] = max(last_day.get(row["store"], ""), row["date"])
@@ -163,7 +167,7 @@ def test_wide_format_as_independent_series_or_mixed_channels(tmp_path):
     run_cli([f"run_dir={independent}", f"input={path}", f"output={out}"], tmp_path,
             module="seqforecast.predict")  # fmt: skip
     rows = read_rows(out)
-    assert list(rows[0]) == ["id", "date", "value"] and len(rows) == 12
+    assert list(rows[0])[:3] == ["id", "date", "value"] and len(rows) == 12
     assert {r["date"] for r in rows if r["id"] == "north"} == {
         str(days[-1] + timedelta(days=k)) for k in range(1, 7)
     }
@@ -175,5 +179,11 @@ def test_wide_format_as_independent_series_or_mixed_channels(tmp_path):
     run_cli([f"run_dir={mixed}", f"input={path}", f"output={out}"], tmp_path,
             module="seqforecast.predict")  # fmt: skip
     rows = read_rows(out)
-    assert list(rows[0]) == ["date", "north", "south"] and len(rows) == 6
+    assert list(rows[0]) == ["date", "north", "south", "north_lo80", "south_lo80", "north_hi80",
+                             "south_hi80", "north_lo95", "south_lo95", "north_hi95",
+                             "south_hi95"] and len(rows) == 6  # fmt: skip
+    for row in rows:  # each channel's band in its own units
+        for channel in ("north", "south"):
+            assert float(row[f"{channel}_lo95"]) <= float(row[f"{channel}_lo80"]) \
+                <= float(row[f"{channel}_hi80"]) <= float(row[f"{channel}_hi95"])  # fmt: skip
     assert 250 < float(rows[0]["north"]) < 350 and 2 < float(rows[0]["south"]) < 8

@@ -31,6 +31,7 @@ class Evaluator:
         self._baseline_sums: dict[str, dict[str, MetricSums]] = {}  # baselines never change
         self.model_sums: dict[str, MetricSums] = {}  # the latest model scores, per split
         self._blocks: dict[tuple[str, int], Tensor] = {}  # (split, blocks) -> window blocks
+        self.calibration: dict[str, SplitConformal] = {}  # the latest interval_metrics' fits
 
     @classmethod
     def for_run(cls, data: ForecastData, config: Mapping) -> Evaluator:
@@ -88,6 +89,7 @@ class Evaluator:
                 for name, forecast in forecasters.items():
                     errors[name].append((target - forecast(src)).cpu())
             conformal = {name: SplitConformal(torch.cat(found)) for name, found in errors.items()}
+            self.calibration = conformal  # the model's is what predict draws its bands from
             sums = {name: IntervalSums(levels, coverages) for name in forecasters}
             for _, src, _, series, truth, scale in self._batches("test"):
                 for name, forecast in forecasters.items():

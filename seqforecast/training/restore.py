@@ -31,6 +31,14 @@ class LoadedRun:
     data: ForecastData | None
     model: nn.Module  # in eval mode, holding the checkpoint's weights
     checkpoint: dict
+    checkpoint_name: str = "best"  # best | last
+
+    @property
+    def bands(self):
+        """The run's conformal bands (probabilistic/bands.py), or None."""
+        from ..probabilistic.bands import read_bands
+
+        return read_bands(self.run_dir)
 
 
 def saved_config(run_dir: Path) -> DictConfig:
@@ -111,4 +119,4 @@ def load_run(
         first = str(err).strip().splitlines()
         detail = first[1].strip() if len(first) > 1 else first[0]
         raise RunError(f"{ckpt_path} does not match {config_path}: {detail}") from None
-    return LoadedRun(run_dir, config, data, model.eval(), state)
+    return LoadedRun(run_dir, config, data, model.eval(), state, checkpoint)

@@ -19,6 +19,7 @@ from ..config.validate import ConfigError
 from ..data import build_data
 from ..model import build_model
 from ..model.official import OfficialWeightsError, load_official_weights
+from ..probabilistic.bands import write_bands
 from .baselines import FIT_WINDOWS
 from .checkpoint import error_line
 from .distributed import SINGLE, Distributed, parameter_digest, wrap
@@ -178,6 +179,8 @@ def run_training(
             "ranks_hold_identical_weights": len(set(digests)) == 1,
         }
         write_metrics(run_dir / "metrics.json", results, run_info, data.info)
+        if "model" in evaluator.calibration:  # the kept model's bands, for predict
+            write_bands(run_dir, evaluator.calibration["model"], plain["intervals"]["levels"])
         if data.series_ids:
             write_per_series(run_dir / "per_series.csv", evaluator.per_series(), data.series_ids)
         monitor.on_end(model, result.steps, results, {**flatten(plain), **(choices or {})})
