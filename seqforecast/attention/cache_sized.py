@@ -35,7 +35,8 @@ LANES = 16  # keys padded to a multiple of this: whole AVX-512 vectors of float3
 
 def applies(q: Tensor, k: Tensor) -> bool:
     """Is this path the one to take for q [..., Lq, w], k [..., Lk, w]?"""
-    return q.device.type == "cpu" and q.shape[-2] * k.shape[-2] <= MAX_SCORES
+    return (q.device.type == "cpu" and q.shape[-2] * k.shape[-2] <= MAX_SCORES
+            and not torch.is_autocast_enabled("cpu"))  # bf16 runs: autocast's own casts
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor, scale: float) -> Tensor:

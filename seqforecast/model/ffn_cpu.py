@@ -34,7 +34,9 @@ ACTIVATIONS = {
 
 
 def applies(x: Tensor, activation: str) -> bool:
-    return x.device.type == "cpu" and x.dtype == torch.float32 and activation in ACTIVATIONS
+    """float32 on the CPU outside autocast (bf16 runs keep autocast's own casts)."""
+    return (x.device.type == "cpu" and x.dtype == torch.float32 and activation in ACTIVATIONS
+            and not torch.is_autocast_enabled("cpu"))  # fmt: skip
 
 
 def feed_forward(x: Tensor, up_w, up_b, down_w, down_b, activation: str, p: float) -> Tensor:

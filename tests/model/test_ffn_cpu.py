@@ -56,6 +56,11 @@ def test_without_a_backward_and_in_eval_mode_it_is_the_same_function(monkeypatch
 
 
 def test_what_it_does_not_cover_takes_the_layer_by_layer_path():
+    assert ffn_cpu.applies(torch.zeros(2, 8), "gelu")
+    with torch.autocast("cpu", torch.bfloat16):  # trainer.precision=bf16: autocast's casts
+        assert not ffn_cpu.applies(torch.zeros(2, 8), "gelu")
+        ffn = FeedForward(8, 32, "gelu", dropout=0.3).train()
+        assert torch.isfinite(ffn(torch.randn(2, 5, 8))).all()
     assert not ffn_cpu.applies(torch.zeros(2, 8, dtype=torch.float64), "gelu")
     assert not ffn_cpu.applies(torch.zeros(2, 8), "swish")
     assert not ffn_cpu.applies(torch.zeros(2, 8, device="meta"), "gelu")
