@@ -42,7 +42,8 @@ def reevaluate(run: LoadedRun, checkpoint: str) -> dict:
         write_per_series(out_dir / "per_series.csv", evaluator.per_series(), run.data.series_ids)
     signed = run.config["attention"]["name"] == "diff"
     label = f"{checkpoint} checkpoint"
-    save_visuals(out_dir, run.model, run.data, evaluator.baselines, signed, label)
+    bands = run.bands if checkpoint == "best" else None  # bands.json: the kept model's
+    save_visuals(out_dir, run.model, run.data, evaluator.baselines, signed, label, bands)
     return results
 
 

@@ -4,6 +4,7 @@ import json
 import math
 
 import pytest
+import torch
 
 from .cli_helpers import TINY, run_cli
 
@@ -40,6 +41,15 @@ def test_every_forecaster_gets_calibrated_intervals_on_the_test_windows(tmp_path
     for split in ("val", "test_curve"):  # points only where nothing was held out to calibrate
         assert all(set(row) == POINT for row in metrics[split].values())
     assert "conformal intervals on the test windows" in proc.stdout + proc.stderr
+    # the kept model's offsets, for predict and the final forecast figure
+    bands = json.loads((run_dir / "bands.json").read_text())
+    assert bands["levels"] == [0.8, 0.95] and bands["calibration_windows"] == 200
+    for level in ("80", "95"):
+        lower, upper = (torch.tensor(bands["bounds"][level][k]) for k in ("lower", "upper"))
+        assert lower.shape == (6, 1) and (lower < upper).all()  # [out_len, targets]
+    assert (torch.tensor(bands["bounds"]["95"]["upper"]) >= torch.tensor(
+        bands["bounds"]["80"]["upper"])).all()  # fmt: skip
+    assert (run_dir / "figures" / "final" / "forecast.png").stat().st_size > 1000
 
 
 @pytest.mark.slow

@@ -75,9 +75,14 @@ def _span_ticks(axis, spans: Sequence[tuple[int, int]], most: int = 6) -> None:
 
 
 def forecast_figure(
-    src: np.ndarray, target: np.ndarray, forecasts: Mapping[str, np.ndarray], title: str
+    src: np.ndarray,
+    target: np.ndarray,
+    forecasts: Mapping[str, np.ndarray],
+    title: str,
+    bands: Mapping[float, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> Figure:
-    """src [in_len], target [out_len] and forecasts {name: [out_len]} of one series."""
+    """src [in_len], target [out_len] and forecasts {name: [out_len]} of one series; `bands`:
+    the model's conformal intervals {level: (lower, upper) [out_len]}, shaded."""
     in_len, out_len = len(src), len(target)
     past = np.arange(in_len)
     future = np.arange(in_len, in_len + out_len)
@@ -87,6 +92,9 @@ def forecast_figure(
     fig.subplots_adjust(left=0.1, right=0.97, bottom=0.14, top=0.9)
     ax.plot(past, src, color="black", label="input")
     ax.plot(future, target, color="black", linestyle="--", label="truth")
+    for level, (lower, upper) in sorted((bands or {}).items(), reverse=True):  # widest first
+        ax.fill_between(future, lower, upper, color="tab:red", alpha=0.12 + 0.1 * (level < 0.9),
+                        linewidth=0, label=f"model {100 * level:g}% band")  # fmt: skip
     styles = {"model": dict(color="tab:red", linewidth=2.0)}
     for name, values in forecasts.items():
         ax.plot(future, values, label=name, **styles.get(name, dict(linewidth=1.0, alpha=0.8)))

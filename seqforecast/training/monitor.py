@@ -26,6 +26,7 @@ from torch.utils.tensorboard import SummaryWriter
 from torch.utils.tensorboard.summary import hparams
 
 from ..data import ForecastData
+from ..probabilistic.bands import Bands, read_bands
 from .baselines import Forecaster
 from .evaluation import Evaluator
 from .figures import attention_figure, forecast_figure, render
@@ -73,9 +74,11 @@ def save_visuals(
     baselines: Mapping[str, Forecaster],
     signed: bool,
     label: str,
+    bands: Bands | None = None,
 ) -> dict[str, Summary.Image]:
     """Probe the model on the test curve; write attention.npz and one PNG per layer and the
-    forecast PNG into `directory`. Returns {tag: the same PNG as a TensorBoard image}."""
+    forecast PNG into `directory` (with the model's conformal `bands` shaded, when given).
+    Returns {tag: the same PNG as a TensorBoard image}."""
     directory.mkdir(parents=True, exist_ok=True)
     forecast, maps = probe(model, data.probe.src)
     atomic_write(directory / "attention.npz", lambda f: save_maps_npz(f, maps))
@@ -95,7 +98,13 @@ def save_visuals(
     lines = {"model": first_target(forecast)}
     lines.update({name: first_target(f(window)) for name, f in baselines.items()})
     title = f"{data.probe_name} ({label})"
-    figure = forecast_figure(first_target(window), first_target(data.probe.target), lines, title)
+    shaded = None
+    if bands is not None:  # offsets in model units around the probe's forecast
+        around = bands.around(forecast[..., : data.n_targets].double().cpu())
+        shaded = {level: (first_target(lower.to(forecast)), first_target(upper.to(forecast)))
+                  for level, (lower, upper) in around.items()}  # fmt: skip
+    figure = forecast_figure(first_target(window), first_target(data.probe.target), lines, title,
+                             shaded)  # fmt: skip
     images["test/forecast"] = _draw(figure, directory / "forecast.png")
     return images
 
@@ -171,7 +180,8 @@ class RunMonitor(Monitor):
 
     def on_end(self, model: nn.Module, step: int, results: Mapping, hparam_values: Mapping):
         """Final visuals of the best weights, and the hparams row with the final metrics."""
-        self._visuals(model, step + 1, "final", "best weights")
+        # the kept model's bands (bands.json, written just before) shaded in the final figure
+        self._visuals(model, step + 1, "final", "best weights", read_bands(self.run_dir))
         metrics = {
             f"final/{split}_{name}": rows["model"][name]
             for split, rows in results.items()
@@ -189,7 +199,9 @@ class RunMonitor(Monitor):
 
     # -- internals -------------------------------------------------------------------------
 
-    def _visuals(self, model: nn.Module, step: int, point: str, label: str) -> None:
+    def _visuals(
+        self, model: nn.Module, step: int, point: str, label: str, bands: Bands | None = None
+    ) -> None:
         images = save_visuals(
             self.run_dir / "figures" / point,
             model,
@@ -197,6 +209,7 @@ class RunMonitor(Monitor):
             self.evaluator.baselines,
             self.signed_maps,
             label,
+            bands,
         )
         for tag, image in images.items():  # the PNG as drawn, not decoded and re-encoded
             summary = Summary(value=[Summary.Value(tag=tag, image=image)])
