@@ -163,6 +163,17 @@ def test_predict_writes_the_next_steps_with_timestamps_in_data_units(csv_run, tm
                    "checkpoint=last"], tmp_path, module="seqforecast.predict").stdout  # fmt: skip
     assert output.read_text().splitlines()[0] == "time,load"
     assert "note: no bands: the run's bands belong to its best checkpoint" in out
+    # A damaged bands.json: one line, exit 2, and the forecast already written stays.
+    saved = (csv_run / "bands.json").read_text()
+    try:
+        (csv_run / "bands.json").write_text(saved[: len(saved) // 2])
+        proc = run_cli([f"run_dir={csv_run}", f"input={recent}", f"output={output}"], tmp_path,
+                       module="seqforecast.predict", check=False)  # fmt: skip
+    finally:
+        (csv_run / "bands.json").write_text(saved)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "bands.json: not readable" in proc.stderr
+    assert output.read_text().splitlines()[0] == "time,load"
     recent_load = np.array([float(line.split(",")[1]) for line in lines[-50:]])
     # Raw units: the load level, not standardised values around zero.
     assert recent_load.min() - 30 < values.min() and values.max() < recent_load.max() + 30

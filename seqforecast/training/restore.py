@@ -35,10 +35,15 @@ class LoadedRun:
 
     @property
     def bands(self):
-        """The run's conformal bands (probabilistic/bands.py), or None."""
-        from ..probabilistic.bands import read_bands
+        """The run's conformal bands (probabilistic/bands.py), or None; a damaged bands.json
+        is one line (RunError)."""
+        from ..probabilistic.bands import FILE, read_bands
 
-        return read_bands(self.run_dir)
+        try:
+            return read_bands(self.run_dir)
+        except (ValueError, KeyError, TypeError) as err:  # json's errors are ValueErrors
+            raise RunError(f"{self.run_dir / FILE}: not readable ({err}); delete it to "
+                           f"predict without bands, or retrain") from None  # fmt: skip
 
 
 def saved_config(run_dir: Path) -> DictConfig:
