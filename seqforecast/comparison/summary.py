@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ..probabilistic.sums import is_interval_score
 from ..stats import PairedRatio, Summary, paired_ratio, summarize
 from .runs import Group, Run
 
@@ -59,8 +60,7 @@ def metrics_for(split: str, runs: Sequence[Run]) -> list[Metric]:
         )
     # The conformal intervals' scores (probabilistic/sums.py) where every run has them.
     rows = [run.metrics[split]["model"] for run in runs]
-    interval_keys = [k for k in rows[0] if k == "crps" or k.startswith(("coverage_", "width_",
-                     "msis_"))]  # fmt: skip
+    interval_keys = [k for k in rows[0] if is_interval_score(k)]
     for key in interval_keys:  # (an interval unbounded for want of calibration windows: none)
         if all(math.isfinite(row.get(key, math.inf)) for row in rows):
             metrics.append(Metric(_interval_label(key), lambda m, k=key: m[split]["model"][k]))

@@ -19,6 +19,13 @@ from torch import Tensor
 
 from .quantiles import interval_bounds
 
+INTERVAL_SCORES = ("crps", "coverage_", "width_", "msis_")  # the names below (pinball aside)
+
+
+def is_interval_score(name: str) -> bool:
+    """crps, coverage_<c>, width_<c>, msis_<c>: what the interval tables show."""
+    return name.startswith(INTERVAL_SCORES)
+
 
 def level_name(level: float) -> str:
     """0.8 -> '80', 0.025 -> '2.5'."""

@@ -100,8 +100,8 @@ def save_visuals(
     title = f"{data.probe_name} ({label})"
     shaded = None
     if bands is not None:  # offsets in model units around the probe's forecast
-        around = bands.around(forecast[..., : data.n_targets].double().cpu())
-        shaded = {level: (first_target(lower.to(forecast)), first_target(upper.to(forecast)))
+        around = bands.around(forecast[..., : data.n_targets])
+        shaded = {level: (first_target(lower), first_target(upper))
                   for level, (lower, upper) in around.items()}  # fmt: skip
     figure = forecast_figure(first_target(window), first_target(data.probe.target), lines, title,
                              shaded)  # fmt: skip

@@ -10,6 +10,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..probabilistic.sums import is_interval_score
 from .evaluation import ratios
 from .files import atomic_write_text
 from .metrics import IN_SCALED_UNITS, METRICS
@@ -77,7 +78,7 @@ def format_intervals(results: Mapping) -> str:
     MSIS of each interval level ("" when the run scored no intervals)."""
     rows = results.get("test", {})
     first = next(iter(rows.values()), {})
-    shown = [k for k in first if k == "crps" or k.startswith(("coverage_", "width_", "msis_"))]
+    shown = [k for k in first if is_interval_score(k)]
     if not shown:
         return ""
     width = max(len("forecaster"), *(len(n) for n in rows)) + 2

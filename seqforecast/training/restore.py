@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -14,6 +15,7 @@ from ..config.upgrade import upgrade_config
 from ..config.validate import validate_config
 from ..data import ForecastData, build_data
 from ..model import build_model
+from ..probabilistic.bands import FILE, Bands, read_bands
 from .checkpoint import load_checkpoint
 from .runtime import resolve_device, seed_everything
 
@@ -33,12 +35,10 @@ class LoadedRun:
     checkpoint: dict
     checkpoint_name: str = "best"  # best | last
 
-    @property
-    def bands(self):
-        """The run's conformal bands (probabilistic/bands.py), or None; a damaged bands.json
-        is one line (RunError)."""
-        from ..probabilistic.bands import FILE, read_bands
-
+    @cached_property
+    def bands(self) -> Bands | None:
+        """The run's conformal bands (probabilistic/bands.py), read once, or None; a damaged
+        bands.json is one line (RunError)."""
         try:
             return read_bands(self.run_dir)
         except (ValueError, KeyError, TypeError) as err:  # json's errors are ValueErrors
