@@ -6,7 +6,8 @@ run's config and checkpoint (loaded with weights_only=True), the last in_len row
 input (the run's columns, its fill policy, its training scaler), the forecast written in the
 data's own units, with timestamps continuing the input's when it has a time column, and
 beside each target the bounds of the run's conformal bands (<target>_lo80, <target>_hi80, ...:
-bands.json, the kept model's validation errors per horizon step).
+bands.json, the kept model's validation errors per horizon step), and for a probabilistic run
+(loss=quantile|gaussian) its own quantiles (<target>_q2.5, ..., <target>_q97.5).
 
 A panel run (data.id_column or data.targets) reads the input in the run's format and writes,
 in long format (id, time, value), the next out_len steps of every series (or those named in
@@ -35,6 +36,7 @@ from .probabilistic.bands import is_open
 from .probabilistic.sums import level_name
 from .training.files import atomic_write_text
 from .training.metrics import predict as model_forecast
+from .training.metrics import predict_quantiles
 from .training.report import csv_cell
 from .training.restore import LoadedRun, RunError, load_run
 
@@ -90,12 +92,14 @@ def forecast_csv(run: LoadedRun, input_path: Path, output_path: Path) -> tuple[i
     src = torch.from_numpy(window).float().to(device)  # [1, in_len, C]
     n_targets = state.get("n_targets", 1)
     forecast = model_forecast(run.model, src, batch_size=1).double().cpu()  # [1, out_len, T]
-    # The point, then each band's lower and upper bound: [1, out_len, T] each, data units.
-    parts = [forecast, *(bound for pair in band_bounds(run, forecast) for bound in pair)]
+    # The point, each band's lower and upper bound, the model's own quantiles: [1, out_len, T]
+    # each, data units.
+    parts = [forecast, *(bound for pair in band_bounds(run, forecast) for bound in pair),
+             *own_quantiles(run, src)]  # fmt: skip
     values = torch.cat([scaler.inverse(p, slice(0, n_targets)) for p in parts], dim=-1)
     cells = [",".join(f"{v:.10g}" for v in step) for step in values[0].tolist()]  # one per step
 
-    targets = ",".join(column_names(columns[:n_targets], band_levels(run)))
+    targets = ",".join(column_names(columns[:n_targets], band_levels(run), own_levels(run)))
     if time_column:
         times = next_times(series.times[-in_len:], out_len, input_path)
         fmt = time_format(series.times)
@@ -158,13 +162,15 @@ def forecast_panel(
     device = next(run.model.parameters()).device
     src = torch.from_numpy(np.stack(windows)).float().to(device)  # [S, in_len, C]
     forecast = model_forecast(run.model, src, batch_size=256).double().cpu()  # [S, out_len, T]
-    # The point, then each band's lower and upper bound: [S, out_len] each, model units.
-    parts = [forecast, *(bound for pair in band_bounds(run, forecast) for bound in pair)]
+    # The point, each band's lower and upper bound, the model's own quantiles: [S, out_len, T]
+    # each, model units.
+    parts = [forecast, *(bound for pair in band_bounds(run, forecast) for bound in pair),
+             *own_quantiles(run, src, batch_size=256)]  # fmt: skip
     id_column = state.get("id_column") or "id"
     time_column = state["time_column"]
     target = panel.columns[0]
     header = [id_column, *([time_column] if time_column else ["step"]),
-              *column_names([target], band_levels(run))]  # fmt: skip
+              *column_names([target], band_levels(run), own_levels(run))]  # fmt: skip
     lines = [",".join(header)]
     for k, (s, shift, scale) in enumerate(kept):
         values = torch.stack([p[k, :, 0] * scale[0] + shift[0] for p in parts], -1).tolist()
@@ -190,13 +196,37 @@ def band_bounds(run: LoadedRun, forecast: Tensor) -> list[tuple[Tensor, Tensor]]
     return list(run.bands.around(forecast).values())
 
 
-def column_names(targets: list[str], levels: list[float]) -> list[str]:
+def own_levels(run: LoadedRun) -> tuple[float, ...]:
+    """The quantile levels a probabilistic run forecasts itself (none for a point run): a
+    quantile loss's, a distribution's at the run's interval quantiles."""
+    output = getattr(run.model, "output", None)
+    if output is None or not output.probabilistic:
+        return ()
+    return output.own_levels(run.config.get("intervals", {}).get("quantiles", []))
+
+
+def own_quantiles(run: LoadedRun, src: Tensor, batch_size: int = 1) -> list[Tensor]:
+    """A probabilistic run's own quantiles around src [B, in_len, C], a tensor [B, out_len, T]
+    per level of `own_levels` (model units); [] for a point run."""
+    levels = own_levels(run)
+    if not levels:
+        return []
+    quantiles = predict_quantiles(run.model, src, batch_size, levels).double().cpu()
+    return list(quantiles.unbind(-1))
+
+
+def column_names(
+    targets: list[str], levels: list[float], quantiles: tuple[float, ...] = ()
+) -> list[str]:
     """Each target, then per band level every target's <target>_lo<c>, then every target's
-    <target>_hi<c>: the bounds of the central c% conformal interval (band_bounds' order)."""
+    <target>_hi<c>: the bounds of the central c% conformal interval (band_bounds' order);
+    then per own quantile level q every target's <target>_q<100q>."""
     names = list(targets)
     for level in levels:
         for side in ("lo", "hi"):
             names += [f"{target}_{side}{level_name(level)}" for target in targets]
+    for q in quantiles:
+        names += [f"{target}_q{level_name(q)}" for target in targets]
     return names
 
 
@@ -240,7 +270,11 @@ def predict_command(argv: list[str]) -> None:
 
 
 def say_bands(run: LoadedRun) -> None:
-    """Which columns are which band, or why there are none."""
+    """Which columns are which band, or why there are none; and the model's own quantiles."""
+    own = own_levels(run)
+    if own:
+        print(f"quantiles: _q{level_name(own[0])} ... _q{level_name(own[-1])} the model's own "
+              f"(loss={run.model.output.name}), not calibrated")  # fmt: skip
     levels = band_levels(run)
     if not levels:
         if run.bands is not None:

@@ -25,3 +25,11 @@ def pytest_collection_modifyitems(session, config, items):
 def _seeded():
     """Every test starts from the same torch RNG state, so failures reproduce."""
     torch.manual_seed(0)
+
+
+@pytest.fixture
+def cwd(tmp_path):
+    """An empty working directory for a CLI run (its outputs/ land there, not in the repo)."""
+    path = tmp_path / "cwd"
+    path.mkdir()
+    return path

@@ -12,13 +12,6 @@ from seqforecast.training import load_checkpoint
 from .cli_helpers import TINY, run_cli
 
 
-@pytest.fixture
-def cwd(tmp_path):
-    path = tmp_path / "cwd"
-    path.mkdir()
-    return path
-
-
 def read_metrics(run_dir: Path) -> dict:
     return json.loads((run_dir / "metrics.json").read_text())
 

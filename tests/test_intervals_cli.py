@@ -12,13 +12,6 @@ POINT = {"mse", "mae", "rmse", "smape"}
 FORECASTERS = {"model", "last_value", "drift", "nlinear"}
 
 
-@pytest.fixture
-def cwd(tmp_path):
-    path = tmp_path / "cwd"
-    path.mkdir()
-    return path
-
-
 @pytest.mark.slow
 def test_every_forecaster_gets_calibrated_intervals_on_the_test_windows(tmp_path, cwd):
     run_dir = tmp_path / "run"

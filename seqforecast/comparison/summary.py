@@ -11,13 +11,14 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..probabilistic.sums import is_interval_score
+from ..probabilistic.sums import OWN, is_interval_score
 from ..stats import PairedRatio, Summary, paired_ratio, summarize
 from .runs import Group, Run
 
 SCALED_MSE = "MSE (scaled)"  # in the units of data.scale (CSV data scaled on its training rows)
 # Compared with the reference, seed by seed (ratios of positive scores: CRPS and MSIS too).
-PAIRED = ("MSE", "MAE", SCALED_MSE, "MAE (scaled)", "CRPS", "MSIS 80%", "MSIS 95%")
+PAIRED = ("MSE", "MAE", SCALED_MSE, "MAE (scaled)", "CRPS", "MSIS 80%", "MSIS 95%", "own CRPS",
+          "own MSIS 80%", "own MSIS 95%")  # fmt: skip
 
 
 @dataclass
@@ -58,9 +59,10 @@ def metrics_for(split: str, runs: Sequence[Run]) -> list[Metric]:
         metrics.append(
             Metric(f"MSE ÷ {name}", lambda m, b=name: m["model_over_baseline_mse"][split][b])
         )
-    # The conformal intervals' scores (probabilistic/sums.py) where every run has them.
+    # The conformal intervals' scores (probabilistic/sums.py) where every run has them, then a
+    # probabilistic model's scores of its own quantiles (own_<score>) where every run has those.
     rows = [run.metrics[split]["model"] for run in runs]
-    interval_keys = [k for k in rows[0] if is_interval_score(k)]
+    interval_keys = [k for k in rows[0] if is_interval_score(k.removeprefix(OWN))]
     for key in interval_keys:  # (an interval unbounded for want of calibration windows: none)
         if all(math.isfinite(row.get(key, math.inf)) for row in rows):
             metrics.append(Metric(_interval_label(key), lambda m, k=key: m[split]["model"][k]))
@@ -68,7 +70,10 @@ def metrics_for(split: str, runs: Sequence[Run]) -> list[Metric]:
 
 
 def _interval_label(key: str) -> str:
-    """crps -> CRPS, coverage_80 -> coverage 80%, msis_95 -> MSIS 95%."""
+    """crps -> CRPS, coverage_80 -> coverage 80%, msis_95 -> MSIS 95%; own_crps -> own CRPS
+    (the model's own quantiles)."""
+    if key.startswith(OWN):
+        return "own " + _interval_label(key.removeprefix(OWN))
     if key == "crps":
         return "CRPS"
     kind, level = key.split("_", 1)

@@ -214,6 +214,16 @@ class IntervalsConfig:  # seqforecast/probabilistic/
 
 
 @dataclass
+class PointLossConfig:  # loss=mse|gaussian: seqforecast/probabilistic/outputs.py
+    name: str = MISSING
+
+
+@dataclass
+class QuantileLossConfig(PointLossConfig):
+    quantiles: list[float] = MISSING
+
+
+@dataclass
 class TrainConfig:
     # Shorthands users type at the root; the groups read them by interpolation.
     seed: int = MISSING
@@ -237,6 +247,7 @@ class TrainConfig:
     trainer: TrainerConfig = MISSING
     log: LogConfig = MISSING
     intervals: IntervalsConfig = MISSING
+    loss: Any = MISSING
 
 
 PER_OPTION_SCHEMAS = {
@@ -255,6 +266,11 @@ PER_OPTION_SCHEMAS = {
     "model": {
         "transformer": ModelConfig,
         "patchtst": PatchTSTModelConfig,
+    },
+    "loss": {
+        "mse": PointLossConfig,
+        "quantile": QuantileLossConfig,
+        "gaussian": PointLossConfig,
     },
     "data": {
         "sigmoid": SigmoidDataConfig,

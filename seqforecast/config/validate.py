@@ -24,6 +24,7 @@ from ..model.linear_path import LINEAR_PATH_INPUTS, LINEAR_PATHS
 from ..model.normalization import INSTANCE_NORMS
 from ..model.positional import INSIDE_ATTENTION, LEARNED_INITS, POSITIONAL_ENCODINGS
 from ..model.transformer import DECODING
+from ..probabilistic.outputs import LOSSES
 from ..probabilistic.quantiles import QuantileError, check_quantiles, interval_bounds
 from .upgrade import upgrade_config
 
@@ -52,6 +53,30 @@ def _check(ok: bool, key: str, value, allowed: str) -> None:
 def _choice(cfg: Mapping, key: str, options) -> None:
     value = _get(cfg, key)
     _check(value in options, key, value, "choose one of " + ", ".join(options))
+
+
+def _check_loss(loss: Mapping, intervals: Mapping | None) -> None:
+    """loss.name, and a quantile loss's levels: valid, holding the median (the point
+    forecast) and every interval level the run scores."""
+    _check(loss["name"] in LOSSES, "loss", loss["name"], "choose one of " + ", ".join(LOSSES))
+    if loss["name"] != "quantile":
+        return
+    try:
+        levels = check_quantiles(loss["quantiles"])
+    except QuantileError as err:
+        raise ConfigError(f"loss.{err}") from None
+    _check(0.5 in levels, "loss.quantiles", list(levels),
+           "include 0.5: the median is the point forecast")  # fmt: skip
+    if intervals is None or intervals["method"] == "none":
+        return
+    for level in intervals["levels"]:
+        try:
+            interval_bounds(levels, level)
+        except QuantileError as err:
+            raise ConfigError(
+                f"loss.quantiles: {err} (intervals.levels asks for it; add the levels to "
+                f"loss.quantiles or change intervals.levels)"
+            ) from None
 
 
 def _check_intervals(intervals: Mapping) -> None:
@@ -502,6 +527,8 @@ def validate_config(cfg) -> None:
     _at_least(cfg, "log.test_every", 0)
     if "intervals" in cfg:  # runs saved before intervals existed have none
         _check_intervals(cfg["intervals"])
+    if "loss" in cfg:  # runs saved before the loss group existed trained on mse
+        _check_loss(cfg["loss"], cfg.get("intervals"))
     device = cfg["trainer"]["device"]
     _check(
         bool(DEVICE_PATTERN.match(device)),

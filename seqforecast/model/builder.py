@@ -1,5 +1,6 @@
 """`build_model(cfg)`: a composed config in, a forecaster out: the encoder-decoder
-`ForecastTransformer` (`model=transformer`) or the encoder-only `PatchTST` (`model=patchtst`).
+`ForecastTransformer` (`model=transformer`) or the encoder-only `PatchTST` (`model=patchtst`),
+forecasting a point, quantiles or a distribution (`loss`: probabilistic/outputs.py).
 
 The builder reads the config groups and hands each building block only what it needs, so the
 blocks' constructors stay simple. It supplies two context values to attention backends that
@@ -15,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from ..attention import attention_options, build_attention, carries_residual
+from ..probabilistic.outputs import build_output
 from .embedding import patch_padding, patch_shape
 from .ffn import FeedForward
 from .forecaster import WindowForecaster
@@ -126,6 +128,7 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1) -> Window
         padding=padding,
         res_attention=res_attention,
         revin_affine=model.get("revin_affine", True),
+        output=build_output(cfg.get("loss")),  # loss=mse|quantile|gaussian (None: saved runs)
     )
     if kind == "patchtst":
         return PatchTST(head_dropout=model["head_dropout"], **shared)

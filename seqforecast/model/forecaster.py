@@ -16,6 +16,11 @@ normalisation and unfolded. The linear path reads (`model.linear_path_input`):
 
 The encoder reads every input channel (`n_features`: targets first, then covariates); the
 forecast holds the `n_targets` target channels.
+
+A probabilistic model (`loss=quantile|gaussian`, probabilistic/outputs.py) has K outputs per
+step and target instead of one: its quantiles or its distribution's parameters, each mapped
+back like the point (the linear path and the normalisation are affine per value). Its
+`forward` gives the point (the median or mean) unless asked for the whole distribution.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from ..attention import ResidualScores
+from ..probabilistic.outputs import PointOutput
 from .embedding import Tokenizer
 from .layers import EncoderLayer, make_norm
 from .linear_path import LINEAR_PATH_INPUTS, LinearPath
@@ -55,6 +61,7 @@ class WindowForecaster(nn.Module):
         padding: str = "start",
         res_attention: bool = False,
         revin_affine: bool = True,
+        output: PointOutput | None = None,
     ):
         super().__init__()
         if not 1 <= n_targets <= n_features:
@@ -70,6 +77,10 @@ class WindowForecaster(nn.Module):
         # Inside the model, a channel-independent window is one channel. [B * C, L, 1]
         inner_features, inner_targets = (1, 1) if channel_independent else (n_features, n_targets)
         self.inner_targets = inner_targets
+        # What the model forecasts per step and target (the `loss` group): its head gives
+        # output.n_params values for each (1: a point).
+        self.output = output if output is not None else PointOutput()
+        self.inner_outputs = inner_targets * self.output.n_params
         self.in_len = in_len
         self.out_len = out_len
         self.label_len = label_len
@@ -111,15 +122,23 @@ class WindowForecaster(nn.Module):
         self, src: Tensor, tgt: Tensor | None, stats, maps: dict, need_weights: bool
     ) -> Tensor:
         """The model's own part: src [B, in_len, F'] (normalised; F' = 1 when channel
-        independent) and tgt [B, out_len, T'] in the data's units (or None) -> the forecast
-        [B, out_len, T'] in normalised units. Attention weights go into `maps`."""
+        independent) and tgt [B, out_len, T'] in the data's units (or None) -> the head's output
+        [B, out_len, T' * K] in normalised units (K = output.n_params, 1 for a point).
+        Attention weights go into `maps`."""
         raise NotImplementedError
 
     def forward(
-        self, src: Tensor, tgt: Tensor | None = None, return_attention: bool = False
+        self,
+        src: Tensor,
+        tgt: Tensor | None = None,
+        return_attention: bool = False,
+        distribution: bool = False,
     ) -> Tensor | tuple[Tensor, dict[str, list[Tensor]]]:
-        """src [B, in_len, F] (tgt [B, out_len, T] for teacher forcing) -> [B, out_len, T].
+        """src [B, in_len, F] (tgt [B, out_len, T] for teacher forcing) -> [B, out_len, T]: the
+        point forecast (a probabilistic model's median or mean).
 
+        With `distribution`, the output's parameters instead, [B, out_len, T, K]
+        (probabilistic/outputs.py: quantiles, or a distribution's parameters; K = 1: the point).
         With `return_attention`, also a dict of per-layer weights [B, H, Lq, Lk]:
         `encoder`, `decoder_self`, `cross` (empty lists where a model has no such stack).
         """
@@ -134,18 +153,37 @@ class WindowForecaster(nn.Module):
         maps: dict[str, list[Tensor]] = {"encoder": [], "decoder_self": [], "cross": []}
         normalized, stats = self.norm.normalize(src)
         forecast = self._forecast(normalized, tgt, stats, maps, return_attention)
-        targets = forecast.shape[-1]
-        if self.linear_path is None:
-            forecast = self.norm.denormalize_targets(forecast, stats)
-        elif self.linear_path_input == "normalized":  # one map back for both
-            forecast = forecast + self.linear_path(normalized[..., :targets])
-            forecast = self.norm.denormalize_targets(forecast, stats)
-        else:  # raw: the path carries the level; the Transformer's part only the window's scale
-            forecast = self.norm.denormalize_scale(forecast, stats)
-            forecast = forecast + self.linear_path(src[..., :targets])
+        if self.output.n_params == 1 and not distribution:
+            forecast = self._map_back(forecast, normalized, src, stats)
+        else:
+            # [B, out_len, T * K] -> [B, out_len, T, K], mapped back as an affine map of the
+            # head's output per value: f -> a f + b (a = map(1) - map(0), b = map(0)).
+            raw = forecast.unflatten(-1, (-1, self.output.n_params))
+            zeros = raw.new_zeros(raw.shape[:-1])
+            b = self._map_back(zeros, normalized, src, stats)
+            a = self._map_back(zeros + 1.0, normalized, src, stats) - b
+            forecast = self.output.map_back(self.output.constrain(raw), a, b)
+            if self.channel_independent:  # [B * C, out_len, 1, K] -> [B, out_len, C, K]
+                forecast = _unfold(forecast.squeeze(2), batch, channels_last=False)
+            if not distribution:
+                forecast = self.output.point(forecast)
+            return (forecast, maps) if return_attention else forecast
         if self.channel_independent:
             forecast = _unfold(forecast, batch)
         return (forecast, maps) if return_attention else forecast
+
+    def _map_back(self, forecast: Tensor, normalized: Tensor, src: Tensor, stats) -> Tensor:
+        """The head's forecast [B, out_len, T] in normalised units -> the model's units, with
+        the linear path."""
+        targets = forecast.shape[-1]
+        if self.linear_path is None:
+            return self.norm.denormalize_targets(forecast, stats)
+        if self.linear_path_input == "normalized":  # one map back for both
+            forecast = forecast + self.linear_path(normalized[..., :targets])
+            return self.norm.denormalize_targets(forecast, stats)
+        # raw: the path carries the level; the Transformer's part only the window's scale
+        forecast = self.norm.denormalize_scale(forecast, stats)
+        return forecast + self.linear_path(src[..., :targets])
 
     def _encode(self, src: Tensor, maps: dict, need_weights: bool) -> Tensor:
         """src [B, in_len, F'] -> [B, encoder_tokens, d_model], tokens 0..encoder_tokens-1 on
@@ -189,6 +227,9 @@ def _fold(x: Tensor) -> Tensor:
     return x.transpose(1, 2).reshape(-1, x.shape[1], 1)
 
 
-def _unfold(x: Tensor, batch: int) -> Tensor:
-    """[B * C, L, 1] -> [B, L, C]."""
-    return x.reshape(batch, -1, x.shape[1]).transpose(1, 2)
+def _unfold(x: Tensor, batch: int, channels_last: bool = True) -> Tensor:
+    """[B * C, L, 1] -> [B, L, C]; with channels_last=False, [B * C, L, K] -> [B, L, C, K]
+    (K values per step: an output's parameters)."""
+    if channels_last:
+        return x.reshape(batch, -1, x.shape[1]).transpose(1, 2)
+    return x.reshape(batch, -1, *x.shape[1:]).transpose(1, 2)

@@ -28,9 +28,10 @@ class PatchTST(WindowForecaster):
         PatchTST has no decoder, so its label_len is 0."""
         super().__init__(d_model=d_model, label_len=0, **shared)
         self.head_dropout = Dropout(head_dropout)
-        # [B, N * d_model] -> every step of the horizon, for every target channel
+        # [B, N * d_model] -> every step of the horizon, for every target channel (K values
+        # each for a probabilistic output: inner_outputs = T * K)
         self.head = nn.Linear(
-            self.tokens.encoder_tokens * d_model, self.out_len * self.inner_targets
+            self.tokens.encoder_tokens * d_model, self.out_len * self.inner_outputs
         )
         self._attach_linear_path(self.head)
 
@@ -39,4 +40,4 @@ class PatchTST(WindowForecaster):
     ) -> Tensor:
         memory = self._encode(src, maps, need_weights)  # [B, N, d_model]
         flat = self.head_dropout(memory.flatten(1))  # [B, N * d_model]
-        return self.head(flat).view(len(src), self.out_len, self.inner_targets)  # [B, out_len, T]
+        return self.head(flat).view(len(src), self.out_len, self.inner_outputs)  # [B, out_len, T*K]

@@ -52,7 +52,7 @@ class ForecastTransformer(WindowForecaster):
         )
         self.decoder = nn.ModuleList(decoder_layers)
         self.decoder_norm = make_norm(norm, d_model) if norm_first else nn.Identity()
-        self.head = nn.Linear(d_model, stride * inner_targets)
+        self.head = nn.Linear(d_model, stride * self.inner_outputs)  # K values per target
         self._attach_linear_path(self.head)
 
     def _forecast(
@@ -75,7 +75,7 @@ class ForecastTransformer(WindowForecaster):
             forecast = forecast[:, -out_tokens * stride :]
         else:
             forecast = self._generate(known, memory, maps, need_weights)
-        return forecast[:, : self.out_len]  # [B, out_len, T]
+        return forecast[:, : self.out_len]  # [B, out_len, T * K]
 
     def _decode(
         self,
@@ -86,7 +86,8 @@ class ForecastTransformer(WindowForecaster):
         placeholders: bool = False,
     ) -> Tensor:
         """values [B, k * stride, T] (+ output placeholders) -> predictions, a chunk per
-        token: [B, k * stride, T], or [B, output_tokens * stride, T] with placeholders."""
+        token: [B, k * stride, T * K], or [B, output_tokens * stride, T * K] with placeholders
+        (K values per target: the output's parameters)."""
         x = self.tgt_embed(self.tokens.chunk(values))  # [B, k, d_model]
         if placeholders:
             out_tokens = self.tokens.output_tokens
@@ -105,15 +106,24 @@ class ForecastTransformer(WindowForecaster):
             )
             maps["decoder_self"].append(self_weights)
             maps["cross"].append(cross_weights)
-        out = self.tokens.unchunk(self.head(self.decoder_norm(x)))  # [B, tokens * stride, T]
+        out = self.tokens.unchunk(self.head(self.decoder_norm(x)))  # [B, tokens * stride, T * K]
         return out[:, -self.tokens.output_tokens * self.tokens.stride :] if placeholders else out
 
+    def _fed_back(self, predicted: Tensor) -> Tensor:
+        """What generation feeds back: predicted [B, stride, T * K] in normalised units -> the
+        point [B, stride, T] (a probabilistic output's median or mean)."""
+        if self.output.n_params == 1:
+            return predicted
+        output = self.output
+        return output.point(output.constrain(predicted.unflatten(-1, (-1, output.n_params))))
+
     def _generate(self, known: Tensor, memory: Tensor, maps: dict, need_weights: bool) -> Tensor:
-        values = known
+        values, predicted = known, []
         stride = self.tokens.stride
         for _ in range(self.tokens.output_tokens):
             # One chunk of `stride` steps a time. Only the last step's maps are kept (the
             # full prefix attends there).
             nxt = self._decode(values, memory, maps, need_weights)[:, -stride:]
-            values = torch.cat([values, nxt], dim=1)
-        return values[:, self.label_len :]
+            predicted.append(nxt)  # [B, stride, T * K]
+            values = torch.cat([values, self._fed_back(nxt)], dim=1)
+        return torch.cat(predicted, dim=1)

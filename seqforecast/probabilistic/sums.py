@@ -8,6 +8,9 @@ windows (scores.py says what each is):
     coverage_<100c>  share of values inside the c interval  width_<100c> its mean width
     msis_<100c>      its interval score over each series' in-sample seasonal-naive MAE (where
                      the data has that scale, as MASE)
+
+A probabilistic model (`loss=quantile|gaussian`) is scored twice: on its conformal quantiles
+like every forecaster, and on its own quantiles, as `own_<score>`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from torch import Tensor
 from .quantiles import interval_bounds
 
 INTERVAL_SCORES = ("crps", "coverage_", "width_", "msis_")  # the names below (pinball aside)
+OWN = "own_"  # prefix of a probabilistic model's scores of its own quantiles (beside conformal)
 
 
 def is_interval_score(name: str) -> bool:

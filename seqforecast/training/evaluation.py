@@ -17,8 +17,9 @@ from torch import Tensor, nn
 
 from ..data import ForecastData
 from ..probabilistic import SplitConformal
-from ..probabilistic.sums import IntervalSums
+from ..probabilistic.sums import OWN, IntervalSums
 from .baselines import Forecaster, fit_baselines
+from .distributed import unwrap
 from .metrics import MetricSums, evaluation
 
 
@@ -78,7 +79,8 @@ class Evaluator:
         sums.py): each forecaster's split-conformal quantiles, calibrated on its own errors
         over the validation windows, per horizon step and target. The errors are taken in
         model units (a panel's series on one footing) and the quantiles mapped to the data's
-        units like the point forecasts. {} with `intervals.method=none`."""
+        units like the point forecasts. A probabilistic model's own quantiles (`loss`) are
+        scored beside, as `own_<score>` in its row. {} with `intervals.method=none`."""
         if intervals["method"] == "none" or not {"val", "test"} <= set(self.splits):
             return {}
         forecasters = {"model": model, **self.baselines}
@@ -94,10 +96,30 @@ class Evaluator:
             for _, src, _, series, truth, scale in self._batches("test"):
                 for name, forecast in forecasters.items():
                     quantiles = conformal[name].quantiles(forecast(src).cpu(), levels)
-                    raw = torch.stack([self.data.to_raw(quantiles[..., i].to(truth), series)
-                                       for i in range(len(levels))], dim=-1)  # fmt: skip
-                    sums[name].add(raw, truth, scale)
-        return {name: found.totals() for name, found in sums.items()}
+                    sums[name].add(self._to_raw(quantiles.to(truth), series), truth, scale)
+            found = {name: sums.totals() for name, sums in sums.items()}
+            own = self._own_interval_sums(model, levels, coverages)
+        if own is not None:
+            found["model"].update({OWN + k: v for k, v in own.totals().items()})
+        return found
+
+    def _own_interval_sums(self, model: nn.Module, levels, coverages) -> IntervalSums | None:
+        """A probabilistic model's own quantiles scored on the test windows (None for a point
+        model): a quantile loss's levels, a distribution's at the run's levels."""
+        output = getattr(unwrap(model), "output", None)
+        if output is None or not output.probabilistic:
+            return None
+        own_levels = output.own_levels(levels)
+        sums = IntervalSums(own_levels, coverages)
+        for _, src, _, series, truth, scale in self._batches("test"):
+            quantiles = output.quantiles(model(src, distribution=True), own_levels)
+            sums.add(self._to_raw(quantiles.to(truth), series), truth, scale)
+        return sums
+
+    def _to_raw(self, quantiles: Tensor, series: Tensor | None) -> Tensor:
+        """quantiles [B, H, T, Q] in model units -> the data's units, level by level."""
+        return torch.stack([self.data.to_raw(quantiles[..., i], series)
+                            for i in range(quantiles.shape[-1])], dim=-1)  # fmt: skip
 
     def model_metrics(self, model: nn.Module, split: str, blocks: int = 0) -> dict[str, float]:
         """The model's metrics over every window of `split` (eval mode); with `blocks`, its

@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from ..config.validate import OPTIMIZERS
 from ..data import ForecastData
+from ..probabilistic.outputs import PointOutput
 from ..stats import paired_ratio
 from .checkpoint import load_checkpoint, save_checkpoint
 from .distributed import SINGLE, Distributed, unwrap
@@ -156,6 +157,8 @@ class _Loop:
         # Series steps one window feeds the model (input + forecast), for tokens/s.
         self.window_tokens = data.train.in_len + data.train.out_len
         self.values_per_window = data.train.out_len * data.n_targets
+        # What the model forecasts (probabilistic/outputs.py): a point unless `loss` says
+        self.output = getattr(self.net, "output", None) or PointOutput()
         # Squared error in model units -> data units: [n_targets], or [S, n_targets] for a
         # panel (each step picks its windows' rows).
         self.unit_weights = data.squared_error_weights(self.device)
@@ -291,13 +294,21 @@ class _Loop:
         series = self.data.train.series_of(local)
         weights = self.unit_weights if series is None else self.unit_weights[series]
         fetched = time.perf_counter()
-        # Summed squared error scaled so that the ranks' average gradient is the global
-        # batch's mean (world size 1: the plain MSE).
+        # The summed loss (the squared error, or a probabilistic output's: `loss` group)
+        # scaled so that the ranks' average gradient is the global batch's mean (world size
+        # 1: the plain mean).
         global_values = len(index) * self.values_per_window
+        output = self.output
         with torch.autocast(src.device.type, torch.bfloat16, enabled=self.bf16):
-            prediction = self.model(src, target)
-        squares = (prediction.float() - target).square()  # [b, out_len, n_targets]
-        loss = squares.sum() * (ctx.world_size / global_values)
+            prediction = (self.model(src, target, distribution=True) if output.probabilistic
+                          else self.model(src, target))  # fmt: skip
+        if output.probabilistic:  # [b, out_len, n_targets, K]: trained on its own loss
+            params = prediction.float()
+            loss = output.loss(params, target).sum() * (ctx.world_size / global_values)
+            squares = (output.point(params).detach() - target).square()  # the logs' MSE
+        else:
+            squares = (prediction.float() - target).square()  # [b, out_len, n_targets]
+            loss = squares.sum() * (ctx.world_size / global_values)
         # The same error in the data's units, for the logs: [b, n_targets] x weights -> scalar
         data_sse = (squares.detach().sum(dim=1) * weights).sum()
         self.optimizer.zero_grad(set_to_none=True)

@@ -149,3 +149,13 @@ def predict(model, src: Tensor, batch_size: int) -> Tensor:
     """Model forecasts for every window of `src` (eval mode, no window dropped)."""
     with evaluation(model):
         return torch.cat([model(src[i : i + batch_size]) for i in range(0, len(src), batch_size)])
+
+
+def predict_quantiles(model, src: Tensor, batch_size: int, levels) -> Tensor:
+    """A probabilistic model's own quantiles at `levels` for every window of `src`:
+    [N, out_len, T, Q] (eval mode; probabilistic/outputs.py)."""
+    output = model.output
+    with evaluation(model):
+        return torch.cat([output.quantiles(model(src[i : i + batch_size], distribution=True),
+                                           levels)
+                          for i in range(0, len(src), batch_size)])  # fmt: skip

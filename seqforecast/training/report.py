@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..probabilistic.sums import is_interval_score
+from ..probabilistic.sums import OWN, is_interval_score
 from .evaluation import ratios
 from .files import atomic_write_text
 from .metrics import IN_SCALED_UNITS, METRICS
@@ -75,15 +75,21 @@ def format_table(results: Mapping, info: Mapping | None = None) -> str:
 
 def format_intervals(results: Mapping) -> str:
     """The test rows' interval scores, a row per forecaster: CRPS, then coverage, width and
-    MSIS of each interval level ("" when the run scored no intervals)."""
+    MSIS of each interval level ("" when the run scored no intervals); a probabilistic model's
+    own quantiles (`own_<score>`) get a row of their own below the conformal ones."""
     rows = results.get("test", {})
     first = next(iter(rows.values()), {})
     shown = [k for k in first if is_interval_score(k)]
     if not shown:
         return ""
-    width = max(len("forecaster"), *(len(n) for n in rows)) + 2
-    lines = [f"  {'forecaster':<{width}}" + "".join(f"{m:>13}" for m in shown)]
+    table = {name: row for name, row in rows.items()}
     for name, row in rows.items():
+        own = {k.removeprefix(OWN): v for k, v in row.items() if k.startswith(OWN)}
+        if own:
+            table[f"{name} (own quantiles)"] = own
+    width = max(len("forecaster"), *(len(n) for n in table)) + 2
+    lines = [f"  {'forecaster':<{width}}" + "".join(f"{m:>13}" for m in shown)]
+    for name, row in table.items():
         lines.append(f"  {name:<{width}}" + "".join(f"{row.get(m, float('nan')):>13.6g}"
                                                     for m in shown))  # fmt: skip
     return "\n".join(lines)

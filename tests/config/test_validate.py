@@ -132,6 +132,16 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
         "data.season=[12, 30] is not allowed: a period in rows in [1, data.in_len=24]",
     ),
     ([CSV_ARGS, "data.season=-1"], "data.season=-1"),
+    # a quantile loss: its levels valid, the median (the point) among them, and every
+    # interval level the run scores held by them
+    (["loss=quantile", "loss.quantiles=[0.1,0.9]"],
+     "loss.quantiles=[0.1, 0.9] is not allowed: include 0.5: the median is the point forecast"),
+    (["loss=quantile", "loss.quantiles=[0.2,0.5,0.8]"],
+     "loss.quantiles: interval level 0.8 needs the quantiles 0.1 and 0.9"),
+    (["loss=quantile", "loss.quantiles=[0.5,0.1,0.9]"], "loss.quantiles: 0.5 comes before 0.1"),
+    (["loss=quantile", "loss.quantiles=[0.1,0.5,0.5,0.9]"], "loss.quantiles: 0.5 is given twice"),
+    (["loss=quantile", "loss.quantiles=[0.5,1.2]"], "loss.quantiles: 1.2 is outside (0, 1)"),
+    (["loss=quantile", "loss.quantiles=[]"], "loss.quantiles: give at least one level"),
 ]
 
 

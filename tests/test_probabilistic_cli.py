@@ -1,0 +1,79 @@
+"""Probabilistic training end to end (`loss=quantile|gaussian`): a run trains on its own loss,
+scores its own quantiles beside the conformal ones, predict writes them; bad settings are one
+line and exit 2."""
+
+import csv
+import json
+import math
+
+import pytest
+
+from .cli_helpers import REPO, TINY, run_cli
+
+EXAMPLE = REPO / "data" / "example.csv"
+CSV = ["experiment=csv_example", f"data.path={EXAMPLE}", "epochs=2", "in_len=24", "out_len=12",
+       "model.label_len=12", "data.stride=4"]  # fmt: skip
+
+
+def _own(row: dict) -> dict:
+    return {k.removeprefix("own_"): v for k, v in row.items() if k.startswith("own_")}
+
+
+@pytest.mark.slow
+def test_a_gaussian_run_scores_its_own_quantiles_beside_the_conformal_ones(tmp_path, cwd):
+    run_dir = tmp_path / "run"
+    proc = run_cli([*TINY, "loss=gaussian", "data.val_size=100", "data.test_size=300",
+                    f"hydra.run.dir={run_dir}"], cwd)  # fmt: skip
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    model = metrics["test"]["model"]
+    own = _own(model)
+    # the gaussian's quantiles at the run's 13 interval quantiles
+    assert len([k for k in own if k.startswith("pinball_")]) == 13
+    for level in ("80", "95"):
+        assert 0.0 <= own[f"coverage_{level}"] <= 1.0
+        assert math.isfinite(own[f"width_{level}"]) and own[f"width_{level}"] > 0
+        assert f"coverage_{level}" in model  # the conformal band around its point too
+    assert own["width_95"] > own["width_80"]
+    assert math.isfinite(own["crps"]) and math.isfinite(model["mse"])
+    assert all(not _own(row) for name, row in metrics["test"].items() if name != "model")
+    out = proc.stdout + proc.stderr
+    assert "model (own quantiles)" in out
+
+
+@pytest.mark.slow
+def test_a_quantile_run_scores_and_predicts_its_own_quantiles(tmp_path, cwd):
+    run_dir = tmp_path / "run"
+    run_cli([*CSV, "loss=quantile", "loss.quantiles=[0.1,0.5,0.9]", "intervals.levels=[0.8]",
+             f"hydra.run.dir={run_dir}"], cwd)  # fmt: skip
+    model = json.loads((run_dir / "metrics.json").read_text())["test"]["model"]
+    own = _own(model)  # scored at the loss's own three levels
+    assert set(own) == {"pinball_10", "pinball_50", "pinball_90", "crps", "coverage_80",
+                        "width_80", "msis_80"}  # fmt: skip
+    assert own["crps"] == pytest.approx(2 * (own["pinball_10"] + own["pinball_50"]
+                                             + own["pinball_90"]) / 3)  # fmt: skip
+    lines = EXAMPLE.read_text().splitlines()
+    recent = tmp_path / "recent.csv"
+    recent.write_text("\n".join([lines[0], *lines[-50:]]) + "\n")
+    output = tmp_path / "forecast.csv"
+    out = run_cli([f"run_dir={run_dir}", f"input={recent}", f"output={output}"], tmp_path,
+                  module="seqforecast.predict").stdout  # fmt: skip
+    assert "quantiles: _q10 ... _q90 the model's own (loss=quantile), not calibrated" in out
+    rows = list(csv.DictReader(output.open()))
+    assert list(rows[0]) == ["time", "load", "load_lo80", "load_hi80", "load_q10", "load_q50",
+                             "load_q90"]  # fmt: skip
+    assert len(rows) == 12
+    for row in rows:
+        q10, q50, q90 = (float(row[f"load_q{q}"]) for q in (10, 50, 90))
+        assert q10 <= q50 <= q90
+        assert q50 == pytest.approx(float(row["load"]), rel=1e-7)  # the point is the median
+
+
+def test_a_bad_quantile_loss_is_one_line_and_exit_2(tmp_path, cwd):
+    """(Every bad level: tests/config/test_validate.py.)"""
+    run_dir = tmp_path / "run"
+    proc = run_cli([*TINY, "loss=quantile", "loss.quantiles=[0.2,0.5,0.8]",
+                    f"hydra.run.dir={run_dir}"], cwd, check=False)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "loss.quantiles: interval level 0.8 needs the quantiles 0.1 and 0.9" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (run_dir / "metrics.json").exists()
