@@ -20,7 +20,13 @@ from pathlib import Path
 from .cli_args import parse_bool, parse_key_values, run_tool
 from .training.evaluation import Evaluator
 from .training.monitor import save_visuals
-from .training.report import format_intervals, format_table, write_metrics, write_per_series
+from .training.report import (
+    format_intervals,
+    format_table,
+    intervals_heading,
+    write_metrics,
+    write_per_series,
+)
 from .training.restore import LoadedRun, load_run
 from .training.runtime import configure_threads
 
@@ -64,7 +70,7 @@ def evaluate_command(argv: list[str]) -> None:
     print(f"{args['checkpoint']} checkpoint (epoch {run.checkpoint['epoch']}) of {run.run_dir}")
     print(format_table(results, run.data.info))
     if format_intervals(results):
-        print("conformal intervals on the test windows (calibrated on the validation windows):")
+        print(intervals_heading(run.config.get("intervals", {})) + ":")
         print(format_intervals(results))
     print(f"written to {run.run_dir / 'evaluate' / args['checkpoint']}")
 

@@ -41,11 +41,14 @@ def test_a_gaussian_run_scores_its_own_quantiles_beside_the_conformal_ones(tmp_p
 
 
 @pytest.mark.slow
-def test_a_quantile_run_scores_and_predicts_its_own_quantiles(tmp_path, cwd):
+def test_a_quantile_run_with_adaptive_bands_scores_and_predicts_its_own_quantiles(tmp_path,
+                                                                                    cwd):
     run_dir = tmp_path / "run"
-    run_cli([*CSV, "loss=quantile", "loss.quantiles=[0.1,0.5,0.9]", "intervals.levels=[0.8]",
-             f"hydra.run.dir={run_dir}"], cwd)  # fmt: skip
+    proc = run_cli([*CSV, "loss=quantile", "loss.quantiles=[0.1,0.5,0.9]", "intervals=adaptive",
+                    "intervals.levels=[0.8]", f"hydra.run.dir={run_dir}"], cwd)  # fmt: skip
+    assert "adaptive conformal intervals on the test windows" in proc.stdout + proc.stderr
     model = json.loads((run_dir / "metrics.json").read_text())["test"]["model"]
+    assert 0.0 < model["coverage_80"] < 1.0 and model["width_80"] > 0  # the adaptive band
     own = _own(model)  # scored at the loss's own three levels
     assert set(own) == {"pinball_10", "pinball_50", "pinball_90", "crps", "coverage_80",
                         "width_80", "msis_80"}  # fmt: skip

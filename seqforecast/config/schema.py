@@ -208,9 +208,10 @@ class LogConfig:
 
 @dataclass
 class IntervalsConfig:  # seqforecast/probabilistic/
-    method: str = MISSING  # split | none
+    method: str = MISSING  # split | adaptive | none
     levels: list[float] = MISSING
     quantiles: list[float] = MISSING
+    gamma: float = 0.005  # adaptive: the miss rate's step per arrived error
 
 
 @dataclass

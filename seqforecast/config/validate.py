@@ -38,7 +38,7 @@ SCHEDULES = ("warmup_cosine", "type3", "constant", "onecycle")  # training/sched
 DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
 
-INTERVAL_METHODS = ("split", "none")
+INTERVAL_METHODS = ("split", "adaptive", "none")
 
 
 class ConfigError(ValueError):
@@ -96,6 +96,13 @@ def _check_intervals(intervals: Mapping) -> None:
             raise ConfigError(f"intervals.levels: {err}") from None
     _check(len(intervals["levels"]) > 0, "intervals.levels", intervals["levels"],
            "give at least one central interval level, e.g. [0.8, 0.95]")  # fmt: skip
+    if intervals["method"] == "adaptive":
+        gamma = intervals.get("gamma", 0.005)
+        _check(0.0 < gamma < 1.0, "intervals.gamma", gamma, "must be in (0, 1), e.g. 0.005")
+        unpaired = [q for q in levels if not any(abs(q + p - 1.0) < 1e-9 for p in levels)]
+        _check(not unpaired, "intervals.quantiles", list(levels),
+               f"intervals.method=adaptive adapts central intervals: each level needs its "
+               f"mirror 1 - q ({unpaired[0] if unpaired else ''} has none)")  # fmt: skip
 
 
 def _at_least(cfg: Mapping, key: str, low: float) -> None:
@@ -527,6 +534,12 @@ def validate_config(cfg) -> None:
     _at_least(cfg, "log.test_every", 0)
     if "intervals" in cfg:  # runs saved before intervals existed have none
         _check_intervals(cfg["intervals"])
+        if cfg["intervals"]["method"] == "adaptive" and cfg["data"]["name"] != "csv":
+            _conflict(
+                "intervals.method", "adaptive", "data.name", cfg["data"]["name"],
+                "adaptive intervals learn from the test windows in time order; synthetic "
+                "series are independent draws: use intervals=split",
+            )  # fmt: skip
     if "loss" in cfg:  # runs saved before the loss group existed trained on mse
         _check_loss(cfg["loss"], cfg.get("intervals"))
     device = cfg["trainer"]["device"]

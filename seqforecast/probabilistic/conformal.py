@@ -96,26 +96,28 @@ class AdaptiveConformal:
         self, point: Tensor, target: Tensor, origins: Tensor
     ) -> tuple[Tensor, Tensor, Tensor]:
         """point, target [M, H, *rest] and origins [M] (the time step of each window's first
-        forecast step, increasing) -> (lower, upper, the miss rate used) [M, H, *rest]."""
+        forecast step, increasing) -> (lower, upper, the miss rate used) [M, H, *rest].
+
+        The miss rate of window i at step h is 1 - c plus gamma times the sum, over every
+        window j whose truth at step h has arrived (origins[j] + h < origins[i]), of
+        (1 - c - miss_jh): a prefix sum over the windows in time order, read per step at the
+        arrived count, so one pass over the windows serves every step and element at once."""
         m, horizon = point.shape[0], point.shape[1]
         if m and bool((origins[1:] < origins[:-1]).any()):
             raise ValueError("adaptive conformal: windows must come in time order")
         point, target = point.double(), target.double()
-        miss_rate = torch.full_like(self.magnitudes[0], 1.0 - self.coverage)  # [H, *rest]
+        origins = origins.to(torch.long).cpu()
+        # [M, H]: how many windows' truths at step h have arrived when window i is forecast
+        arrived = torch.searchsorted(origins, origins[:, None] - torch.arange(horizon)[None, :])
+        target_miss = 1.0 - self.coverage
+        prefix = point.new_zeros(m + 1, *point.shape[1:])  # [M + 1, H, *rest]
         lower, upper = torch.empty_like(point), torch.empty_like(point)
         rates = torch.empty_like(point)
-        missed = torch.zeros_like(point, dtype=torch.bool)
-        steps = torch.arange(horizon)
-        arrived_until = origins.new_full((horizon,), 0)  # per step h: windows j < this are in
+        index = arrived.view(m, horizon, *([1] * (point.dim() - 2))).expand(m, *point.shape[1:])
         for i in range(m):
-            # Truth of window j at step h lies at time origins[j] + h: known iff < origins[i].
-            known = torch.searchsorted(origins, origins[i] - steps, right=False)  # [H]
-            for h in torch.nonzero(known > arrived_until).flatten().tolist():
-                new = missed[arrived_until[h] : known[h], h].double()  # [k, *rest]
-                # the updates of k arrivals, one after another (each moves by the same rule)
-                miss_rate[h] += self.gamma * ((1.0 - self.coverage) - new).sum(dim=0)
-                arrived_until[h] = known[h]
-            radius = self._radius(miss_rate)
-            lower[i], upper[i], rates[i] = point[i] - radius, point[i] + radius, miss_rate
-            missed[i] = (target[i] < lower[i]) | (target[i] > upper[i])
+            rate = target_miss + self.gamma * prefix.gather(0, index[i : i + 1])[0]
+            radius = self._radius(rate)
+            lower[i], upper[i], rates[i] = point[i] - radius, point[i] + radius, rate
+            missed = (target[i] < lower[i]) | (target[i] > upper[i])
+            prefix[i + 1] = prefix[i] + (target_miss - missed.double())
         return lower, upper, rates

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from ..data import ForecastData
-from ..probabilistic import SplitConformal
+from ..probabilistic import AdaptiveConformal, SplitConformal
 from ..probabilistic.sums import OWN, IntervalSums
 from .baselines import Forecaster, fit_baselines
 from .distributed import unwrap
@@ -76,11 +76,13 @@ class Evaluator:
 
     def interval_metrics(self, model: nn.Module, intervals: Mapping) -> dict[str, dict]:
         """{forecaster: interval and quantile scores} on the test windows (probabilistic/
-        sums.py): each forecaster's split-conformal quantiles, calibrated on its own errors
-        over the validation windows, per horizon step and target. The errors are taken in
-        model units (a panel's series on one footing) and the quantiles mapped to the data's
-        units like the point forecasts. A probabilistic model's own quantiles (`loss`) are
-        scored beside, as `own_<score>` in its row. {} with `intervals.method=none`."""
+        sums.py). Each forecaster is calibrated on its own errors over the validation windows,
+        per horizon step and target: `split` conformal quantiles, or `adaptive` ones (ACI),
+        which also learn, window after window in time order, from the test errors whose truth
+        has arrived. The errors are taken in model units (a panel's series on one footing) and
+        the quantiles mapped to the data's units like the point forecasts. A probabilistic
+        model's own quantiles (`loss`) are scored beside, as `own_<score>` in its row. {} with
+        `intervals.method=none`."""
         if intervals["method"] == "none" or not {"val", "test"} <= set(self.splits):
             return {}
         forecasters = {"model": model, **self.baselines}
@@ -90,18 +92,46 @@ class Evaluator:
             for _, src, target, _, _, _ in self._batches("val"):
                 for name, forecast in forecasters.items():
                     errors[name].append((target - forecast(src)).cpu())
-            conformal = {name: SplitConformal(torch.cat(found)) for name, found in errors.items()}
+            residuals = {name: torch.cat(found) for name, found in errors.items()}
+            conformal = {name: SplitConformal(found) for name, found in residuals.items()}
             self.calibration = conformal  # the model's is what predict draws its bands from
             sums = {name: IntervalSums(levels, coverages) for name in forecasters}
-            for _, src, _, series, truth, scale in self._batches("test"):
-                for name, forecast in forecasters.items():
-                    quantiles = conformal[name].quantiles(forecast(src).cpu(), levels)
-                    sums[name].add(self._to_raw(quantiles.to(truth), series), truth, scale)
+            if intervals["method"] == "adaptive":
+                self._adaptive_sums(forecasters, residuals, sums, intervals.get("gamma", 0.005))
+            else:
+                for _, src, _, series, truth, scale in self._batches("test"):
+                    for name, forecast in forecasters.items():
+                        quantiles = conformal[name].quantiles(forecast(src).cpu(), levels)
+                        sums[name].add(self._to_raw(quantiles.to(truth), series), truth, scale)
             found = {name: sums.totals() for name, sums in sums.items()}
             own = self._own_interval_sums(model, levels, coverages)
         if own is not None:
             found["model"].update({OWN + k: v for k, v in own.totals().items()})
         return found
+
+    def _adaptive_sums(self, forecasters: Mapping, residuals: Mapping, sums: Mapping,
+                       gamma: float) -> None:  # fmt: skip
+        """Adaptive conformal (ACI) quantiles of every forecaster over the test windows, each
+        series' windows in time order (a window every `data.stride` steps), added to `sums`.
+        Each central interval (the levels q and 1 - q) adapts its own miss rate; the median
+        is the point."""
+        points: dict[str, list[Tensor]] = {name: [] for name in forecasters}
+        targets = []
+        for _, src, target, _, _, _ in self._batches("test"):
+            targets.append(target.cpu())
+            for name, forecast in forecasters.items():
+                points[name].append(forecast(src).cpu())
+        target = torch.cat(targets)  # [M, H, T], model units
+        series = self.splits["test"].series_of(slice(None))
+        series = torch.zeros(len(target), dtype=torch.long) if series is None else series.cpu()
+        stride = self.data.info.get("test", {}).get("stride", 1)
+        for name, found in sums.items():
+            point = torch.cat(points[name])
+            quantiles = adaptive_quantiles(residuals[name], point, target, series, stride,
+                                           found.quantiles, gamma)  # fmt: skip
+            for index, _, _, window_series, truth, scale in self._batches("test"):
+                picked = quantiles[index if isinstance(index, slice) else index.cpu()].to(truth)
+                found.add(self._to_raw(picked, window_series), truth, scale)
 
     def _own_interval_sums(self, model: nn.Module, levels, coverages) -> IntervalSums | None:
         """A probabilistic model's own quantiles scored on the test windows (None for a point
@@ -174,6 +204,27 @@ class Evaluator:
         found = {"model": self.model_sums[split]} if split in self.model_sums else {}
         found.update(self._baseline_sums[split])
         return {name: sums.per_series() for name, sums in found.items()}
+
+
+def adaptive_quantiles(residuals: Tensor, point: Tensor, target: Tensor, series: Tensor,
+                       stride: int, levels, gamma: float) -> Tensor:  # fmt: skip
+    """ACI quantiles [M, H, T, Q] around point [M, H, T] (model units) from the calibration
+    residuals [N, H, T]: for each central interval (levels q < 1/2 and 1 - q), each series'
+    windows (grouped by series, in time order) adapt their own miss rate on the truths that
+    have arrived; the level 1/2 is the point."""
+    quantiles = torch.empty(*point.shape, len(levels), dtype=torch.float64)
+    pairs = {i: levels.index(next(p for p in levels if abs(p - (1 - q)) < 1e-9))
+             for i, q in enumerate(levels) if q < 0.5}  # fmt: skip
+    for i in (i for i, q in enumerate(levels) if abs(q - 0.5) < 1e-9):
+        quantiles[..., i] = point.double()
+    for low, high in pairs.items():
+        aci = AdaptiveConformal(residuals, 1.0 - 2.0 * levels[low], gamma)
+        for s in series.unique():
+            rows = torch.nonzero(series == s).flatten()
+            origins = torch.arange(len(rows)) * stride
+            lower, upper, _ = aci.intervals(point[rows], target[rows], origins)
+            quantiles[rows, ..., low], quantiles[rows, ..., high] = lower, upper
+    return quantiles
 
 
 def ratios(results: Mapping) -> dict[str, dict[str, float]]:

@@ -73,6 +73,14 @@ def format_table(results: Mapping, info: Mapping | None = None) -> str:
     return "\n".join(lines)
 
 
+def intervals_heading(intervals: Mapping) -> str:
+    """What the interval table holds, for the line above it."""
+    if intervals.get("method") == "adaptive":
+        return ("adaptive conformal intervals on the test windows (calibrated on the validation "
+                "windows, adapting to each test truth once it has arrived)")  # fmt: skip
+    return "conformal intervals on the test windows (calibrated on the validation windows)"
+
+
 def format_intervals(results: Mapping) -> str:
     """The test rows' interval scores, a row per forecaster: CRPS, then coverage, width and
     MSIS of each interval level ("" when the run scored no intervals); a probabilistic model's

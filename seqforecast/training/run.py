@@ -30,6 +30,7 @@ from .report import (
     describe_split,
     format_intervals,
     format_table,
+    intervals_heading,
     write_metrics,
     write_per_series,
 )
@@ -190,8 +191,8 @@ def run_training(
     log.info("results (best epoch %d of %d), in the data's units:\n%s", result.best_epoch,
              result.epochs_run, format_table(results, data.info))  # fmt: skip
     if format_intervals(results):
-        log.info("conformal intervals on the test windows (calibrated on the validation "
-                 "windows), in the data's units:\n%s", format_intervals(results))  # fmt: skip
+        log.info("%s, in the data's units:\n%s", intervals_heading(plain["intervals"]),
+                 format_intervals(results))  # fmt: skip
     test_ratios = ratios(results)["test"]
     beaten = [name for name, r in test_ratios.items() if r < 1]
     log.info("held-out test set: model MSE below %d of %d baselines (%s)", len(beaten),

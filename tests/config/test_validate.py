@@ -142,6 +142,11 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
     (["loss=quantile", "loss.quantiles=[0.1,0.5,0.5,0.9]"], "loss.quantiles: 0.5 is given twice"),
     (["loss=quantile", "loss.quantiles=[0.5,1.2]"], "loss.quantiles: 1.2 is outside (0, 1)"),
     (["loss=quantile", "loss.quantiles=[]"], "loss.quantiles: give at least one level"),
+    (["intervals=adaptive"], "intervals.method=adaptive conflicts with data.name=sigmoid"),
+    ([CSV_ARGS, "intervals=adaptive", "intervals.gamma=0"], "intervals.gamma=0"),
+    ([CSV_ARGS, "intervals=adaptive", "intervals.quantiles=[0.1,0.5,0.8,0.9]",
+      "intervals.levels=[0.8]"],
+     "each level needs its mirror 1 - q (0.8 has none)"),
 ]
 
 
