@@ -32,7 +32,8 @@ def panel_run(tmp_path_factory):
     run_script("make_example_panel.py", "--series", "12", "--min-length", "60",
                "--max-length", "120", "--out", str(path), cwd=base)  # fmt: skip
     run_dir = base / "run"
-    proc = run_cli(["experiment=panel_example", *SMALL, f"data.path={path}",
+    # a Gaussian model: panels with a distribution's own quantiles (the point path is shared)
+    proc = run_cli(["experiment=panel_example", *SMALL, "loss=gaussian", f"data.path={path}",
                     f"hydra.run.dir={run_dir}"], base)  # fmt: skip
     return path, run_dir, proc
 
@@ -66,6 +67,15 @@ def test_a_panel_run_writes_metrics_per_series(panel_run):
     for metric in ("mse", "mae", "smape", "mase"):
         weighted = np.sum(np.array([float(r[metric]) for r in model_rows]) * windows)
         assert weighted / windows.sum() == pytest.approx(test["model"][metric], rel=1e-6)
+    # each series' own band scores: window-weighted, they are the run's (equal-length windows);
+    # the model's own quantiles too (own_*), left empty for the baselines
+    for name, found in by_forecaster.items():
+        for metric in ("crps", "coverage_80", "width_95", "own_crps", "own_coverage_80"):
+            if metric.startswith("own_") and name != "model":
+                assert all(r[metric] == "" for r in found)
+                continue
+            weighted = np.sum(np.array([float(r[metric]) for r in found]) * windows)
+            assert weighted / windows.sum() == pytest.approx(test[name][metric], rel=1e-6)
     assert "test split: " in (run_dir / "train.log").read_text()
     assert f"{info['panel_series']} series, {info['windows']} windows" in proc.stdout + proc.stderr
 
@@ -106,10 +116,15 @@ def test_predict_writes_every_series_in_long_format_on_its_own_grid(panel_run, t
                    module="seqforecast.predict")  # fmt: skip
     rows = read_rows(out)
     bands = ["sales_lo80", "sales_hi80", "sales_lo95", "sales_hi95"]  # conformal, per series
-    assert list(rows[0]) == ["store", "date", "sales", *bands]
+    levels = ["2.5", "5", "10", "20", "30", "40", "50", "60", "70", "80", "90", "95", "97.5"]
+    own = [f"sales_q{q}" for q in levels]  # the Gaussian's own, at the run's 13 levels
+    assert list(rows[0]) == ["store", "date", "sales", *bands, *own]
     for row in rows:  # nested bands in each series' own units
         lo95, lo80, hi80, hi95 = (float(row[k]) for k in (bands[2], bands[0], bands[1], bands[3]))
         assert lo95 <= lo80 <= hi80 <= hi95
+        quantiles = [float(row[k]) for k in own]
+        assert quantiles == sorted(quantiles)
+        assert float(row["sales_q50"]) == pytest.approx(float(row["sales"]), rel=1e-6)
     last_day = {}
     for row in read_rows(path):
         last_day[row["store"]] = max(last_day.get(row["store"], ""), row["date"])

@@ -15,6 +15,7 @@ like every forecaster, and on its own quantiles, as `own_<score>`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -37,49 +38,73 @@ def level_name(level: float) -> str:
 
 
 class IntervalSums:
-    def __init__(self, quantiles: Sequence[float], levels: Sequence[float]):
+    """Sums of a forecaster's interval scores on one split, per series (a panel's; one
+    otherwise): `totals` over every value, `per_series` each series' own."""
+
+    def __init__(self, quantiles: Sequence[float], levels: Sequence[float], n_series: int = 1):
         self.quantiles = tuple(quantiles)
         self.levels = tuple(levels)
         self.bounds = [interval_bounds(self.quantiles, c) for c in self.levels]
         self.q = torch.tensor(self.quantiles, dtype=torch.float64)
-        self.pinball = torch.zeros(len(self.quantiles), dtype=torch.float64)
-        self.inside = torch.zeros(len(self.levels), dtype=torch.float64)
-        self.width = torch.zeros(len(self.levels), dtype=torch.float64)
-        self.interval_score = torch.zeros(len(self.levels), dtype=torch.float64)
-        self.values = 0
-        self.scaled_values = 0
+        zeros = lambda *shape: torch.zeros(n_series, *shape, dtype=torch.float64)  # noqa: E731
+        self.pinball = zeros(len(self.quantiles))  # [S, Q]
+        self.inside = zeros(len(self.levels))  # [S, C]
+        self.width = zeros(len(self.levels))
+        self.interval_score = zeros(len(self.levels))
+        self.values = zeros()  # [S]
+        self.scaled_values = zeros()
 
-    def add(self, quantiles: Tensor, target: Tensor, scale: Tensor | None = None) -> None:
+    def add(self, quantiles: Tensor, target: Tensor, scale: Tensor | None = None,
+            series: Tensor | None = None) -> None:  # fmt: skip
         """quantiles [B, H, T, Q], target [B, H, T] (data units); scale [B, T] (each window's
-        series' seasonal-naive MAE) or None (no MSIS)."""
-        quantiles, target = quantiles.double(), target.double()
+        series' seasonal-naive MAE) or None (no MSIS); series [B] (each window's, a panel's)
+        or None (one series)."""
+        quantiles, target = quantiles.double().cpu(), target.double().cpu()
+        rows = (torch.zeros(len(target), dtype=torch.long) if series is None
+                else series.long().cpu())  # fmt: skip
+        per_window = lambda values: values.flatten(1).sum(dim=1)  # [B, ...] -> [B]  # noqa: E731
         error = target.unsqueeze(-1) - quantiles  # [B, H, T, Q]
-        q = self.q.to(error.device)
-        self.pinball += torch.maximum(q * error, (q - 1.0) * error).sum(dim=(0, 1, 2)).cpu()
-        self.values += target.numel()
+        loss = torch.maximum(self.q * error, (self.q - 1.0) * error)
+        self.pinball.index_add_(0, rows, loss.flatten(1, 2).sum(dim=1))
+        self.values.index_add_(0, rows, torch.full((len(target),), float(target[0].numel()),
+                                                   dtype=torch.float64))
         usable = None
         if scale is not None:
+            scale = scale.double().cpu()
             usable = (scale > 0)[:, None, :].expand_as(target)  # series with a scale
-            self.scaled_values += int(usable.sum())
+            self.scaled_values.index_add_(0, rows, per_window(usable.double()))
         for i, (low, high) in enumerate(self.bounds):
             lower, upper = quantiles[..., low], quantiles[..., high]
-            self.inside[i] += ((target >= lower) & (target <= upper)).sum().item()
-            self.width[i] += (upper - lower).sum().item()
+            inside = ((target >= lower) & (target <= upper)).double()
+            self.inside[:, i].index_add_(0, rows, per_window(inside))
+            self.width[:, i].index_add_(0, rows, per_window(upper - lower))
             if usable is not None:
                 alpha = 1.0 - self.levels[i]
                 miss = (lower - target).clamp(min=0.0) + (target - upper).clamp(min=0.0)
-                score = (upper - lower + (2.0 / alpha) * miss) / scale.double()[:, None, :]
-                self.interval_score[i] += score[usable].sum().item()
+                score = (upper - lower + (2.0 / alpha) * miss) / scale[:, None, :]
+                score = torch.where(usable, score, 0.0)  # no scale: 0/0, left out
+                self.interval_score[:, i].index_add_(0, rows, per_window(score))
 
     def totals(self) -> dict[str, float]:
-        n = max(self.values, 1)
-        found = {f"pinball_{level_name(q)}": (s / n).item()
-                 for q, s in zip(self.quantiles, self.pinball, strict=True)}  # fmt: skip
-        found["crps"] = 2.0 * (self.pinball.sum() / n).item() / len(self.quantiles)
+        """Every score over all values of all series."""
+        return {k: v[0] for k, v in self._scores(lambda t: t.sum(dim=0, keepdim=True)).items()}
+
+    def per_series(self) -> dict[str, list[float]]:
+        """crps, coverage_<c>, width_<c>, msis_<c> of each series (nan where one has none)."""
+        return {k: v for k, v in self._scores(lambda t: t).items() if is_interval_score(k)}
+
+    def _scores(self, pool) -> dict[str, list[float]]:
+        """Each score as a list, over the series rows that `pool` makes of the sums."""
+        values, scaled = pool(self.values), pool(self.scaled_values)
+        n = values.clamp(min=1.0)
+        found = {f"pinball_{level_name(q)}": (pool(self.pinball)[:, j] / n).tolist()
+                 for j, q in enumerate(self.quantiles)}  # fmt: skip
+        found["crps"] = (2.0 * pool(self.pinball).sum(dim=1) / n / len(self.quantiles)).tolist()
         for i, level in enumerate(self.levels):
             name = level_name(level)
-            found[f"coverage_{name}"] = self.inside[i].item() / n
-            found[f"width_{name}"] = self.width[i].item() / n
-            if self.scaled_values:
-                found[f"msis_{name}"] = self.interval_score[i].item() / self.scaled_values
+            found[f"coverage_{name}"] = (pool(self.inside)[:, i] / n).tolist()
+            found[f"width_{name}"] = (pool(self.width)[:, i] / n).tolist()
+            if self.scaled_values.sum() > 0:
+                msis = pool(self.interval_score)[:, i] / scaled
+                found[f"msis_{name}"] = torch.where(scaled > 0, msis, math.nan).tolist()
         return found

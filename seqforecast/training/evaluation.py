@@ -33,6 +33,8 @@ class Evaluator:
         self.model_sums: dict[str, MetricSums] = {}  # the latest model scores, per split
         self._blocks: dict[tuple[str, int], Tensor] = {}  # (split, blocks) -> window blocks
         self.calibration: dict[str, SplitConformal] = {}  # the latest interval_metrics' fits
+        # and its test scores, per series (own_model: a probabilistic model's own quantiles)
+        self.interval_sums: dict[str, IntervalSums] = {}
 
     @classmethod
     def for_run(cls, data: ForecastData, config: Mapping) -> Evaluator:
@@ -95,18 +97,22 @@ class Evaluator:
             residuals = {name: torch.cat(found) for name, found in errors.items()}
             conformal = {name: SplitConformal(found) for name, found in residuals.items()}
             self.calibration = conformal  # the model's is what predict draws its bands from
-            sums = {name: IntervalSums(levels, coverages) for name in forecasters}
+            n_series = len(self.data.series_ids) if self.data.series_ids else 1
+            sums = {name: IntervalSums(levels, coverages, n_series) for name in forecasters}
             if intervals["method"] == "adaptive":
                 self._adaptive_sums(forecasters, residuals, sums, intervals.get("gamma", 0.005))
             else:
                 for _, src, _, series, truth, scale in self._batches("test"):
                     for name, forecast in forecasters.items():
                         quantiles = conformal[name].quantiles(forecast(src).cpu(), levels)
-                        sums[name].add(self._to_raw(quantiles.to(truth), series), truth, scale)
+                        sums[name].add(self._to_raw(quantiles.to(truth), series), truth, scale,
+                                       series)  # fmt: skip
+            self.interval_sums = sums  # per series, for per_series.csv
             found = {name: sums.totals() for name, sums in sums.items()}
             own = self._own_interval_sums(model, levels, coverages)
         if own is not None:
             found["model"].update({OWN + k: v for k, v in own.totals().items()})
+            self.interval_sums[OWN + "model"] = own
         return found
 
     def _adaptive_sums(self, forecasters: Mapping, residuals: Mapping, sums: Mapping,
@@ -131,7 +137,7 @@ class Evaluator:
                                            found.quantiles, gamma)  # fmt: skip
             for index, _, _, window_series, truth, scale in self._batches("test"):
                 picked = quantiles[index if isinstance(index, slice) else index.cpu()].to(truth)
-                found.add(self._to_raw(picked, window_series), truth, scale)
+                found.add(self._to_raw(picked, window_series), truth, scale, window_series)
 
     def _own_interval_sums(self, model: nn.Module, levels, coverages) -> IntervalSums | None:
         """A probabilistic model's own quantiles scored on the test windows (None for a point
@@ -140,10 +146,10 @@ class Evaluator:
         if output is None or not output.probabilistic:
             return None
         own_levels = output.own_levels(levels)
-        sums = IntervalSums(own_levels, coverages)
+        sums = IntervalSums(own_levels, coverages, len(self.data.series_ids or [None]))
         for _, src, _, series, truth, scale in self._batches("test"):
             quantiles = output.quantiles(model(src, distribution=True), own_levels)
-            sums.add(self._to_raw(quantiles.to(truth), series), truth, scale)
+            sums.add(self._to_raw(quantiles.to(truth), series), truth, scale, series)
         return sums
 
     def _to_raw(self, quantiles: Tensor, series: Tensor | None) -> Tensor:
@@ -199,11 +205,20 @@ class Evaluator:
         return results
 
     def per_series(self, split: str = "test") -> dict[str, dict[str, list[float]]]:
-        """{forecaster: {metric: [per series]}} from the latest `evaluate` (model first)."""
+        """{forecaster: {metric: [per series]}} from the latest `evaluate` (model first), with
+        each forecaster's interval scores on the test split when it scored them."""
         self.baseline_metrics(split)
         found = {"model": self.model_sums[split]} if split in self.model_sums else {}
         found.update(self._baseline_sums[split])
-        return {name: sums.per_series() for name, sums in found.items()}
+        table = {name: sums.per_series() for name, sums in found.items()}
+        if split == "test":
+            for name, sums in self.interval_sums.items():
+                if name.startswith(OWN):  # a probabilistic model's own quantiles: own_<score>
+                    scores = {OWN + k: v for k, v in sums.per_series().items()}
+                    table[name.removeprefix(OWN)].update(scores)
+                else:
+                    table[name].update(sums.per_series())
+        return table
 
 
 def adaptive_quantiles(residuals: Tensor, point: Tensor, target: Tensor, series: Tensor,

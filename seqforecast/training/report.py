@@ -119,14 +119,20 @@ def write_metrics(
 
 def write_per_series(path: Path, per_series: Mapping, ids: list[str]) -> None:
     """per_series.csv, long format: one row per (series, forecaster) with the series' test
-    windows and its metrics in its own units (MSE, MAE, RMSE) and scale-free (sMAPE, MASE)."""
-    metrics = [m for m in (*METRICS, "mase") if m in next(iter(per_series.values()))]
+    windows and its metrics in its own units (MSE, MAE, RMSE) and scale-free (sMAPE, MASE),
+    then its interval scores where the run has them (CRPS, coverage, width, MSIS)."""
+    first = next(iter(per_series.values()))
+    metrics = [m for m in (*METRICS, "mase") if m in first]
+    # each series' band scores (a probabilistic model's own_<score> too: left empty for others)
+    metrics += [m for m in first if is_interval_score(m)]
+    metrics += [m for found in per_series.values() for m in found
+                if m.startswith(OWN) and is_interval_score(m.removeprefix(OWN))]
     lines = [",".join(["id", "forecaster", "windows", *metrics])]
     for name, found in per_series.items():
         for i, series_id in enumerate(ids):
             if found["windows"][i] == 0:
                 continue  # left out of the test split (too short)
-            cells = [f"{found[m][i]:.8g}" for m in metrics]
+            cells = [f"{found[m][i]:.8g}" if m in found else "" for m in metrics]
             lines.append(",".join([csv_cell(series_id), name, str(found["windows"][i]), *cells]))
     atomic_write_text(path, "\n".join(lines) + "\n")
 

@@ -1,5 +1,7 @@
 """IntervalSums, batch by batch, equals the scores computed on all values at once."""
 
+import math
+
 import pytest
 import torch
 
@@ -41,3 +43,27 @@ def test_without_a_scale_there_is_no_msis():
     sums = IntervalSums(LEVELS, (0.8,))
     sums.add(torch.zeros(2, 3, 1, 5), torch.zeros(2, 3, 1))
     assert "msis_80" not in sums.totals() and sums.totals()["coverage_80"] == 1.0
+
+
+def test_per_series_scores_are_each_series_alone():
+    torch.manual_seed(1)
+    quantiles = torch.randn(30, 4, 2, 1) + torch.tensor(LEVELS).logit()
+    target = torch.randn(30, 4, 2)
+    scale = torch.rand(30, 2) + 0.5
+    series = torch.tensor([0, 2] * 15)  # series 1 has no window
+    both = IntervalSums(LEVELS, (0.8,), n_series=3)
+    both.add(quantiles, target, scale, series)
+    per_series = both.per_series()
+    assert set(per_series) == {"crps", "coverage_80", "width_80", "msis_80"}
+    for s in (0, 2):
+        alone = IntervalSums(LEVELS, (0.8,))
+        keep = series == s
+        alone.add(quantiles[keep], target[keep], scale[keep])
+        for name, value in alone.totals().items():
+            if name in per_series:
+                assert per_series[name][s] == pytest.approx(value)
+    assert math.isnan(per_series["msis_80"][1]) and per_series["coverage_80"][1] == 0.0
+    pooled = IntervalSums(LEVELS, (0.8,))
+    pooled.add(quantiles, target, scale)
+    for name, value in pooled.totals().items():
+        assert both.totals()[name] == pytest.approx(value)
