@@ -1,5 +1,6 @@
 """python -m seqforecast.evaluate run_dir=outputs/<date>/<time> [checkpoint=best|last]
                                 [device=...] [allow_changed_data=false|true]
+                                [intervals=split|adaptive|none]
 
 Re-evaluates a run from its saved config and checkpoint (loaded with weights_only=True) through
 the same evaluation path training uses: the same table as training printed (identical numbers
@@ -10,6 +11,9 @@ from the file as it is now. If the file's rows changed since training (rows appe
 removed: a hash of each split's rows is kept), evaluate refuses in one line saying what
 changed; allow_changed_data=true evaluates the file as it is now with the saved split starts
 and scaler (the test split then runs to the file's end).
+
+intervals= scores the bands another way than the run did (at the run's levels and quantiles;
+adaptive: CSV runs), written to <run_dir>/evaluate/<checkpoint>_<method>/, nothing retrained.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import sys
 from pathlib import Path
 
 from .cli_args import parse_bool, parse_key_values, run_tool
+from .config import compose_config
+from .config.validate import INTERVAL_METHODS, ConfigError, check_intervals
 from .training.evaluation import Evaluator
 from .training.monitor import save_visuals
 from .training.report import (
@@ -31,17 +37,40 @@ from .training.restore import LoadedRun, load_run
 from .training.runtime import configure_threads
 
 USAGE = " ".join(line.strip() for line in __doc__.strip().splitlines()[:2])
-DEFAULTS = {"run_dir": None, "checkpoint": "best", "device": None, "allow_changed_data": "false"}
+DEFAULTS = {"run_dir": None, "checkpoint": "best", "device": None, "allow_changed_data": "false",
+            "intervals": None}  # fmt: skip
 
 
-def reevaluate(run: LoadedRun, checkpoint: str) -> dict:
+def interval_settings(run: LoadedRun, method: str | None) -> dict | None:
+    """The run's `intervals` config, or with `method` another method at the run's levels and
+    quantiles (a run saved before intervals existed: the defaults); ConfigError if the run
+    cannot have it."""
+    own = run.config.get("intervals")
+    if method is None:
+        return own
+    if method not in INTERVAL_METHODS:
+        raise ConfigError(f"intervals={method} is not allowed: choose one of "
+                          f"{', '.join(INTERVAL_METHODS)}")  # fmt: skip
+    settings = dict(compose_config([f"intervals={method}"])["intervals"])  # the group's defaults
+    if own and own["method"] != "none":
+        settings.update(levels=own["levels"], quantiles=own["quantiles"])
+    check_intervals(settings, run.config["data"]["name"])
+    return settings
+
+
+def output_folder(checkpoint: str, method: str | None) -> str:
+    """best, or best_adaptive for bands scored another way than the run did."""
+    return checkpoint if method is None else f"{checkpoint}_{method}"
+
+
+def reevaluate(run: LoadedRun, checkpoint: str, method: str | None = None) -> dict:
     # The run's own thread rule: a product's sums split over another thread count round
     # differently, and evaluate reproduces the run's numbers exactly.
     n_params = sum(p.numel() for p in run.model.parameters())
     configure_threads(run.config["trainer"].get("num_threads", "auto"), n_params)
     evaluator = Evaluator.for_run(run.data, run.config)
-    results = evaluator.evaluate(run.model, run.config.get("intervals"))
-    out_dir = run.run_dir / "evaluate" / checkpoint
+    results = evaluator.evaluate(run.model, interval_settings(run, method))
+    out_dir = run.run_dir / "evaluate" / output_folder(checkpoint, method)
     info = {"checkpoint": checkpoint, "epoch": run.checkpoint["epoch"], "notes": run.data.notes}
     write_metrics(out_dir / "metrics.json", results, info, run.data.info)
     if run.data.series_ids:
@@ -64,15 +93,18 @@ def evaluate_command(argv: list[str]) -> None:
     run = load_run(
         Path(args["run_dir"]), args["checkpoint"], args["device"], allow_changed_data=allow_changed
     )
-    results = reevaluate(run, args["checkpoint"])
+    method = args["intervals"]
+    if method is not None:
+        interval_settings(run, method)  # a bad method: one line before anything is scored
+    results = reevaluate(run, args["checkpoint"], method)
     for note in run.data.notes:
         print(note)
     print(f"{args['checkpoint']} checkpoint (epoch {run.checkpoint['epoch']}) of {run.run_dir}")
     print(format_table(results, run.data.info))
     if format_intervals(results):
-        print(intervals_heading(run.config.get("intervals", {})) + ":")
+        print(intervals_heading(interval_settings(run, method) or {}) + ":")
         print(format_intervals(results))
-    print(f"written to {run.run_dir / 'evaluate' / args['checkpoint']}")
+    print(f"written to {run.run_dir / 'evaluate' / output_folder(args['checkpoint'], method)}")
 
 
 def main(argv: list[str] | None = None) -> int:

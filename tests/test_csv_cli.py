@@ -71,6 +71,19 @@ def test_evaluate_reproduces_a_csv_run(csv_run, tmp_path):
     again = json.loads((csv_run / "evaluate" / "best" / "metrics.json").read_text())
     assert again["test"] == trained["test"] and again["val"] == trained["val"]
     assert again["splits"] == trained["splits"]
+    # the bands scored another way, nothing retrained: the points unchanged, beside the run's
+    out = run_cli([f"run_dir={csv_run}", "intervals=adaptive"], tmp_path,
+                  module="seqforecast.evaluate").stdout  # fmt: skip
+    assert "adaptive conformal intervals on the test windows" in out
+    adaptive = json.loads((csv_run / "evaluate" / "best_adaptive" / "metrics.json").read_text())
+    for name, row in adaptive["test"].items():
+        assert row["mse"] == trained["test"][name]["mse"]
+        assert 0.0 < row["coverage_80"] <= row["coverage_95"] <= 1.0
+    assert adaptive["test"]["model"]["width_80"] != trained["test"]["model"]["width_80"]
+    proc = run_cli([f"run_dir={csv_run}", "intervals=bootstrap"], tmp_path,
+                   module="seqforecast.evaluate", check=False)  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "intervals=bootstrap is not allowed: choose one of split, adaptive, none" in proc.stderr
 
 
 @pytest.fixture

@@ -79,6 +79,18 @@ def _check_loss(loss: Mapping, intervals: Mapping | None) -> None:
             ) from None
 
 
+def check_intervals(intervals: Mapping, data_name: str) -> None:
+    """intervals.method (adaptive: for CSV data, whose windows come in time order), and
+    quantile levels that hold every interval level asked for; ConfigError in one line."""
+    _check_intervals(intervals)
+    if intervals["method"] == "adaptive" and data_name != "csv":
+        _conflict(
+            "intervals.method", "adaptive", "data.name", data_name,
+            "adaptive intervals learn from the test windows in time order; synthetic "
+            "series are independent draws: use intervals=split",
+        )  # fmt: skip
+
+
 def _check_intervals(intervals: Mapping) -> None:
     """intervals.method, and quantile levels that hold every interval level asked for."""
     _check(intervals["method"] in INTERVAL_METHODS, "intervals.method", intervals["method"],
@@ -533,13 +545,7 @@ def validate_config(cfg) -> None:
     _at_least(cfg, "log.attention_every", 0)
     _at_least(cfg, "log.test_every", 0)
     if "intervals" in cfg:  # runs saved before intervals existed have none
-        _check_intervals(cfg["intervals"])
-        if cfg["intervals"]["method"] == "adaptive" and cfg["data"]["name"] != "csv":
-            _conflict(
-                "intervals.method", "adaptive", "data.name", cfg["data"]["name"],
-                "adaptive intervals learn from the test windows in time order; synthetic "
-                "series are independent draws: use intervals=split",
-            )  # fmt: skip
+        check_intervals(cfg["intervals"], cfg["data"]["name"])
     if "loss" in cfg:  # runs saved before the loss group existed trained on mse
         _check_loss(cfg["loss"], cfg.get("intervals"))
     device = cfg["trainer"]["device"]

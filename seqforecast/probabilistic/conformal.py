@@ -86,11 +86,14 @@ class AdaptiveConformal:
         self.coverage, self.gamma = coverage, gamma
 
     def _radius(self, miss_rate: Tensor) -> Tensor:
-        """The calibration magnitude at level 1 - miss_rate, per element [H, *rest]."""
+        """The calibration magnitude at level 1 - miss_rate, per element [H, *rest]. A rate
+        the N magnitudes cannot bound (below 1 / (N + 1), or negative after a run of misses)
+        takes the largest of them: Gibbs and Candès take the whole line there, which would
+        make every later width and interval score infinite; the rate itself is not clipped,
+        so it still has to earn its way back."""
         k = torch.ceil((self.n + 1) * (1.0 - miss_rate)).long()
         inside = self.magnitudes.gather(0, k.clamp(1, self.n).unsqueeze(0) - 1)[0]
-        inside = torch.where(k < 1, torch.zeros_like(inside), inside)  # a miss rate >= 1
-        return torch.where(k > self.n, torch.full_like(inside, math.inf), inside)
+        return torch.where(k < 1, torch.zeros_like(inside), inside)  # a miss rate >= 1
 
     def intervals(
         self, point: Tensor, target: Tensor, origins: Tensor

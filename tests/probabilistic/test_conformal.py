@@ -54,6 +54,14 @@ def test_adaptive_conformal_recovers_coverage_when_the_errors_grow():
     late = slice(m // 2, m)  # after it has adapted
     assert coverage(split_lower, split_upper, truth).item() < 0.8  # split conformal undercovers
     assert abs(coverage(lower[late], upper[late], truth[late]).item() - 0.9) < 0.02
+    # a run of misses drives a rate below what 1,000 errors bound: the largest, not inf
+    shocked = truth.clone()
+    shocked[100:160] += 50.0
+    lower, upper, rates = AdaptiveConformal(residuals, 0.9, gamma=0.01).intervals(
+        point, shocked, origins)  # fmt: skip
+    assert (rates < 0).any() and torch.isfinite(upper).all()
+    largest = residuals.abs().amax(dim=0)
+    torch.testing.assert_close(upper[rates < 0], largest.expand_as(upper)[rates < 0])
 
 
 def test_adaptive_conformal_never_reads_a_truth_that_has_not_arrived():
@@ -86,7 +94,8 @@ def test_adaptive_conformal_refuses_windows_out_of_time_order():
 
 def _aci_reference(residuals, coverage_level, gamma, point, truth, origins):
     """ACI by its definition, element by element: window i's miss rate at step h sums the
-    updates of every window j whose truth at h arrived before i's origin."""
+    updates of every window j whose truth at h arrived before i's origin (a rate the
+    calibration errors cannot bound takes the largest of them)."""
     magnitudes = residuals.double().abs().sort(dim=0).values
     n, (m, horizon) = residuals.shape[0], point.shape[:2]
     lower, upper = torch.empty_like(point), torch.empty_like(point)
@@ -98,7 +107,6 @@ def _aci_reference(residuals, coverage_level, gamma, point, truth, origins):
             rate = (1 - coverage_level) + gamma * sum(updates, torch.zeros(T, dtype=torch.float64))
             k = torch.ceil((n + 1) * (1 - rate)).long()  # [T]
             radius = torch.stack([magnitudes[int(k[t].clamp(1, n)) - 1, h, t] for t in range(T)])
-            radius = torch.where(k > n, torch.full_like(radius, math.inf), radius)
             radius = torch.where(k < 1, torch.zeros_like(radius), radius)
             lower[i, h], upper[i, h] = point[i, h] - radius, point[i, h] + radius
             missed[i, h] = (truth[i, h] < lower[i, h]) | (truth[i, h] > upper[i, h])
