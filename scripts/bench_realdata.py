@@ -22,9 +22,18 @@ Peers (`pip install -e '.[peers]'`): statsforecast AutoETS, MSTL, SeasonalNaive,
 neuralforecast PatchTST and NHITS with `--neural-steps` training steps. A peer that cannot
 be imported is named in one line and skipped.
 
+Intervals, on the same windows: every seqforecast run scores the conformal bands of its model
+and baselines (calibrated on the validation windows); statsforecast's models give their own
+`level` intervals, and AutoETS and SeasonalNaive also statsforecast's conformal ones
+(`ConformalIntervals`, calibrated on the last `--conformal-windows` windows before each
+origin's fit). Each is asked for the central 20-95% intervals, so that with its point as the
+median it forecasts the 13 quantiles seqforecast scores (0.025 ... 0.975), and all are scored by
+the same code (seqforecast.probabilistic.sums): coverage and width of the 80% and 95% bands,
+MSIS over the series' in-sample seasonal-naive MAE, CRPS from the 13 quantiles.
+
 The script checks window alignment: its own last value and seasonal naive on the series must
-equal the baseline rows of every seqforecast run. Results: one table per dataset, and
-benchmarks/realdata.json.
+equal the baseline rows of every seqforecast run. Results: one table per dataset, an interval
+table per dataset, and benchmarks/realdata.json.
 """
 
 from __future__ import annotations
@@ -48,7 +57,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import REPO, run_facts, train_run, write_report  # noqa: E402
 
+from seqforecast.data.csv_data import mase_scale  # noqa: E402
 from seqforecast.data.windows import split_ranges  # noqa: E402
+from seqforecast.probabilistic.sums import IntervalSums  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -109,6 +120,12 @@ SYNTHETIC_RECIPE = [
 # 1024, made one PatchTST fit on co2 run past 15 minutes on this 2-core machine).
 NEURAL_WINDOWS = 128
 
+# The quantiles every forecaster's bands are scored at (the run's intervals.quantiles), and
+# the central intervals that give them around a peer's point (statsforecast's `level`).
+QUANTILES = (0.025, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.975)
+PEER_LEVELS = (20, 40, 60, 80, 90, 95)
+BANDS = (0.8, 0.95)
+
 # The default data=csv configuration, no preset: only the dataset's own facts.
 DEFAULT_CSV = "default_csv"
 SYNTHETIC_RECIPE_CSV = "synthetic_recipe_csv"
@@ -146,11 +163,11 @@ def _write_csv(path: Path, header: tuple[str, str], rows: list[tuple[str, str]])
         writer.writerows(rows)
 
 
-def read_values(path: Path, ds: Dataset) -> np.ndarray:
-    """The target column, gaps filled forward (as data.fill=ffill does)."""
+def read_values(path: Path, ds: Dataset, fill: bool = True) -> np.ndarray:
+    """The target column, gaps filled forward (as data.fill=ffill does; NaN with fill=False)."""
     with path.open() as f:
         values = np.array([float(r[ds.target] or "nan") for r in csv.DictReader(f)])
-    for i in range(1, len(values)):
+    for i in range(1, len(values) if fill else 0):
         if np.isnan(values[i]):
             values[i] = values[i - 1]
     return values
@@ -165,19 +182,35 @@ class Windows:
     test_rows: int
     origins: np.ndarray
     truth: np.ndarray
+    scale: float  # MSIS's: the in-sample seasonal-naive MAE on the training rows, as seqforecast
 
 
-def held_out_windows(ds: Dataset, values: np.ndarray) -> Windows:
+def held_out_windows(ds: Dataset, values: np.ndarray, observed: np.ndarray) -> Windows:
+    """`observed`: the values with their gaps (NaN), for the MSIS scale as seqforecast has it."""
     n = len(values)
     rows = split_ranges(n, SPLIT)  # seqforecast's own split points
     origins = np.arange(rows["test"].start, n - ds.out_len + 1)
     truth = np.stack([values[o : o + ds.out_len] for o in origins])
-    return Windows(len(rows["train"]), len(rows["val"]), len(rows["test"]), origins, truth)
+    scale = float(mase_scale(observed[:, None], rows["train"], 1, list(ds.seasons))[0, 0])
+    return Windows(len(rows["train"]), len(rows["val"]), len(rows["test"]), origins, truth,
+                   scale)  # fmt: skip
 
 
 def scores(forecast: np.ndarray, truth: np.ndarray) -> dict:
     err = forecast - truth
     return {"mse": float(np.mean(err**2)), "mae": float(np.mean(np.abs(err)))}
+
+
+def interval_scores(quantiles: np.ndarray, w: Windows) -> dict:
+    """quantiles [n, out_len, 13] at QUANTILES -> coverage, width, MSIS and CRPS, scored by
+    seqforecast's own code on the same windows."""
+    import torch
+
+    sums = IntervalSums(QUANTILES, BANDS)
+    truth = torch.from_numpy(w.truth)[..., None]  # [n, out_len, 1]
+    scale = torch.full((len(truth), 1), w.scale, dtype=torch.float64)
+    sums.add(torch.from_numpy(quantiles)[:, :, None, :], truth, scale)
+    return {k: v for k, v in sums.totals().items() if not k.startswith("pinball_")}
 
 
 def own_baselines(ds: Dataset, values: np.ndarray, w: Windows) -> dict[str, dict]:
@@ -269,10 +302,12 @@ def check_alignment(own: dict, runs: list[dict], w: Windows) -> list[str]:
 # ---------------------------------------------------------------- peers
 
 
-def statsforecast_peers(ds: Dataset, values, w: Windows, timeout: float) -> list[dict]:
+def statsforecast_peers(ds: Dataset, values, w: Windows, timeout: float,
+                        conformal_windows: int) -> list[dict]:  # fmt: skip
     import pandas as pd
     from statsforecast import StatsForecast
     from statsforecast.models import MSTL, AutoETS, AutoTheta, SeasonalNaive
+    from statsforecast.utils import ConformalIntervals
 
     m = ds.seasons[0]
     models = {
@@ -283,14 +318,25 @@ def statsforecast_peers(ds: Dataset, values, w: Windows, timeout: float) -> list
     }
     frame = pd.DataFrame({"unique_id": 0, "ds": np.arange(len(values)), "y": values})
 
-    def forecast(name: str) -> np.ndarray:
+    def forecast(name: str, conformal: bool = False):
+        """(point [n, out_len], quantiles [n, out_len, 13]) on the test windows."""
         sf = StatsForecast(models=[models[name]()], freq=1, n_jobs=1)
+        intervals = (ConformalIntervals(h=ds.out_len, n_windows=conformal_windows)
+                     if conformal else None)  # fmt: skip
         cv = sf.cross_validation(
-            df=frame, h=ds.out_len, step_size=1, n_windows=len(w.origins), refit=False
-        )
-        return _by_window(cv, name, ds.out_len, w)
+            df=frame, h=ds.out_len, step_size=1, n_windows=len(w.origins), refit=False,
+            level=list(PEER_LEVELS), prediction_intervals=intervals,
+        )  # fmt: skip
+        point = _by_window(cv, name, ds.out_len, w)
+        lower = [_by_window(cv, f"{name}-lo-{c}", ds.out_len, w) for c in reversed(PEER_LEVELS)]
+        upper = [_by_window(cv, f"{name}-hi-{c}", ds.out_len, w) for c in PEER_LEVELS]
+        return point, np.stack([*lower, point, *upper], axis=-1)
 
-    return [_peer(f"statsforecast {name}", forecast, name, w, timeout) for name in models]
+    rows = [_peer(f"statsforecast {name}", forecast, name, w, timeout) for name in models]
+    for name in ("AutoETS", "SeasonalNaive"):
+        rows.append(_peer(f"statsforecast {name} conformal",
+                          lambda n: forecast(n, conformal=True), name, w, timeout))  # fmt: skip
+    return rows
 
 
 def neuralforecast_peers(ds: Dataset, values, w: Windows, steps: int, timeout: float) -> list[dict]:
@@ -350,7 +396,10 @@ def _peer(label: str, forecast, name: str, w: Windows, timeout: float) -> dict:
     if process.is_alive():
         process.kill()
     row = {"forecaster": label, "fit_seconds": round(time.perf_counter() - start, 1)}
-    if status == "ok":
+    if status == "ok" and isinstance(result, tuple):  # a point and its quantiles
+        row.update(scores(result[0], w.truth))
+        row["intervals"] = interval_scores(result[1], w)
+    elif status == "ok":
         row.update(scores(result, w.truth))
     else:
         row["status"] = f"{status}: {result}"
@@ -393,10 +442,39 @@ def summarise(runs: list[dict]) -> dict[str, dict]:
             "mae": statistics.mean(mae),
             "mae_std": statistics.stdev(mae) if len(mae) > 1 else 0.0,
             "train_seconds": statistics.mean(r["train_seconds"] for r in ok),
+            # the model's conformal bands (mean over seeds), where the runs scored them
+            "intervals": {k: statistics.mean(r["test"]["model"][k] for r in ok)
+                          for k in INTERVAL_KEYS if all(k in r["test"]["model"] for r in ok)},
             "best_epochs": [r["best_epoch"] for r in ok],
             "largest_val_rise": max(swing(r["val_curve"]) for r in ok),
         }
     return summary
+
+
+INTERVAL_KEYS = ("coverage_80", "width_80", "coverage_95", "width_95", "msis_80", "msis_95",
+                 "crps")  # fmt: skip
+
+
+def interval_table(summary: dict, baselines: dict, peers: list[dict]) -> list[dict]:
+    """A row per forecaster with bands: seqforecast's variants (conformal, mean over seeds),
+    the runs' baselines (conformal), the peers (their own intervals or statsforecast's
+    conformal ones); by MSIS at 80%, the lowest first."""
+    rows = [{"forecaster": f"seqforecast {v} (conformal)", **s["intervals"]}
+            for v, s in summary.items() if s.get("intervals")]  # fmt: skip
+    rows += [{"forecaster": f"{name} (conformal)", **{k: row[k] for k in INTERVAL_KEYS if k in row}}
+             for name, row in baselines.items() if "crps" in row]  # fmt: skip
+    rows += [{"forecaster": p["forecaster"], **p["intervals"]} for p in peers if "intervals" in p]
+    return sorted(rows, key=lambda r: r.get("msis_80", math.inf))
+
+
+def print_intervals(rows: list[dict]) -> None:
+    if not rows:
+        return
+    print("  bands on the same test windows: coverage (nominal 0.8, 0.95), width, MSIS, CRPS")
+    print(f"  {'forecaster':44s}" + "".join(f"{k:>12s}" for k in INTERVAL_KEYS))
+    for r in rows:
+        print(f"  {r['forecaster']:44s}" + "".join(f"{r.get(k, math.nan):>12.4g}"
+                                                   for k in INTERVAL_KEYS))  # fmt: skip
 
 
 def print_table(ds: Dataset, summary: dict, baselines: dict, peers: list[dict]) -> list[dict]:
@@ -449,6 +527,13 @@ def markdown(report: dict, datasets: list[str]) -> str:
                 f"| {row['forecaster']} | {row['mse']:.4g}{spread} | {row['mae']:.4g} | {fit} |"
             )
         out.append("")
+        if r.get("intervals"):
+            out.append("| bands | " + " | ".join(INTERVAL_KEYS) + " |")
+            out.append("|---" * (len(INTERVAL_KEYS) + 1) + "|")
+            for row in r["intervals"]:
+                cells = [f"{row[k]:.4g}" if k in row else "" for k in INTERVAL_KEYS]
+                out.append(f"| {row['forecaster']} | " + " | ".join(cells) + " |")
+            out.append("")
     return "\n".join(out)
 
 
@@ -463,6 +548,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peers", nargs="*", default=["stats", "neural"],
                         choices=["stats", "neural"])  # fmt: skip
     parser.add_argument("--neural-steps", type=int, default=500)
+    parser.add_argument("--conformal-windows", type=int, default=10,
+                        help="statsforecast ConformalIntervals' calibration windows")  # fmt: skip
     parser.add_argument("--peer-timeout", type=float, default=600, help="seconds per peer")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per run")
     parser.add_argument("--jobs", type=int, default=1, help="seqforecast runs at a time")
@@ -491,7 +578,7 @@ def main(argv: list[str] | None = None) -> int:
             lines = ds.path.read_text().splitlines(keepends=True)
             path.write_text("".join(lines[: 1 + SMOKE_ROWS[name]]))
         values = read_values(path, ds)
-        w = held_out_windows(ds, values)
+        w = held_out_windows(ds, values, read_values(path, ds, fill=False))
         print(
             f"{name}: {len(values)} rows, train {w.train_rows} / val {w.val_rows} / test "
             f"{w.test_rows}, {len(w.origins)} test windows", flush=True,
@@ -513,7 +600,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  ALIGNMENT: {p}")
         peers: list[dict] = []
         if "stats" in args.peers and _importable("statsforecast"):
-            peers += statsforecast_peers(ds, values, w, args.peer_timeout)
+            peers += statsforecast_peers(ds, values, w, args.peer_timeout,
+                                         args.conformal_windows)  # fmt: skip
         if "neural" in args.peers and _importable("neuralforecast"):
             peers += neuralforecast_peers(ds, values, w, args.neural_steps, args.peer_timeout)
         ok_runs = [r for r in runs if r["status"] == "ok"]
@@ -522,10 +610,13 @@ def main(argv: list[str] | None = None) -> int:
         }
         summary = summarise(runs)
         table = print_table(ds, summary, baseline_rows or own, peers)
+        bands = interval_table(summary, baseline_rows, peers)
+        print_intervals(bands)
         report[name] = {
             "about": ds.about, "in_len": ds.in_len, "out_len": ds.out_len,
             "seasons": list(ds.seasons), "rows": len(values), "test_windows": len(w.origins),
-            "table": table, "summary": summary, "runs": runs, "alignment_problems": problems,
+            "table": table, "intervals": bands, "summary": summary, "runs": runs,
+            "alignment_problems": problems,
         }  # fmt: skip
         # Written after every dataset: a long run that stops keeps what it finished.
         write_report(args.out, "scripts/bench_realdata.py", argv, **report)

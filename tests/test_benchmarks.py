@@ -62,3 +62,35 @@ def test_bench_panel_times_the_loader_from_the_loops_clock(tmp_path):
     assert 0 < result["loader_fraction_of_step"] < 1
     assert result["held_bytes"] < result["copied_windows_bytes"]
     assert "loader share of a step" in table
+
+
+def test_bench_intervals_summarises_coverage_and_pairs_crps_over_seeds(tmp_path):
+    """On finished runs it reuses (no training here): coverage over seeds, each model's CRPS
+    over each baseline's paired by seed, and the probabilistic point's MSE over the mse one."""
+    runs, out = tmp_path / "runs", tmp_path / "intervals.json"
+    model_crps = {"mse": [1.0, 2.0, 3.0], "quantile": [0.5, 1.2, 1.2]}
+    for loss, values in model_crps.items():
+        for seed, crps in enumerate(values):
+            model = {"mse": 2.0 + seed, "crps": crps, "coverage_80": 0.79, "coverage_95": 0.95}
+            if loss == "quantile":
+                model.update(own_crps=crps / 2, own_coverage_80=0.7, own_coverage_95=0.9,
+                             mse=(2.0 + seed) * 1.1)  # fmt: skip
+            metrics = {"test": {"model": model, "nlinear": {"mse": 3.0, "crps": 2.0,
+                                                             "coverage_80": 0.81 + seed / 100,
+                                                             "coverage_95": 0.96}},
+                       "splits": {"test": {"series": 8192}},
+                       "run": {"best_epoch": 1, "epochs_run": 1}}  # fmt: skip
+            run_dir = runs / loss / f"seed{seed}"
+            run_dir.mkdir(parents=True)
+            (run_dir / "metrics.json").write_text(json.dumps(metrics))
+    table = run_script("bench_intervals.py", "--losses", "mse", "quantile", "--runs-dir",
+                       str(runs), "--out", str(out), cwd=tmp_path)  # fmt: skip
+    split = json.loads(out.read_text())["methods"]["split"]
+    assert split["test_windows"] == 8192
+    assert split["coverage"]["quantile: model (own)"]["80"]["mean"] == pytest.approx(0.7)
+    assert split["coverage"]["mse: nlinear"]["80"]["mean"] == pytest.approx(0.82)
+    pair = split["crps_over_baseline"]["quantile: model (own) / nlinear"]
+    assert pair["ratio"] == pytest.approx((0.125 * 0.3 * 0.3) ** (1 / 3)) and pair["seeds"] == 3
+    assert pair["verdict"] == "lower"
+    assert split["mse_over_mse_model"]["quantile / mse"]["ratio"] == pytest.approx(1.1)
+    assert "| quantile: model (own) / nlinear |" in table
