@@ -51,6 +51,7 @@ SCALARS = [
     "baseline/nlinear/test_curve_mse", "baseline/nlinear/val_mse",
     "lambda/encoder/layer1", "lambda/decoder_self/layer1", "lambda/cross/layer1",
     "final/test_mse", "final/test_curve_mse", "final/val_mse",
+    "final/test_coverage_80", "final/test_width_80",  # the test bands' scores (finite ones)
 ]  # fmt: skip
 
 

@@ -163,8 +163,8 @@ class WindowForecaster(nn.Module):
             b = self._map_back(zeros, normalized, src, stats)
             a = self._map_back(zeros + 1.0, normalized, src, stats) - b
             forecast = self.output.map_back(self.output.constrain(raw), a, b)
-            if self.channel_independent:  # [B * C, out_len, 1, K] -> [B, out_len, C, K]
-                forecast = _unfold(forecast.squeeze(2), batch, channels_last=False)
+            if self.channel_independent:
+                forecast = _unfold_params(forecast, batch)
             if not distribution:
                 forecast = self.output.point(forecast)
             return (forecast, maps) if return_attention else forecast
@@ -227,9 +227,11 @@ def _fold(x: Tensor) -> Tensor:
     return x.transpose(1, 2).reshape(-1, x.shape[1], 1)
 
 
-def _unfold(x: Tensor, batch: int, channels_last: bool = True) -> Tensor:
-    """[B * C, L, 1] -> [B, L, C]; with channels_last=False, [B * C, L, K] -> [B, L, C, K]
-    (K values per step: an output's parameters)."""
-    if channels_last:
-        return x.reshape(batch, -1, x.shape[1]).transpose(1, 2)
-    return x.reshape(batch, -1, *x.shape[1:]).transpose(1, 2)
+def _unfold(x: Tensor, batch: int) -> Tensor:
+    """[B * C, L, 1] -> [B, L, C]."""
+    return x.reshape(batch, -1, x.shape[1]).transpose(1, 2)
+
+
+def _unfold_params(x: Tensor, batch: int) -> Tensor:
+    """[B * C, L, 1, K] -> [B, L, C, K]: each channel's K output parameters per step."""
+    return x.reshape(batch, -1, x.shape[1], x.shape[3]).transpose(1, 2)

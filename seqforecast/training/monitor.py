@@ -17,6 +17,7 @@ against each other.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from torch.utils.tensorboard.summary import hparams
 
 from ..data import ForecastData
 from ..probabilistic.bands import Bands, read_bands
+from ..probabilistic.sums import OWN, is_interval_score
 from .baselines import Forecaster
 from .evaluation import Evaluator
 from .figures import attention_figure, forecast_figure, render
@@ -187,6 +189,11 @@ class RunMonitor(Monitor):
             for split, rows in results.items()
             for name in METRICS
         }
+        # the test bands' scores (conformal, and a probabilistic model's own_*), where finite
+        metrics.update({
+            f"final/test_{name}": value for name, value in results["test"]["model"].items()
+            if is_interval_score(name.removeprefix(OWN)) and math.isfinite(value)
+        })  # fmt: skip
         for summary in hparams(dict(hparam_values), metrics):
             self.writer.file_writer.add_summary(summary, step + 1)
         for tag, value in metrics.items():
