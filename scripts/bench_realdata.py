@@ -26,7 +26,9 @@ Intervals, on the same windows: every seqforecast run scores the conformal bands
 and baselines (calibrated on the validation windows); statsforecast's models give their own
 `level` intervals, and AutoETS and SeasonalNaive also statsforecast's conformal ones
 (`ConformalIntervals`, calibrated on the last `--conformal-windows` windows before each
-origin's fit). Each is asked for the central 20-95% intervals, so that with its point as the
+origin's fit). With --adaptive every seqforecast run's bands are also scored
+adaptively (`seqforecast.evaluate intervals=adaptive`, nothing retrained). Each peer is asked
+for the central 20-95% intervals, so that with its point as the
 median it forecasts the 13 quantiles seqforecast scores (0.025 ... 0.975), and all are scored by
 the same code (seqforecast.probabilistic.sums): coverage and width of the 80% and 95% bands,
 MSIS over the series' in-sample seasonal-naive MAE, CRPS from the 13 quantiles.
@@ -41,11 +43,13 @@ from __future__ import annotations
 import argparse
 import csv
 import itertools
+import json
 import math
 import multiprocessing
 import queue as queue_module
 import re
 import statistics
+import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -55,7 +59,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import REPO, run_facts, train_run, write_report  # noqa: E402
+from bench_common import REPO, repo_env, run_facts, train_run, write_report  # noqa: E402
 
 from seqforecast.data.csv_data import mase_scale  # noqa: E402
 from seqforecast.data.windows import split_ranges  # noqa: E402
@@ -239,7 +243,8 @@ def data_overrides(ds: Dataset, path: Path) -> list[str]:
 
 
 def run_seqforecast(
-    ds: Dataset, path: Path, variant: str, seed: int, out: Path, threads: int, extra: list[str]
+    ds: Dataset, path: Path, variant: str, seed: int, out: Path, threads: int, extra: list[str],
+    adaptive_bands: bool = False,
 ) -> dict:
     if variant == DEFAULT_CSV:
         overrides = data_overrides(ds, path)
@@ -253,17 +258,29 @@ def run_seqforecast(
     )
     if metrics is None:
         return {"variant": variant, "seed": seed, "status": f"failed: {last}"}
+    adaptive = rescore_adaptive(run_dir) if adaptive_bands else None
     return {
         "variant": variant,
         "seed": seed,
         "status": "ok",
         "test": metrics["test"],
+        **({"adaptive": adaptive} if adaptive else {}),
         "val_mse": metrics["val"]["model"]["mse"],
         **run_facts(metrics, wall),
         "test_rows": metrics["splits"]["test"]["rows"],
         "run_dir": str(run_dir),
         "val_curve": val_curve(run_dir),
     }
+
+
+def rescore_adaptive(run_dir: Path) -> dict | None:
+    """The run's test rows with every forecaster's bands adaptive (seqforecast.evaluate
+    intervals=adaptive: ACI, nothing retrained), or None if that failed."""
+    proc = subprocess.run([sys.executable, "-m", "seqforecast.evaluate", f"run_dir={run_dir}",
+                           "intervals=adaptive"], capture_output=True, text=True,
+                          env=repo_env(), cwd=REPO)  # fmt: skip
+    path = run_dir / "evaluate" / "best_adaptive" / "metrics.json"
+    return json.loads(path.read_text())["test"] if proc.returncode == 0 else None
 
 
 def val_curve(run_dir: Path) -> list[float]:
@@ -445,6 +462,11 @@ def summarise(runs: list[dict]) -> dict[str, dict]:
             # the model's conformal bands (mean over seeds), where the runs scored them
             "intervals": {k: statistics.mean(r["test"]["model"][k] for r in ok)
                           for k in INTERVAL_KEYS if all(k in r["test"]["model"] for r in ok)},
+            "intervals_adaptive": {
+                k: statistics.mean(r["adaptive"]["model"][k] for r in ok)
+                for k in INTERVAL_KEYS if all(k in r.get("adaptive", {}).get("model", {})
+                                              for r in ok)
+            },  # fmt: skip
             "best_epochs": [r["best_epoch"] for r in ok],
             "largest_val_rise": max(swing(r["val_curve"]) for r in ok),
         }
@@ -455,14 +477,20 @@ INTERVAL_KEYS = ("coverage_80", "width_80", "coverage_95", "width_95", "msis_80"
                  "crps")  # fmt: skip
 
 
-def interval_table(summary: dict, baselines: dict, peers: list[dict]) -> list[dict]:
-    """A row per forecaster with bands: seqforecast's variants (conformal, mean over seeds),
-    the runs' baselines (conformal), the peers (their own intervals or statsforecast's
-    conformal ones); by MSIS at 80%, the lowest first."""
-    rows = [{"forecaster": f"seqforecast {v} (conformal)", **s["intervals"]}
-            for v, s in summary.items() if s.get("intervals")]  # fmt: skip
-    rows += [{"forecaster": f"{name} (conformal)", **{k: row[k] for k in INTERVAL_KEYS if k in row}}
-             for name, row in baselines.items() if "crps" in row]  # fmt: skip
+def interval_table(summary: dict, baselines: dict, peers: list[dict],
+                   adaptive_baselines: dict | None = None) -> list[dict]:  # fmt: skip
+    """A row per forecaster with bands: seqforecast's variants (conformal and, with
+    --adaptive, adaptive; mean over seeds), the runs' baselines alike, the peers (their own
+    intervals or statsforecast's conformal ones); by MSIS at 80%, the lowest first."""
+    rows = []
+    for kind in ("intervals", "intervals_adaptive"):
+        method = "adaptive" if kind == "intervals_adaptive" else "conformal"
+        rows += [{"forecaster": f"seqforecast {v} ({method})", **s[kind]}
+                 for v, s in summary.items() if s.get(kind)]  # fmt: skip
+    for method, table in (("conformal", baselines), ("adaptive", adaptive_baselines or {})):
+        rows += [{"forecaster": f"{name} ({method})",
+                  **{k: row[k] for k in INTERVAL_KEYS if k in row}}
+                 for name, row in table.items() if name != "model" and "crps" in row]  # fmt: skip
     rows += [{"forecaster": p["forecaster"], **p["intervals"]} for p in peers if "intervals" in p]
     return sorted(rows, key=lambda r: r.get("msis_80", math.inf))
 
@@ -548,6 +576,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peers", nargs="*", default=["stats", "neural"],
                         choices=["stats", "neural"])  # fmt: skip
     parser.add_argument("--neural-steps", type=int, default=500)
+    parser.add_argument("--adaptive", action="store_true",
+                        help="also score every run's bands adaptively (intervals=adaptive)")
     parser.add_argument("--conformal-windows", type=int, default=10,
                         help="statsforecast ConformalIntervals' calibration windows")  # fmt: skip
     parser.add_argument("--peer-timeout", type=float, default=600, help="seconds per peer")
@@ -587,7 +617,8 @@ def main(argv: list[str] | None = None) -> int:
 
         def run_case(case, ds=ds, path=path):
             variant, seed = case
-            r = run_seqforecast(ds, path, variant, seed, args.runs_dir, args.threads, extra)
+            r = run_seqforecast(ds, path, variant, seed, args.runs_dir, args.threads, extra,
+                                args.adaptive)  # fmt: skip
             shown = f"test mse {r['test']['model']['mse']:.5g}" if r["status"] == "ok" else ""
             print(f"  seqforecast {variant} seed {seed}: {shown or r['status']}", flush=True)
             return r
@@ -610,7 +641,8 @@ def main(argv: list[str] | None = None) -> int:
         }
         summary = summarise(runs)
         table = print_table(ds, summary, baseline_rows or own, peers)
-        bands = interval_table(summary, baseline_rows, peers)
+        adaptive_rows = ok_runs[0].get("adaptive") if ok_runs else None
+        bands = interval_table(summary, baseline_rows, peers, adaptive_rows)
         print_intervals(bands)
         report[name] = {
             "about": ds.about, "in_len": ds.in_len, "out_len": ds.out_len,
