@@ -80,9 +80,11 @@ def forecast_figure(
     forecasts: Mapping[str, np.ndarray],
     title: str,
     bands: Mapping[float, tuple[np.ndarray, np.ndarray]] | None = None,
+    own: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Figure:
     """src [in_len], target [out_len] and forecasts {name: [out_len]} of one series; `bands`:
-    the model's conformal intervals {level: (lower, upper) [out_len]}, shaded."""
+    the model's conformal intervals {level: (lower, upper) [out_len]}, shaded; `own`: a
+    probabilistic model's own 80% interval (lower, upper), dotted."""
     in_len, out_len = len(src), len(target)
     past = np.arange(in_len)
     future = np.arange(in_len, in_len + out_len)
@@ -95,6 +97,10 @@ def forecast_figure(
     for level, (lower, upper) in sorted((bands or {}).items(), reverse=True):  # widest first
         ax.fill_between(future, lower, upper, color="tab:red", alpha=0.12 + 0.1 * (level < 0.9),
                         linewidth=0, label=f"model {100 * level:g}% band")  # fmt: skip
+    if own is not None:
+        for i, edge in enumerate(own):
+            ax.plot(future, edge, color="tab:red", linestyle=":", linewidth=1.3,
+                    label="model's own 80%" if i == 0 else None)  # fmt: skip
     styles = {"model": dict(color="tab:red", linewidth=2.0)}
     for name, values in forecasts.items():
         ax.plot(future, values, label=name, **styles.get(name, dict(linewidth=1.0, alpha=0.8)))

@@ -28,12 +28,13 @@ from torch.utils.tensorboard.summary import hparams
 
 from ..data import ForecastData
 from ..probabilistic.bands import Bands, read_bands
+from ..probabilistic.quantiles import QuantileError, interval_bounds
 from ..probabilistic.sums import OWN, is_interval_score
 from .baselines import Forecaster
 from .evaluation import Evaluator
 from .figures import attention_figure, forecast_figure, render
 from .files import atomic_write
-from .metrics import METRICS
+from .metrics import METRICS, evaluation
 from .probe import probe, save_maps_npz
 
 
@@ -105,10 +106,29 @@ def save_visuals(
         around = bands.around(forecast[..., : data.n_targets])
         shaded = {level: (first_target(lower), first_target(upper))
                   for level, (lower, upper) in around.items()}  # fmt: skip
+    own = own_interval(model, window, data.n_targets)
+    own = None if own is None else (first_target(own[0]), first_target(own[1]))
     figure = forecast_figure(first_target(window), first_target(data.probe.target), lines, title,
-                             shaded)  # fmt: skip
+                             shaded, own)  # fmt: skip
     images["test/forecast"] = _draw(figure, directory / "forecast.png")
     return images
+
+
+def own_interval(model: nn.Module, window, n_targets: int, coverage: float = 0.8):
+    """A probabilistic model's own central `coverage` interval around `window` (lower, upper)
+    [1, out_len, T] in model units; None for a point model or one without those levels."""
+    output = getattr(model, "output", None)
+    if output is None or not output.probabilistic:
+        return None
+    tail = (1.0 - coverage) / 2.0
+    levels = output.own_levels((tail, 0.5, 1.0 - tail))  # a quantile loss: its own levels
+    try:
+        low, high = interval_bounds(levels, coverage)
+    except QuantileError:
+        return None
+    with evaluation(model):
+        quantiles = output.quantiles(model(window, distribution=True), levels)[..., :n_targets, :]
+    return quantiles[..., low], quantiles[..., high]
 
 
 def _draw(fig, path: Path) -> Summary.Image:

@@ -21,3 +21,35 @@ def test_the_bands_are_shaded_between_their_bounds():
     assert "model 80% band" in legend and "model 95% band" in legend
     plain = forecast_figure(np.zeros(10), point, {"model": point}, "t")
     assert not [c for c in plain.axes[0].collections if isinstance(c, PolyCollection)]
+
+
+def test_a_probabilistic_models_own_interval_is_drawn_dotted():
+    point = np.linspace(1.0, 2.0, 6)
+    fig = forecast_figure(np.zeros(10), point, {"model": point}, "t", None,
+                          (point - 1.0, point + 1.5))  # fmt: skip
+    dotted = [line for line in fig.axes[0].lines if line.get_linestyle() == ":"]
+    assert len(dotted) == 2
+    np.testing.assert_allclose(dotted[0].get_ydata(), point - 1.0)
+    np.testing.assert_allclose(dotted[1].get_ydata(), point + 1.5)
+    assert "model's own 80%" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
+def test_own_interval_is_the_models_own_quantiles_and_none_for_a_point_model():
+    import torch
+
+    from seqforecast import build_model
+    from seqforecast.config import compose_config
+    from seqforecast.training.monitor import own_interval
+
+    window = torch.randn(1, 24, 1)
+    point = build_model(compose_config(["loss=mse"]))
+    assert own_interval(point, window, 1) is None
+    model = build_model(compose_config(["loss=quantile"]))
+    lower, upper = own_interval(model, window, 1)
+    params = model.eval()(window, distribution=True)
+    levels = model.output.levels
+    torch.testing.assert_close(lower, params[..., levels.index(0.1)])
+    torch.testing.assert_close(upper, params[..., levels.index(0.9)])
+    narrow = build_model(compose_config(["loss=quantile", "loss.quantiles=[0.25,0.5,0.75]",
+                                         "intervals.levels=[0.5]"]))  # fmt: skip
+    assert own_interval(narrow, window, 1) is None  # no 0.1 and 0.9 to draw
