@@ -101,11 +101,7 @@ def _spread(values: list[float]) -> dict:
 
 def _pair(group: dict[int, float], reference: dict[int, float]) -> dict:
     p = paired_ratio(group, reference)
-    if p.n < 2:
-        verdict = "one seed: no interval"
-    else:
-        verdict = "within noise" if p.low <= 1 <= p.high else ("lower" if p.high < 1 else "higher")
-    return {"ratio": p.ratio, "low": p.low, "high": p.high, "seeds": p.n, "verdict": verdict}
+    return {"ratio": p.ratio, "low": p.low, "high": p.high, "seeds": p.n, "verdict": p.verdict}
 
 
 def summarise(runs: dict[str, dict], losses, seeds) -> dict:

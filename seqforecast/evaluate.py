@@ -63,13 +63,17 @@ def output_folder(checkpoint: str, method: str | None) -> str:
     return checkpoint if method is None else f"{checkpoint}_{method}"
 
 
-def reevaluate(run: LoadedRun, checkpoint: str, method: str | None = None) -> dict:
+def reevaluate(run: LoadedRun, checkpoint: str, method: str | None = None,
+               intervals: dict | None = None) -> dict:  # fmt: skip
+    """`intervals`: interval_settings(run, method), when the caller has them already."""
     # The run's own thread rule: a product's sums split over another thread count round
     # differently, and evaluate reproduces the run's numbers exactly.
     n_params = sum(p.numel() for p in run.model.parameters())
     configure_threads(run.config["trainer"].get("num_threads", "auto"), n_params)
     evaluator = Evaluator.for_run(run.data, run.config)
-    results = evaluator.evaluate(run.model, interval_settings(run, method))
+    if intervals is None:
+        intervals = interval_settings(run, method)
+    results = evaluator.evaluate(run.model, intervals)
     out_dir = run.run_dir / "evaluate" / output_folder(checkpoint, method)
     info = {"checkpoint": checkpoint, "epoch": run.checkpoint["epoch"], "notes": run.data.notes}
     write_metrics(out_dir / "metrics.json", results, info, run.data.info)
@@ -94,16 +98,16 @@ def evaluate_command(argv: list[str]) -> None:
         Path(args["run_dir"]), args["checkpoint"], args["device"], allow_changed_data=allow_changed
     )
     method = args["intervals"]
-    if method is not None:
-        interval_settings(run, method)  # a bad method: one line before anything is scored
-    results = reevaluate(run, args["checkpoint"], method)
+    intervals = interval_settings(run, method)  # a bad method: one line before any scoring
+    results = reevaluate(run, args["checkpoint"], method, intervals)
     for note in run.data.notes:
         print(note)
     print(f"{args['checkpoint']} checkpoint (epoch {run.checkpoint['epoch']}) of {run.run_dir}")
     print(format_table(results, run.data.info))
-    if format_intervals(results):
-        print(intervals_heading(interval_settings(run, method) or {}) + ":")
-        print(format_intervals(results))
+    table = format_intervals(results)
+    if table:
+        print(intervals_heading(intervals or {}) + ":")
+        print(table)
     print(f"written to {run.run_dir / 'evaluate' / output_folder(args['checkpoint'], method)}")
 
 

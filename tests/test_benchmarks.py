@@ -91,6 +91,6 @@ def test_bench_intervals_summarises_coverage_and_pairs_crps_over_seeds(tmp_path)
     assert split["coverage"]["mse: nlinear"]["80"]["mean"] == pytest.approx(0.82)
     pair = split["crps_over_baseline"]["quantile: model (own) / nlinear"]
     assert pair["ratio"] == pytest.approx((0.125 * 0.3 * 0.3) ** (1 / 3)) and pair["seeds"] == 3
-    assert pair["verdict"] == "lower"
+    assert pair["verdict"] == "lower (beyond noise)"
     assert split["mse_over_mse_model"]["quantile / mse"]["ratio"] == pytest.approx(1.1)
     assert "| quantile: model (own) / nlinear |" in table

@@ -43,6 +43,11 @@ class Evaluator:
         baselines = fit_baselines(data.train, season)
         return cls(data, baselines, config["trainer"]["eval_batch_size"])
 
+    @property
+    def n_series(self) -> int:
+        """A panel's series, else 1: the rows of every per-series sum."""
+        return len(self.data.series_ids) if self.data.series_ids else 1
+
     def _batches(self, split: str):
         """(index, src, target, series, truth, scale) per batch of `split`'s windows: target in
         model units, truth in the data's units, scale [B, T] each window's series' MASE scale
@@ -65,8 +70,7 @@ class Evaluator:
         """Every forecaster over every window of `split`; with `blocks`, also per block of
         time."""
         data = self.data
-        n_series = len(data.series_ids) if data.series_ids else 1
-        sums = {name: MetricSums(n_series, blocks) for name in forecasters}
+        sums = {name: MetricSums(self.n_series, blocks) for name in forecasters}
         block_of = self.time_blocks(split, blocks) if blocks else None
         for index, src, target, series, truth, scale in self._batches(split):
             for name, forecast in forecasters.items():
@@ -97,8 +101,7 @@ class Evaluator:
             residuals = {name: torch.cat(found) for name, found in errors.items()}
             conformal = {name: SplitConformal(found) for name, found in residuals.items()}
             self.calibration = conformal  # the model's is what predict draws its bands from
-            n_series = len(self.data.series_ids) if self.data.series_ids else 1
-            sums = {name: IntervalSums(levels, coverages, n_series) for name in forecasters}
+            sums = {name: IntervalSums(levels, coverages, self.n_series) for name in forecasters}
             if intervals["method"] == "adaptive":
                 self._adaptive_sums(forecasters, residuals, sums, intervals.get("gamma", 0.005))
             else:
@@ -146,7 +149,7 @@ class Evaluator:
         if output is None or not output.probabilistic:
             return None
         own_levels = output.own_levels(levels)
-        sums = IntervalSums(own_levels, coverages, len(self.data.series_ids or [None]))
+        sums = IntervalSums(own_levels, coverages, self.n_series)
         for _, src, _, series, truth, scale in self._batches("test"):
             quantiles = output.quantiles(model(src, distribution=True), own_levels)
             sums.add(self._to_raw(quantiles.to(truth), series), truth, scale, series)

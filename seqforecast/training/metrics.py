@@ -147,15 +147,18 @@ def evaluation(model):
 
 def predict(model, src: Tensor, batch_size: int) -> Tensor:
     """Model forecasts for every window of `src` (eval mode, no window dropped)."""
-    with evaluation(model):
-        return torch.cat([model(src[i : i + batch_size]) for i in range(0, len(src), batch_size)])
+    return _in_batches(model, model, src, batch_size)
 
 
 def predict_quantiles(model, src: Tensor, batch_size: int, levels) -> Tensor:
     """A probabilistic model's own quantiles at `levels` for every window of `src`:
     [N, out_len, T, Q] (eval mode; probabilistic/outputs.py)."""
     output = model.output
+    return _in_batches(model, lambda x: output.quantiles(model(x, distribution=True), levels),
+                       src, batch_size)  # fmt: skip
+
+
+def _in_batches(model, forward, src: Tensor, batch_size: int) -> Tensor:
+    """forward(batch) over src, `batch_size` windows at a time, with `model` in eval mode."""
     with evaluation(model):
-        return torch.cat([output.quantiles(model(src[i : i + batch_size], distribution=True),
-                                           levels)
-                          for i in range(0, len(src), batch_size)])  # fmt: skip
+        return torch.cat([forward(src[i : i + batch_size]) for i in range(0, len(src), batch_size)])

@@ -90,7 +90,7 @@ def format_intervals(results: Mapping) -> str:
     shown = [k for k in first if is_interval_score(k)]
     if not shown:
         return ""
-    table = {name: row for name, row in rows.items()}
+    table = dict(rows)
     for name, row in rows.items():
         own = {k.removeprefix(OWN): v for k, v in row.items() if k.startswith(OWN)}
         if own:

@@ -190,9 +190,9 @@ def run_training(
 
     log.info("results (best epoch %d of %d), in the data's units:\n%s", result.best_epoch,
              result.epochs_run, format_table(results, data.info))  # fmt: skip
-    if format_intervals(results):
-        log.info("%s, in the data's units:\n%s", intervals_heading(plain["intervals"]),
-                 format_intervals(results))  # fmt: skip
+    table = format_intervals(results)
+    if table:
+        log.info("%s, in the data's units:\n%s", intervals_heading(plain["intervals"]), table)
     test_ratios = ratios(results)["test"]
     beaten = [name for name, r in test_ratios.items() if r < 1]
     log.info("held-out test set: model MSE below %d of %d baselines (%s)", len(beaten),
