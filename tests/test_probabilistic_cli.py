@@ -5,6 +5,7 @@ line and exit 2."""
 import csv
 import json
 import math
+import re
 
 import pytest
 
@@ -23,8 +24,13 @@ def _own(row: dict) -> dict:
 def test_a_gaussian_run_scores_its_own_quantiles_beside_the_conformal_ones(tmp_path, cwd):
     run_dir = tmp_path / "run"
     proc = run_cli([*TINY, "loss=gaussian", "data.val_size=100", "data.test_size=300",
-                    f"hydra.run.dir={run_dir}"], cwd)  # fmt: skip
+                    "trainer.select_on=loss", f"hydra.run.dir={run_dir}"], cwd)  # fmt: skip
     metrics = json.loads((run_dir / "metrics.json").read_text())
+    # selected on its validation NLL, logged each epoch: the kept epoch is the lowest's
+    log = (run_dir / "train.log").read_text()
+    losses = [float(v) for v in re.findall(r"epoch \d+/\d+ .* val_loss (\S+)", log)]
+    assert len(losses) == metrics["run"]["epochs_run"] >= 2
+    assert metrics["run"]["best_epoch"] == 1 + losses.index(min(losses))
     model = metrics["test"]["model"]
     own = _own(model)
     # the gaussian's quantiles at the run's 13 interval quantiles

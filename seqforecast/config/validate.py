@@ -31,7 +31,7 @@ from .upgrade import upgrade_config
 STRATEGIES = ("single", "ddp")
 LINEAR_INITS = ("zero", "least_squares")
 PRECISIONS = ("fp32", "bf16")
-SELECT_ON = ("mse", "mse_scaled")
+SELECT_ON = ("mse", "mse_scaled", "loss")
 ATTENTION_INITS = ("mha", "linear")  # model/builder.py
 OPTIMIZERS = ("adamw", "adam")  # training/loop.py
 SCHEDULES = ("warmup_cosine", "type3", "constant", "onecycle")  # training/schedule.py

@@ -74,10 +74,11 @@ class Evaluator:
         block_of = self.time_blocks(split, blocks) if blocks else None
         for index, src, target, series, truth, scale in self._batches(split):
             for name, forecast in forecasters.items():
-                predicted = forecast(src)  # model units: the data's scaled units
+                predicted, loss = _forecast_and_loss(forecast, src, target)  # model units
                 scaled = (predicted, target) if data.scaled_by else None
                 block = None if block_of is None else block_of[index]
-                sums[name].add(data.to_raw(predicted, series), truth, series, scale, scaled, block)
+                sums[name].add(data.to_raw(predicted, series), truth, series, scale, scaled, block,
+                               loss)  # fmt: skip
         return sums
 
     def interval_metrics(self, model: nn.Module, intervals: Mapping) -> dict[str, dict]:
@@ -222,6 +223,20 @@ class Evaluator:
                 else:
                     table[name].update(sums.per_series())
         return table
+
+
+def _forecast_and_loss(forecast: Forecaster, src: Tensor, target: Tensor):
+    """(the point forecast, the model's training loss of each value or None for a baseline),
+    both [B, out_len, T] in model units, from one forward: a probabilistic model's point is
+    its distribution's, as its own forward computes it."""
+    output = getattr(unwrap(forecast), "output", None) if isinstance(forecast, nn.Module) else None
+    if output is None:
+        return forecast(src), None
+    if not output.probabilistic:
+        point = forecast(src)
+        return point, output.loss(point.unsqueeze(-1), target)
+    params = forecast(src, distribution=True)  # [B, out_len, T, K]
+    return output.point(params), output.loss(params, target)
 
 
 def adaptive_quantiles(residuals: Tensor, point: Tensor, target: Tensor, series: Tensor,

@@ -179,8 +179,11 @@ class _Loop:
         self.scheduler = build_schedule(self.optimizer, cfg, self.steps_per_epoch)
         self.bf16 = cfg["precision"] == "bf16"
         # The validation metric that picks the best epoch and stops early: MSE in the data's
-        # units, or in the scaled units (CSV data; the long-horizon tables' units).
+        # units, or in the scaled units (CSV data; the long-horizon tables' units), or the
+        # model's own training loss (`loss`: a probabilistic model's proper score).
         self.select_on = cfg.get("select_on", "mse")
+        # the validation loss is logged where it says more than the MSE does
+        self.log_loss = self.output.probabilistic or self.select_on == "loss"
         # > 0: an epoch counts as better only if it is lower beyond noise, block by block.
         self.blocks = cfg.get("selection_blocks", 0)
         self.shuffle = torch.Generator().manual_seed(seed)  # batch order: CPU, any device
@@ -250,9 +253,9 @@ class _Loop:
         self.state.best_mse = val[self.select_on]
         self.state.best_blocks = self._block_mse()
         self.best_weights = _snapshot(self.net)
-        self.state.history.append({"epoch": 0, "step": 0, **_val_record(val)})
+        self.state.history.append({"epoch": 0, "step": 0, **_val_record(val, self.log_loss)})
         self.monitor.on_epoch_end(0, 0, self.net, val)
-        log.info("epoch 0 (before training)  %s", _val_text(val))
+        log.info("epoch 0 (before training)  %s", _val_text(val, self.log_loss))
         self.save(BEST)
 
     # -- training ---------------------------------------------------------------------------
@@ -357,13 +360,13 @@ class _Loop:
         val_seconds = time.perf_counter() - started
         value = val[self.select_on]  # what selection reads (trainer.select_on)
         if not math.isfinite(value):
-            raise _diverged(f"validation MSE {value}", epoch, state)
+            raise _diverged(f"validation {self.select_on} {value}", epoch, state)
         self.monitor.on_epoch_end(epoch, state.step, self.net, val)
         record = {
             "epoch": epoch,
             "step": state.step,
             "train_mse": state.mse_sum / state.seen,
-            **_val_record(val),
+            **_val_record(val, self.log_loss),
             "lr": self.scheduler.get_last_lr()[0],
             # The epoch's optimizer steps (with their batches' gathering) and its validation.
             "train_seconds": round(self.epoch_train_seconds, 3),
@@ -391,7 +394,7 @@ class _Loop:
         bar.set_postfix(train_mse=f"{record['train_mse']:.4g}", val=f"{value:.4g}")
         log.info(
             "epoch %d/%d  train_mse %.6g  %s  lr %.3g%s",
-            epoch, cfg["epochs"], record["train_mse"], _val_text(val), record["lr"],
+            epoch, cfg["epochs"], record["train_mse"], _val_text(val, self.log_loss), record["lr"],
             "  (best)" if improved else "",
         )  # fmt: skip
         if improved:
@@ -435,15 +438,17 @@ def beyond_noise(candidate: list[float], best: list[float]) -> bool:
     return found.n >= 2 and found.high < 1.0
 
 
-def _val_record(val: dict) -> dict:
-    """The validation errors an epoch's history keeps: val_mse (data units), and val_mse_scaled
-    where the data has scaled units."""
-    return {f"val_{k}": val[k] for k in ("mse", "mse_scaled") if k in val}
+def _val_record(val: dict, with_loss: bool) -> dict:
+    """The validation errors an epoch's history keeps: val_mse (data units), val_mse_scaled
+    where the data has scaled units, and val_loss (the model's training loss) `with_loss`."""
+    keys = ("mse", "mse_scaled", "loss") if with_loss else ("mse", "mse_scaled")
+    return {f"val_{k}": val[k] for k in keys if k in val}
 
 
-def _val_text(val: dict) -> str:
+def _val_text(val: dict, with_loss: bool) -> str:
     scaled = f"  val_mse_scaled {val['mse_scaled']:.6g}" if "mse_scaled" in val else ""
-    return f"val_mse {val['mse']:.6g} (data units){scaled}"
+    loss = f"  val_loss {val['loss']:.6g}" if with_loss and "loss" in val else ""
+    return f"val_mse {val['mse']:.6g} (data units){scaled}{loss}"
 
 
 def _snapshot(net: nn.Module) -> dict[str, Tensor]:

@@ -28,15 +28,18 @@ class MetricSums:
     """
 
     FIELDS = ("squares", "absolute", "smape", "mase_errors", "values", "mase_values", "windows",
-              "squares_scaled", "absolute_scaled")  # fmt: skip
+              "squares_scaled", "absolute_scaled", "loss")  # fmt: skip
+    # what block_mse sums per block for each selection metric (trainer.select_on)
+    BLOCK_FIELDS = {"mse": "squares", "mse_scaled": "squares_scaled", "loss": "loss"}
 
     def __init__(self, n_series: int = 1, n_blocks: int = 0):
         self.n_series = n_series
         self.sums = {name: torch.zeros(n_series, dtype=torch.float64) for name in self.FIELDS}
         self.has_scaled = False  # set once errors in scaled units are added
+        self.has_loss = False  # set once a model's training loss is added
         self.block_sums = {
             name: torch.zeros(n_blocks, dtype=torch.float64)
-            for name in ("squares", "squares_scaled", "values")
+            for name in (*self.BLOCK_FIELDS.values(), "values")
         }
 
     def add(
@@ -47,10 +50,13 @@ class MetricSums:
         mase_scale: Tensor | None = None,
         scaled: tuple[Tensor, Tensor] | None = None,
         block: Tensor | None = None,
+        loss: Tensor | None = None,
     ) -> None:
         """prediction, target [B, out_len, T] in the data's units; series [B] (None: all 0);
         mase_scale [B, T] (None: no MASE); `scaled`: (prediction, target) in the scaled units
-        (None: no metrics in scaled units); block [B]: each window's block (with n_blocks)."""
+        (None: no metrics in scaled units); block [B]: each window's block (with n_blocks);
+        `loss` [B, out_len, T]: the model's training loss of each value (its `loss` group's, in
+        model units; None for a baseline)."""
         if prediction.shape != target.shape:
             raise ValueError(
                 f"prediction {tuple(prediction.shape)} vs target {tuple(target.shape)}"
@@ -77,6 +83,9 @@ class MetricSums:
             error_scaled = scaled[0].detach().double() - scaled[1].detach().double()
             per_window["squares_scaled"] = error_scaled.square().flatten(1).sum(1)
             per_window["absolute_scaled"] = error_scaled.abs().flatten(1).sum(1)
+        if loss is not None:
+            self.has_loss = True
+            per_window["loss"] = loss.detach().double().flatten(1).sum(1)
         index = (
             torch.zeros(len(error), dtype=torch.long)
             if series is None
@@ -90,12 +99,13 @@ class MetricSums:
                     values.index_add_(0, block.cpu(), per_window[name].cpu())
 
     def block_mse(self, metric: str = "mse") -> list[float]:
-        """The MSE (`mse`, or `mse_scaled`) of each block of windows; NaN for an empty one."""
-        squares = self.block_sums["squares_scaled" if metric == "mse_scaled" else "squares"]
-        return (squares / self.block_sums["values"]).tolist()
+        """The mean of a selection metric (`mse`, `mse_scaled` or `loss`) in each block of
+        windows; NaN for an empty one."""
+        errors = self.block_sums[self.BLOCK_FIELDS[metric]]
+        return (errors / self.block_sums["values"]).tolist()
 
     @staticmethod
-    def _metrics(sums: dict, with_mase: bool, with_scaled: bool) -> dict:
+    def _metrics(sums: dict, with_mase: bool, with_scaled: bool, with_loss: bool) -> dict:
         """{metric: value} from sums (scalars or per-series arrays alike)."""
         values = sums["values"]
         mse = sums["squares"] / values
@@ -106,6 +116,8 @@ class MetricSums:
         if with_scaled:
             metrics["mse_scaled"] = sums["squares_scaled"] / values
             metrics["mae_scaled"] = sums["absolute_scaled"] / values
+        if with_loss:  # the mean over values, as the training loop averages it
+            metrics["loss"] = sums["loss"] / values
         return metrics
 
     @property
@@ -114,13 +126,13 @@ class MetricSums:
 
     def totals(self) -> dict[str, float]:
         total = {name: values.sum() for name, values in self.sums.items()}
-        found = self._metrics(total, self.has_mase, self.has_scaled)
+        found = self._metrics(total, self.has_mase, self.has_scaled, self.has_loss)
         return {k: float(v) for k, v in found.items()}
 
     def per_series(self) -> dict[str, list[float]]:
         """{metric: [one value per series]} plus `windows`; NaN for a series without windows."""
         with torch.no_grad():
-            found = self._metrics(self.sums, self.has_mase, self.has_scaled)
+            found = self._metrics(self.sums, self.has_mase, self.has_scaled, self.has_loss)
         found = {k: v.tolist() for k, v in found.items()}
         found["windows"] = self.sums["windows"].long().tolist()
         return found

@@ -35,8 +35,11 @@ def test_the_evaluator_scores_model_and_baselines_on_the_same_windows():
     for split_name, split in data.eval_splits().items():
         rows = results[split_name]
         assert list(rows) == ["model", "last_value", "drift", "nlinear"]
+        model_row = dict(rows["model"])
+        loss = model_row.pop("loss")  # the model's own training loss, beside its errors
         with torch.no_grad():
-            assert rows["model"] == forecast_metrics(model(split.src), split.target)
+            assert model_row == forecast_metrics(model(split.src), split.target)
+        assert loss == pytest.approx(model_row["mse"])  # a point's: its squared error (unscaled)
         for name, forecast in evaluator.baselines.items():
             assert rows[name] == forecast_metrics(forecast(split.src), split.target)
     assert len(data.test) == 300 and len(data.test_curve) == 1

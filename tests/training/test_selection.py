@@ -1,5 +1,6 @@
-"""Which epoch a run keeps: the selection metric (data or scaled units), and a trained epoch
-replacing the best only when it is lower beyond noise over stretches of validation time."""
+"""Which epoch a run keeps: the selection metric (data or scaled units, or the model's own
+training loss), and a trained epoch replacing the best only when it is lower beyond noise over
+stretches of validation time."""
 
 import pytest
 import torch
@@ -41,7 +42,7 @@ def test_time_blocks_cut_each_series_into_contiguous_stretches():
 
 
 class Scripted(Evaluator):
-    """Validation numbers by epoch, as given: (overall MSE, MSE per stretch of time)."""
+    """Validation numbers by epoch, as given: (overall MSE, MSE per stretch of time[, loss])."""
 
     def __init__(self, data, script):
         super().__init__(data, {}, batch_size=64)
@@ -50,7 +51,8 @@ class Scripted(Evaluator):
     def model_metrics(self, model, split, blocks=0):
         self.current = self.script[self.calls]
         self.calls += 1
-        return {"mse": self.current[0], "mae": 0.0}
+        loss = {"loss": self.current[2]} if len(self.current) > 2 else {}
+        return {"mse": self.current[0], "mae": 0.0, **loss}
 
     def block_mse(self, split, metric="mse"):
         return self.current[1]
@@ -73,3 +75,43 @@ def test_a_trained_epoch_replaces_the_best_only_beyond_noise(tmp_path, blocks, k
     )  # fmt: skip
     assert result.best_epoch == kept
     assert result.best_val_mse == script[kept][0]
+
+
+@pytest.mark.parametrize("select_on,kept", [("mse", 1), ("loss", 2)])
+def test_select_on_loss_keeps_the_epoch_with_the_lowest_validation_loss(tmp_path, select_on,
+                                                                       kept):  # fmt: skip
+    cfg = compose_config(["experiment=quick", "loss=quantile", "data.train_size=32",
+                          "batch_size=16"])  # fmt: skip
+    data = synthetic_data(cfg.data, 0, torch.device("cpu"))
+    script = [(1.0, [], 0.50), (0.90, [], 0.45), (0.95, [], 0.40)]  # the best median != loss's
+    trainer = dict(cfg.trainer, epochs=2, patience=0, validate_initial=True, select_on=select_on)
+    result = train_model(
+        build_model(cfg), data, trainer, tmp_path, seed=0, config_yaml="x",
+        evaluator=Scripted(data, script),
+    )  # fmt: skip
+    assert result.best_epoch == kept
+
+
+@pytest.mark.parametrize("loss", ["mse", "quantile", "gaussian"])
+def test_the_validation_loss_is_the_models_own_loss_over_the_validation_windows(loss):
+    cfg = compose_config(["experiment=quick", f"loss={loss}", "data.train_size=32",
+                          "data.val_size=24"])  # fmt: skip
+    data = synthetic_data(cfg.data, 0, torch.device("cpu"))
+    torch.manual_seed(0)
+    model = build_model(cfg).eval()
+    for p in model.parameters():  # away from the start, where every quantile is one value
+        p.data.add_(0.05 * torch.randn_like(p))
+    evaluator = Evaluator(data, {}, batch_size=10)  # batches of 10: the sums must add up
+    val = evaluator.model_metrics(model, "val", blocks=3)
+    src, target = evaluator.splits["val"].take(slice(None))
+    with torch.no_grad():
+        params = model(src, distribution=True)  # [N, out_len, T, K]
+        point = model(src)
+    expected = model.output.loss(params, target).mean()
+    assert val["loss"] == pytest.approx(float(expected), rel=1e-5)
+    assert torch.allclose(model.output.point(params), point, atol=1e-6)  # one forward, same point
+    if loss == "mse":  # a point's loss is its squared error in model units
+        assert val["loss"] == pytest.approx(float((point - target).square().mean()), rel=1e-5)
+    # per stretch of time too (selection_blocks), each stretch's mean, equal stretches here
+    blocks = evaluator.block_mse("val", "loss")
+    assert len(blocks) == 3 and sum(blocks) / 3 == pytest.approx(val["loss"], rel=1e-5)
