@@ -6,8 +6,9 @@ run's config and checkpoint (loaded with weights_only=True), the last in_len row
 input (the run's columns, its fill policy, its training scaler), the forecast written in the
 data's own units, with timestamps continuing the input's when it has a time column, and
 beside each target the bounds of the run's conformal bands (<target>_lo80, <target>_hi80, ...:
-bands.json, the kept model's validation errors per horizon step), and for a probabilistic run
-(loss=quantile|gaussian) its own quantiles (<target>_q2.5, ..., <target>_q97.5).
+bands.json, the kept model's validation errors per horizon step; for an intervals=adaptive
+run, the widths its adaptive intervals reached by the end of its test windows), and for a
+probabilistic run (loss=quantile|gaussian) its own quantiles (<target>_q2.5, ..., _q97.5).
 
 A panel run (data.id_column or data.targets) reads the input in the run's format and writes,
 in long format (id, time, value), the next out_len steps of every series (or those named in
@@ -132,7 +133,7 @@ def forecast_panel(
             f"{', '.join(map(repr, unknown[:5]))}"
         )
     saved = {series_id: k for k, series_id in enumerate(state["ids"])}
-    windows, kept, notes, refitted, short = [], [], [], [], []
+    windows, kept, notes, refitted, short, known = [], [], [], [], [], []
     for series_id in chosen:
         s = position[series_id]
         rows = panel.values[panel.rows(s)]
@@ -145,6 +146,7 @@ def forecast_panel(
             fitted = fit_scaler(data_cfg["scale"], rows)
             shift, scale = fitted.shift, fitted.scale
             refitted.append(series_id)
+        known.append(saved.get(series_id, -1))  # the run's own index of it (bands)
         windows.append((rows[-in_len:] - shift.numpy()) / scale.numpy())
         kept.append((s, shift[: panel.n_targets], scale[: panel.n_targets]))
     if short:
@@ -157,6 +159,9 @@ def forecast_panel(
             f"{len(refitted)} series the run never saw were scaled on their own rows: "
             f"{', '.join(refitted[:5])}"
         )
+        if band_levels(run) and run.bands.radius is not None:
+            notes.append(f"{len(refitted)} series the run never saw get the split bands, "
+                         f"not adaptive ones")  # fmt: skip
     if not kept:
         raise DataError(f"{input_path}: no series has in_len={in_len} rows to forecast from")
     device = next(run.model.parameters()).device
@@ -164,7 +169,8 @@ def forecast_panel(
     forecast = model_forecast(run.model, src, batch_size=256).double().cpu()  # [S, out_len, T]
     # The point, each band's lower and upper bound, the model's own quantiles: [S, out_len, T]
     # each, model units.
-    parts = [forecast, *(bound for pair in band_bounds(run, forecast) for bound in pair),
+    series = torch.tensor(known)  # [S], -1 for a series the run never saw
+    parts = [forecast, *(bound for pair in band_bounds(run, forecast, series) for bound in pair),
              *own_quantiles(run, src, batch_size=256)]  # fmt: skip
     id_column = state.get("id_column") or "id"
     time_column = state["time_column"]
@@ -189,11 +195,14 @@ def band_levels(run: LoadedRun) -> list[float]:
     return bands.levels if bands is not None and bands.checkpoint == run.checkpoint_name else []
 
 
-def band_bounds(run: LoadedRun, forecast: Tensor) -> list[tuple[Tensor, Tensor]]:
-    """(lower, upper) per band level around forecast [B, out_len, T] (model units)."""
+def band_bounds(
+    run: LoadedRun, forecast: Tensor, series: Tensor | None = None
+) -> list[tuple[Tensor, Tensor]]:
+    """(lower, upper) per band level around forecast [B, out_len, T] (model units) of the
+    run's series `series` [B] (None: a single-series run; -1: a series it never saw)."""
     if not band_levels(run):
         return []
-    return list(run.bands.around(forecast).values())
+    return list(run.bands.ahead(forecast, series).values())
 
 
 def own_levels(run: LoadedRun) -> tuple[float, ...]:
@@ -283,8 +292,13 @@ def say_bands(run: LoadedRun) -> None:
         return
     pairs = ", ".join(f"_lo{level_name(c)}/_hi{level_name(c)} the central {level_name(c)}%"
                       for c in levels)  # fmt: skip
-    print(f"bands: {pairs} conformal interval (calibrated on the run's "
-          f"{run.bands.windows} validation windows)")  # fmt: skip
+    if run.bands.radius is not None:
+        print(f"bands: {pairs} adaptive conformal interval (ACI: calibrated on the run's "
+              f"{run.bands.windows} validation windows, adapted through its "
+              f"{run.bands.adapted_windows} test windows)")  # fmt: skip
+    else:
+        print(f"bands: {pairs} conformal interval (calibrated on the run's "
+              f"{run.bands.windows} validation windows)")  # fmt: skip
     if is_open(run.bands):
         print("note: some bounds are inf: too few validation windows to bound that level")
 

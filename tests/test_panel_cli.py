@@ -8,6 +8,7 @@ from datetime import date, timedelta
 
 import numpy as np
 import pytest
+import torch
 
 from .cli_helpers import REPO, run_cli, run_script
 
@@ -32,9 +33,10 @@ def panel_run(tmp_path_factory):
     run_script("make_example_panel.py", "--series", "12", "--min-length", "60",
                "--max-length", "120", "--out", str(path), cwd=base)  # fmt: skip
     run_dir = base / "run"
-    # a Gaussian model: panels with a distribution's own quantiles (the point path is shared)
-    proc = run_cli(["experiment=panel_example", *SMALL, "loss=gaussian", f"data.path={path}",
-                    f"hydra.run.dir={run_dir}"], base)  # fmt: skip
+    # a Gaussian model: panels with a distribution's own quantiles (the point path is shared);
+    # adaptive bands: each series adapts on its own test windows
+    proc = run_cli(["experiment=panel_example", *SMALL, "loss=gaussian", "intervals=adaptive",
+                    f"data.path={path}", f"hydra.run.dir={run_dir}"], base)  # fmt: skip
     return path, run_dir, proc
 
 
@@ -119,9 +121,13 @@ def test_predict_writes_every_series_in_long_format_on_its_own_grid(panel_run, t
     levels = ["2.5", "5", "10", "20", "30", "40", "50", "60", "70", "80", "90", "95", "97.5"]
     own = [f"sales_q{q}" for q in levels]  # the Gaussian's own, at the run's 13 levels
     assert list(rows[0]) == ["store", "date", "sales", *bands, *own]
-    for row in rows:  # nested bands in each series' own units
+    assert "adaptive conformal interval" in proc.stdout
+    half_widths = {}
+    for row in rows:  # nested bands in each series' own units, symmetric (adaptive)
         lo95, lo80, hi80, hi95 = (float(row[k]) for k in (bands[2], bands[0], bands[1], bands[3]))
         assert lo95 <= lo80 <= hi80 <= hi95
+        assert hi80 - float(row["sales"]) == pytest.approx(float(row["sales"]) - lo80, rel=1e-6)
+        half_widths.setdefault(row["store"], []).append(hi80 - lo80)
         quantiles = [float(row[k]) for k in own]
         assert quantiles == sorted(quantiles)
         assert float(row["sales_q50"]) == pytest.approx(float(row["sales"]), rel=1e-6)
@@ -137,6 +143,14 @@ def test_predict_writes_every_series_in_long_format_on_its_own_grid(panel_run, t
         assert [r["date"] for r in steps] == [str(first + timedelta(days=k)) for k in range(6)]
         assert all(np.isfinite(float(r["sales"])) for r in steps)
     assert f"6 steps of {len(forecast)} series" in proc.stdout
+    # each series' own half-widths, as bands.json holds them in its scaled units (the run's
+    # series order), times its scale: the ratio is one number per series
+    saved = json.loads((run_dir / "bands.json").read_text())["adaptive"]["radius"]["80"]
+    ids = torch.load(run_dir / "checkpoints" / "best.pt", weights_only=True)["data_state"]["ids"]
+    for store, widths in half_widths.items():
+        radius = [step[0] for step in saved[ids.index(store)]]
+        ratios = [w / (2 * r) for w, r in zip(widths, radius, strict=True)]
+        assert max(ratios) == pytest.approx(min(ratios), rel=1e-6)
 
     picked = tmp_path / "two.csv"
     ids = sorted(forecast)[:2]

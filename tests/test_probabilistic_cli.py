@@ -67,7 +67,18 @@ def test_a_quantile_run_with_adaptive_bands_scores_and_predicts_its_own_quantile
     out = run_cli([f"run_dir={run_dir}", f"input={recent}", f"output={output}"], tmp_path,
                   module="seqforecast.predict").stdout  # fmt: skip
     assert "quantiles: _q10 ... _q90 the model's own (loss=quantile), not calibrated" in out
+    assert "_lo80/_hi80 the central 80% adaptive conformal interval" in out
     rows = list(csv.DictReader(output.open()))
+    # the band the adaptive intervals reached by the end of the test windows: symmetric around
+    # the point, its half-width bands.json's (times the scaler's scale, one for every step)
+    bands = json.loads((run_dir / "bands.json").read_text())
+    radius = [step[0] for step in bands["adaptive"]["radius"]["80"][0]]  # [out_len], one target
+    point = [float(r["load"]) for r in rows]
+    lower, upper = ([float(r[f"load_{side}80"]) for r in rows] for side in ("lo", "hi"))
+    for p, lo, hi in zip(point, lower, upper, strict=True):
+        assert hi - p == pytest.approx(p - lo, rel=1e-6)
+    scales = [(hi - lo) / (2 * r) for lo, hi, r in zip(lower, upper, radius, strict=True)]
+    assert max(scales) == pytest.approx(min(scales), rel=1e-6)
     assert list(rows[0]) == ["time", "load", "load_lo80", "load_hi80", "load_q10", "load_q50",
                              "load_q90"]  # fmt: skip
     assert len(rows) == 12

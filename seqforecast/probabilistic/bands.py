@@ -4,13 +4,18 @@ At the end of training the kept model's split-conformal offsets (conformal.py), 
 step and target in model units (the data's scaled units), are written for each interval level;
 `predict` adds them to a new forecast and maps the bounds to the data's units like the point.
 A level the validation windows cannot bound (too few of them) is an open band: +-inf.
+
+A run with `intervals=adaptive` also keeps, per series, the half-width its adaptive intervals
+(ACI) reached once every test truth had arrived: the band of a forecast from the end of the
+data on (`Bands.ahead`). The split offsets stay, for the final figure's test windows and for a
+series the run never saw.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,9 +35,13 @@ class Bands:
     upper: dict[str, Tensor]
     windows: int  # calibration windows
     checkpoint: str
+    # intervals=adaptive: level name -> [series, out_len, targets] half-widths after the test
+    radius: dict[str, Tensor] | None = None
+    adapted_windows: int = 0  # the test windows they adapted through
 
     def around(self, point: Tensor) -> dict[float, tuple[Tensor, Tensor]]:
-        """point [B, out_len, targets] (model units) -> {level: (lower, upper)} alike."""
+        """point [B, out_len, targets] (model units) -> {level: (lower, upper)} alike: the split
+        bands (calibrated on the validation windows)."""
         found = {}
         for level in self.levels:
             name = level_name(level)
@@ -41,9 +50,31 @@ class Bands:
             found[level] = lower, upper
         return found
 
+    def ahead(self, point: Tensor, series: Tensor | None = None) -> dict[float, tuple[Tensor,
+                                                                                      Tensor]]:
+        """The bands of forecasts from the end of the data on: point [B, out_len, targets]
+        (model units) of the run's series `series` [B] (its index among the run's series; None:
+        the first, -1: one it never saw) -> {level: (lower, upper)}. An adaptive run's
+        half-widths where it has them for the series (NaN: a series without test windows),
+        else the split offsets."""
+        found = self.around(point)
+        if self.radius is None:
+            return found
+        index = torch.zeros(len(point), dtype=torch.long) if series is None else series.long()
+        known = (index >= 0)[:, None, None]  # [B, 1, 1]
+        for level, (lower, upper) in found.items():
+            radius = self.radius[level_name(level)].to(point)[index.clamp_min(0)]  # [B, H, T]
+            adapted = known & radius.isfinite()
+            found[level] = (torch.where(adapted, point - radius, lower),
+                            torch.where(adapted, point + radius, upper))  # fmt: skip
+        return found
+
 
 def write_bands(run_dir: Path, conformal: SplitConformal, levels: Sequence[float],
-                checkpoint: str = "best") -> None:  # fmt: skip
+                checkpoint: str = "best", radius: Mapping[float, Tensor] | None = None,
+                adapted_windows: int = 0) -> None:  # fmt: skip
+    """bands.json: the split offsets at each level; `radius`, an adaptive run's half-widths by
+    coverage ([series, out_len, targets], from `Evaluator.adaptive_radius`)."""
     from ..training.files import atomic_write_text  # (training imports this package)
 
     bounds = {}
@@ -59,7 +90,22 @@ def write_bands(run_dir: Path, conformal: SplitConformal, levels: Sequence[float
         "levels": list(levels),
         "bounds": bounds,
     }  # fmt: skip
+    if radius:
+        payload["adaptive"] = {
+            "what": "per series, the half-width of the adaptive (ACI) interval once every test "
+                    "truth had arrived, per horizon step and target, model units; predict "
+                    "centres it on a forecast from the end of the data",
+            "test_windows": adapted_windows,
+            "radius": {level_name(level): _radius_at(radius, level).tolist() for level in levels},
+        }  # fmt: skip
     atomic_write_text(run_dir / FILE, json.dumps(payload) + "\n")
+
+
+def _radius_at(radius: Mapping[float, Tensor], level: float) -> Tensor:
+    for coverage, found in radius.items():
+        if math.isclose(coverage, level, abs_tol=1e-9):
+            return found
+    raise ValueError(f"no adaptive interval at level {level}")
 
 
 def read_bands(run_dir: Path) -> Bands | None:
@@ -69,12 +115,16 @@ def read_bands(run_dir: Path) -> Bands | None:
     payload = json.loads(path.read_text())
     as_tensor = lambda rows: torch.tensor(rows, dtype=torch.float64)  # noqa: E731 (inf kept)
     bounds = payload["bounds"]
+    adaptive = payload.get("adaptive")
     return Bands(
         levels=[float(v) for v in payload["levels"]],
         lower={k: as_tensor(v["lower"]) for k, v in bounds.items()},
         upper={k: as_tensor(v["upper"]) for k, v in bounds.items()},
         windows=int(payload["calibration_windows"]),
         checkpoint=payload["checkpoint"],
+        radius=None if adaptive is None else {k: as_tensor(v)
+                                              for k, v in adaptive["radius"].items()},
+        adapted_windows=0 if adaptive is None else int(adaptive["test_windows"]),
     )
 
 

@@ -85,7 +85,7 @@ class AdaptiveConformal:
         self.n = residuals.shape[0]
         self.coverage, self.gamma = coverage, gamma
 
-    def _radius(self, miss_rate: Tensor) -> Tensor:
+    def radius(self, miss_rate: Tensor) -> Tensor:
         """The calibration magnitude at level 1 - miss_rate, per element [H, *rest]. A rate
         the N magnitudes cannot bound (below 1 / (N + 1), or negative after a run of misses)
         takes the largest of them: Gibbs and Candès take the whole line there, which would
@@ -100,6 +100,8 @@ class AdaptiveConformal:
     ) -> tuple[Tensor, Tensor, Tensor]:
         """point, target [M, H, *rest] and origins [M] (the time step of each window's first
         forecast step, increasing) -> (lower, upper, the miss rate used) [M, H, *rest].
+        Afterwards `rate_after` [H, *rest] is the miss rate of a window forecast once every one
+        of these truths has arrived (from the end of the data on: what `predict` reads).
 
         The miss rate of window i at step h is 1 - c plus gamma times the sum, over every
         window j whose truth at step h has arrived (origins[j] + h < origins[i]), of
@@ -119,8 +121,9 @@ class AdaptiveConformal:
         index = arrived.view(m, horizon, *([1] * (point.dim() - 2))).expand(m, *point.shape[1:])
         for i in range(m):
             rate = target_miss + self.gamma * prefix.gather(0, index[i : i + 1])[0]
-            radius = self._radius(rate)
+            radius = self.radius(rate)
             lower[i], upper[i], rates[i] = point[i] - radius, point[i] + radius, rate
             missed = (target[i] < lower[i]) | (target[i] > upper[i])
             prefix[i + 1] = prefix[i] + (target_miss - missed.double())
+        self.rate_after = target_miss + self.gamma * prefix[m]
         return lower, upper, rates

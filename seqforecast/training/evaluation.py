@@ -10,6 +10,7 @@ training windows, and score exactly the windows the model scores.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import torch
@@ -33,6 +34,9 @@ class Evaluator:
         self.model_sums: dict[str, MetricSums] = {}  # the latest model scores, per split
         self._blocks: dict[tuple[str, int], Tensor] = {}  # (split, blocks) -> window blocks
         self.calibration: dict[str, SplitConformal] = {}  # the latest interval_metrics' fits
+        # with intervals=adaptive, the model's half-width per coverage once every test truth
+        # has arrived: [series, out_len, targets] (what predict adds after the data's end)
+        self.adaptive_radius: dict[float, Tensor] = {}
         # and its test scores, per series (own_model: a probabilistic model's own quantiles)
         self.interval_sums: dict[str, IntervalSums] = {}
 
@@ -94,6 +98,7 @@ class Evaluator:
             return {}
         forecasters = {"model": model, **self.baselines}
         levels, coverages = intervals["quantiles"], intervals["levels"]
+        self.adaptive_radius = {}
         with evaluation(model):
             errors: dict[str, list[Tensor]] = {name: [] for name in forecasters}
             for _, src, target, _, _, _ in self._batches("val"):
@@ -137,8 +142,9 @@ class Evaluator:
         stride = self.data.info.get("test", {}).get("stride", 1)
         for name, found in sums.items():
             point = torch.cat(points[name])
+            after = self.adaptive_radius if name == "model" else None  # predict's, from bands.json
             quantiles = adaptive_quantiles(residuals[name], point, target, series, stride,
-                                           found.quantiles, gamma)  # fmt: skip
+                                           found.quantiles, gamma, after)  # fmt: skip
             for index, _, _, window_series, truth, scale in self._batches("test"):
                 picked = quantiles[index if isinstance(index, slice) else index.cpu()].to(truth)
                 found.add(self._to_raw(picked, window_series), truth, scale, window_series)
@@ -240,23 +246,31 @@ def _forecast_and_loss(forecast: Forecaster, src: Tensor, target: Tensor):
 
 
 def adaptive_quantiles(residuals: Tensor, point: Tensor, target: Tensor, series: Tensor,
-                       stride: int, levels, gamma: float) -> Tensor:  # fmt: skip
+                       stride: int, levels, gamma: float,
+                       radius_after: dict | None = None) -> Tensor:  # fmt: skip
     """ACI quantiles [M, H, T, Q] around point [M, H, T] (model units) from the calibration
     residuals [N, H, T]: for each central interval (levels q < 1/2 and 1 - q), each series'
     windows (grouped by series, in time order) adapt their own miss rate on the truths that
-    have arrived; the level 1/2 is the point."""
+    have arrived; the level 1/2 is the point. `radius_after`, when given, receives for each
+    central interval's coverage the half-width [S, H, T] of each series' interval once all its
+    truths have arrived (a forecast from the end of its windows on)."""
     quantiles = torch.empty(*point.shape, len(levels), dtype=torch.float64)
     pairs = {i: levels.index(next(p for p in levels if abs(p - (1 - q)) < 1e-9))
              for i, q in enumerate(levels) if q < 0.5}  # fmt: skip
     for i in (i for i, q in enumerate(levels) if abs(q - 0.5) < 1e-9):
         quantiles[..., i] = point.double()
+    n_series = int(series.max()) + 1 if len(series) else 0
     for low, high in pairs.items():
         aci = AdaptiveConformal(residuals, 1.0 - 2.0 * levels[low], gamma)
+        after = torch.full((n_series, *point.shape[1:]), math.nan, dtype=torch.float64)
         for s in series.unique():
             rows = torch.nonzero(series == s).flatten()
             origins = torch.arange(len(rows)) * stride
             lower, upper, _ = aci.intervals(point[rows], target[rows], origins)
             quantiles[rows, ..., low], quantiles[rows, ..., high] = lower, upper
+            after[s] = aci.radius(aci.rate_after)
+        if radius_after is not None:
+            radius_after[aci.coverage] = after
     return quantiles
 
 

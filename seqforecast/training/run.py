@@ -181,7 +181,9 @@ def run_training(
         }
         write_metrics(run_dir / "metrics.json", results, run_info, data.info)
         if "model" in evaluator.calibration:  # the kept model's bands, for predict
-            write_bands(run_dir, evaluator.calibration["model"], plain["intervals"]["levels"])
+            write_bands(run_dir, evaluator.calibration["model"], plain["intervals"]["levels"],
+                        radius=evaluator.adaptive_radius,
+                        adapted_windows=len(data.eval_splits()["test"]))  # fmt: skip
         if data.series_ids:
             write_per_series(run_dir / "per_series.csv", evaluator.per_series(), data.series_ids)
         monitor.on_end(model, result.steps, results, {**flatten(plain), **(choices or {})})

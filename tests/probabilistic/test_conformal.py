@@ -151,3 +151,30 @@ def test_adaptive_quantiles_adapt_each_series_on_its_own_and_recover_coverage():
     split_lower, split_upper = SplitConformal(residuals).interval(point, 0.8)
     assert abs(adapted - 0.8) < 0.03
     assert coverage(split_lower, split_upper, truth).item() < 0.7
+
+
+def test_the_band_after_the_data_is_the_one_a_window_forecast_there_gets():
+    """rate_after: the miss rate once every truth has arrived. A window whose origin lies a
+    whole horizon after the last one (so every earlier truth has arrived) gets exactly it;
+    adaptive_quantiles hands it on per series (what predict centres on a new forecast)."""
+    from seqforecast.training.evaluation import adaptive_quantiles
+
+    g = torch.Generator().manual_seed(6)
+    residuals = _errors(200, g)
+    m = 300
+    point = torch.randn(m + 1, H, T, generator=g, dtype=torch.float64)
+    truth = point + _errors(m + 1, g, scale=1.4)
+    origins = torch.cat([torch.arange(m), torch.tensor([m - 1 + H])])
+    aci = AdaptiveConformal(residuals, 0.8, gamma=0.02)
+    lower, upper, _ = aci.intervals(point, truth, origins)  # m + 1 windows: the last one after
+    aci.intervals(point[:m], truth[:m], origins[:m])  # the first m alone
+    torch.testing.assert_close(upper[m] - point[m], aci.radius(aci.rate_after))
+    assert not torch.allclose(aci.rate_after, torch.full_like(aci.rate_after, 0.2))  # it moved
+    # per series: two series, each with its own state after its own windows
+    series = torch.cat([torch.zeros(m), torch.ones(m)]).long()
+    after = {}
+    adaptive_quantiles(residuals, torch.cat([point[:m]] * 2), torch.cat([truth[:m], point[:m]]),
+                       series, 1, (0.1, 0.5, 0.9), 0.02, after)  # fmt: skip
+    assert list(after) == [pytest.approx(0.8)] and after[0.8].shape == (2, H, T)
+    torch.testing.assert_close(after[0.8][0], aci.radius(aci.rate_after))
+    assert (after[0.8][1] < after[0.8][0]).all()  # the second series never missed: narrower
