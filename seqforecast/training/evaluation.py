@@ -144,7 +144,8 @@ class Evaluator:
             point = torch.cat(points[name])
             after = self.adaptive_radius if name == "model" else None  # predict's, from bands.json
             quantiles = adaptive_quantiles(residuals[name], point, target, series, stride,
-                                           found.quantiles, gamma, after)  # fmt: skip
+                                           found.quantiles, gamma, after,
+                                           self.n_series)  # fmt: skip
             for index, _, _, window_series, truth, scale in self._batches("test"):
                 picked = quantiles[index if isinstance(index, slice) else index.cpu()].to(truth)
                 found.add(self._to_raw(picked, window_series), truth, scale, window_series)
@@ -246,20 +247,21 @@ def _forecast_and_loss(forecast: Forecaster, src: Tensor, target: Tensor):
 
 
 def adaptive_quantiles(residuals: Tensor, point: Tensor, target: Tensor, series: Tensor,
-                       stride: int, levels, gamma: float,
-                       radius_after: dict | None = None) -> Tensor:  # fmt: skip
+                       stride: int, levels, gamma: float, radius_after: dict | None = None,
+                       n_series: int = 0) -> Tensor:  # fmt: skip
     """ACI quantiles [M, H, T, Q] around point [M, H, T] (model units) from the calibration
     residuals [N, H, T]: for each central interval (levels q < 1/2 and 1 - q), each series'
     windows (grouped by series, in time order) adapt their own miss rate on the truths that
     have arrived; the level 1/2 is the point. `radius_after`, when given, receives for each
     central interval's coverage the half-width [S, H, T] of each series' interval once all its
-    truths have arrived (a forecast from the end of its windows on)."""
+    truths have arrived (a forecast from the end of its windows on; NaN for a series of the
+    `n_series` without windows)."""
     quantiles = torch.empty(*point.shape, len(levels), dtype=torch.float64)
     pairs = {i: levels.index(next(p for p in levels if abs(p - (1 - q)) < 1e-9))
              for i, q in enumerate(levels) if q < 0.5}  # fmt: skip
     for i in (i for i, q in enumerate(levels) if abs(q - 0.5) < 1e-9):
         quantiles[..., i] = point.double()
-    n_series = int(series.max()) + 1 if len(series) else 0
+    n_series = max(n_series, int(series.max()) + 1 if len(series) else 0)
     for low, high in pairs.items():
         aci = AdaptiveConformal(residuals, 1.0 - 2.0 * levels[low], gamma)
         after = torch.full((n_series, *point.shape[1:]), math.nan, dtype=torch.float64)

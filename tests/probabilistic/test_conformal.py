@@ -174,7 +174,8 @@ def test_the_band_after_the_data_is_the_one_a_window_forecast_there_gets():
     series = torch.cat([torch.zeros(m), torch.ones(m)]).long()
     after = {}
     adaptive_quantiles(residuals, torch.cat([point[:m]] * 2), torch.cat([truth[:m], point[:m]]),
-                       series, 1, (0.1, 0.5, 0.9), 0.02, after)  # fmt: skip
-    assert list(after) == [pytest.approx(0.8)] and after[0.8].shape == (2, H, T)
+                       series, 1, (0.1, 0.5, 0.9), 0.02, after, n_series=3)  # fmt: skip
+    assert list(after) == [pytest.approx(0.8)] and after[0.8].shape == (3, H, T)
+    assert after[0.8][2].isnan().all()  # a third series without test windows: none
     torch.testing.assert_close(after[0.8][0], aci.radius(aci.rate_after))
     assert (after[0.8][1] < after[0.8][0]).all()  # the second series never missed: narrower
