@@ -211,6 +211,7 @@ def run_one(path: Path, borders, horizon: int, variant: str, seed: int, args) ->
         **run_facts(metrics, wall),
         "paper_count": paper_count(run_dir, args.paper_batch),
         "val_curve": val_curve(run_dir),
+        "test_curve": test_curve(run_dir),
         "run_dir": str(run_dir),
     }
 
@@ -223,6 +224,20 @@ def val_curve(run_dir: Path) -> list[list]:
         path = path.with_name("best.pt")
     last = torch.load(path, map_location="cpu", weights_only=True)
     return [[e["epoch"], e.get("val_mse_scaled", e["val_mse"])] for e in last["loop"]["history"]]
+
+
+def test_curve(run_dir: Path) -> list[list]:
+    """[epoch, test MSE (data units)] of each epoch whose test set the run scored for
+    TensorBoard (`log.test_every`; none with the presets' 0), read from its events file: what
+    the epoch a shorter patience keeps scores, on a run with a longer one."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    last = torch.load(run_dir / "checkpoints" / "last.pt", map_location="cpu", weights_only=True)
+    epoch_at = {e["step"]: e["epoch"] for e in last["loop"]["history"]}
+    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0}).Reload()
+    if "test/mse" not in events.Tags()["scalars"]:
+        return []
+    return [[epoch_at[e.step], e.value] for e in events.Scalars("test/mse") if e.step in epoch_at]
 
 
 def paper_count(run_dir: Path, batch: int = PAPER_BATCH) -> dict:
@@ -413,11 +428,28 @@ def summarise(runs: list[dict], reference: str) -> dict:
                             for r in ok)
                 for p in SHORTER_PATIENCE
             },  # fmt: skip
+            # and, on runs that scored the test set every epoch, what its epoch scores
+            "test_with_patience": patience_cost(ok),
         }
     return out
 
 
-SHORTER_PATIENCE = (3, 5)
+SHORTER_PATIENCE = (3, 5, 10)
+
+
+def patience_cost(runs: list[dict]) -> dict:
+    """For each shorter patience: the mean over runs with a test curve of the test MSE of the
+    epoch it keeps over the kept epoch's ({} without such runs)."""
+    curves = [(dict(map(tuple, r["test_curve"])), r) for r in runs if r.get("test_curve")]
+    curves = [(c, r) for c, r in curves if r["best_epoch"] in c]
+    if not curves:
+        return {}
+    return {
+        str(p): statistics.mean(
+            c[kept_with_patience(r["val_curve"], p)] / c[r["best_epoch"]] for c, r in curves)
+        for p in SHORTER_PATIENCE
+        if all(kept_with_patience(r["val_curve"], p) in c for c, r in curves)
+    }  # fmt: skip
 
 
 def kept_with_patience(curve: list[list], patience: int) -> int:
@@ -500,6 +532,17 @@ def markdown(report: dict, reference: str) -> str:
         if patience:
             out += ["", "Runs whose kept epoch a shorter patience would have kept too (read off "
                     "each run's validation curve): " + "; ".join(patience) + "."]  # fmt: skip
+        costs = [
+            f"{horizon} {variant}: " + ", ".join(
+                f"patience {p} {ratio:.4f}" for p, ratio in cost.items())
+            for horizon, h in entry["horizons"].items()
+            for variant, s in h["summary"].items()
+            if s["n"] and (cost := s.get("test_with_patience"))
+        ]  # fmt: skip
+        if costs:
+            out += ["", "Test MSE (data units) of the epoch a shorter patience keeps over the "
+                    "kept epoch's, on runs that scored the test set every epoch "
+                    "(log.test_every=1): " + "; ".join(costs) + "."]  # fmt: skip
         vs_ref = [
             (horizon, variant, s["vs_reference"])
             for horizon, h in entry["horizons"].items()
@@ -538,6 +581,11 @@ def merge(paths: list[Path], variants: list[str], out: Path, argv) -> int:
             merged["files"].setdefault(stem, {**entry, "horizons": {}})
             for horizon, h in entry["horizons"].items():
                 runs.setdefault((stem, horizon), []).extend(h["runs"])
+    for done in runs.values():  # reports written before test curves were kept: from the runs
+        for r in done:
+            last = Path(r.get("run_dir", "")) / "checkpoints" / "last.pt"
+            if r["status"] == "ok" and "test_curve" not in r and last.is_file():
+                r["test_curve"] = test_curve(Path(r["run_dir"]))
     for (stem, horizon), done in sorted(runs.items(), key=lambda kv: (kv[0][0], int(kv[0][1]))):
         order = [v for v in variants if any(r["variant"] == v for r in done)]
         order += sorted({r["variant"] for r in done} - set(order))

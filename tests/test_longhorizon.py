@@ -5,6 +5,7 @@ in its smoke mode."""
 import csv
 import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 
@@ -89,8 +90,9 @@ def test_a_wrong_border_is_one_line_and_exit_2(ett_file, tmp_path):
 
 def test_bench_longhorizon_smoke_writes_its_tables(tmp_path):
     out = tmp_path / "longhorizon.json"
+    # the test set scored every epoch: what a shorter patience's epoch scores is kept too
     stdout = run_script("bench_longhorizon.py", "--smoke", "--runs-dir", str(tmp_path / "runs"),
-                        "--out", str(out), cwd=tmp_path)  # fmt: skip
+                        "--out", str(out), "--set", "log.test_every=1", cwd=tmp_path)  # fmt: skip
     report = json.loads(out.read_text())
     entry = report["files"]["ETTsmoke"]
     assert entry["borders"] == ["400", "530", "660"] and set(entry["horizons"]) == {"24", "48"}
@@ -101,5 +103,11 @@ def test_bench_longhorizon_smoke_writes_its_tables(tmp_path):
         per_channel = (130 - int(horizon) + 1) // 32 * 32
         assert run["paper_count"]["windows_per_channel"] == per_channel
         assert h["summary"]["preset"]["vs_nlinear"]["n"] == 1
+        # epochs 0 and 1 scored on test; the kept one's is the run's test MSE (data units)
+        curve = dict(map(tuple, run["test_curve"]))
+        assert sorted(curve) == [0, 1]
+        final = json.loads((Path(run["run_dir"]) / "metrics.json").read_text())
+        assert curve[run["best_epoch"]] == pytest.approx(final["test"]["model"]["mse"], rel=1e-5)
+        assert h["summary"]["preset"]["test_with_patience"] == {"3": 1.0, "5": 1.0, "10": 1.0}
     assert "| 24 | seqforecast preset (n=1) |" in stdout
     assert (tmp_path / "longhorizon.md").read_text().startswith("### ETTsmoke")
