@@ -8,6 +8,7 @@ import math
 import re
 
 import pytest
+import torch
 
 from .cli_helpers import REPO, TINY, run_cli
 
@@ -97,3 +98,45 @@ def test_a_bad_quantile_loss_is_one_line_and_exit_2(tmp_path, cwd):
     assert "loss.quantiles: interval level 0.8 needs the quantiles 0.1 and 0.9" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (run_dir / "metrics.json").exists()
+
+
+@pytest.mark.slow
+def test_a_poisson_run_forecasts_counts_and_refuses_data_that_are_not(tmp_path, cwd):
+    gen = torch.Generator().manual_seed(0)
+    hours = torch.arange(600)
+    rate = 6.0 + 4.0 * torch.sin(2 * math.pi * hours / 24)  # a daily cycle of counts
+    counts = torch.poisson(rate, generator=gen).long().tolist()
+    path = tmp_path / "counts.csv"
+    path.write_text("hour,arrivals\n" + "".join(f"{h},{c}\n" for h, c in enumerate(counts)))
+    run_dir = tmp_path / "run"
+    common = ["data=csv", f"data.path={path}", "data.target=arrivals", "in_len=48",
+              "out_len=12", "model.label_len=12", "epochs=2", "data.stride=4"]  # fmt: skip
+    run_cli([*common, "data.scale=none", "loss=poisson", f"hydra.run.dir={run_dir}"], cwd)
+    model = json.loads((run_dir / "metrics.json").read_text())["test"]["model"]
+    assert math.isfinite(model["own_crps"]) and 0.0 < model["own_coverage_80"] <= 1.0
+    assert math.isfinite(model["loss"])  # its NLL, the loss it trained on
+    recent = tmp_path / "recent.csv"
+    recent.write_text("\n".join(path.read_text().splitlines()[:1] + path.read_text()
+                                .splitlines()[-60:]) + "\n")  # fmt: skip
+    output = tmp_path / "forecast.csv"
+    run_cli([f"run_dir={run_dir}", f"input={recent}", f"output={output}"], tmp_path,
+            module="seqforecast.predict")  # fmt: skip
+    for row in csv.DictReader(output.open()):
+        quantiles = [float(v) for k, v in row.items() if k.startswith("arrivals_q")]
+        assert quantiles == sorted(quantiles) and all(q == int(q) >= 0 for q in quantiles)
+        assert float(row["arrivals"]) > 0  # the rate
+    # scaled, or not counts: one line, exit 2, nothing written
+    lines = path.read_text().splitlines()
+    halves = tmp_path / "halves.csv"
+    halves.write_text("\n".join([lines[0], "0,0.5", *lines[2:]]) + "\n")
+    for extra, message in (
+        (["data.scale=standard"], "the data is scaled (data.scale=standard): set data.scale=none"),
+        (["data.scale=none", f"data.path={halves}"],
+         "loss=poisson describes counts (whole numbers >= 0); the train targets hold 0.5"),
+    ):  # fmt: skip
+        bad_dir = tmp_path / "bad"
+        proc = run_cli([*common, "loss=poisson", *extra, f"hydra.run.dir={bad_dir}"], cwd,
+                       check=False)  # fmt: skip
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert message in proc.stderr
+        assert not (bad_dir / "metrics.json").exists()

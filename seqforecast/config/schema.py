@@ -215,7 +215,7 @@ class IntervalsConfig:  # seqforecast/probabilistic/
 
 
 @dataclass
-class PointLossConfig:  # loss=mse|gaussian: seqforecast/probabilistic/outputs.py
+class PointLossConfig:  # loss=mse|gaussian|poisson: seqforecast/probabilistic/outputs.py
     name: str = MISSING
 
 
@@ -272,6 +272,7 @@ PER_OPTION_SCHEMAS = {
         "mse": PointLossConfig,
         "quantile": QuantileLossConfig,
         "gaussian": PointLossConfig,
+        "poisson": PointLossConfig,
     },
     "data": {
         "sigmoid": SigmoidDataConfig,

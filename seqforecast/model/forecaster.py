@@ -153,7 +153,7 @@ class WindowForecaster(nn.Module):
         maps: dict[str, list[Tensor]] = {"encoder": [], "decoder_self": [], "cross": []}
         normalized, stats = self.norm.normalize(src)
         forecast = self._forecast(normalized, tgt, stats, maps, return_attention)
-        if self.output.n_params == 1 and not distribution:
+        if not self.output.probabilistic and not distribution:
             forecast = self._map_back(forecast, normalized, src, stats)
         else:
             # [B, out_len, T * K] -> [B, out_len, T, K], mapped back as an affine map of the

@@ -5,6 +5,10 @@
                they never cross (quantiles.monotone_quantiles); the point is the median
     gaussian   a normal distribution (mean, scale), trained on its negative log-likelihood;
                the point is the mean, its quantiles at any level come from the normal's
+    poisson    a Poisson distribution of counts (its rate), trained on its negative
+               log-likelihood; the point is the rate (the mean), its quantiles whole numbers.
+               It describes only counts in the data's own units: `cannot_describe` says why
+               other data will not do
 
 A model's head gives `n_params` raw outputs per step and target in its normalised units;
 `constrain` turns them into parameters there (monotone quantiles, a positive scale). What the
@@ -29,9 +33,10 @@ from torch import Tensor
 
 from .quantiles import check_quantiles, median_index, monotone_quantiles
 
-LOSSES = ("mse", "quantile", "gaussian")
+LOSSES = ("mse", "quantile", "gaussian", "poisson")
 DEFAULT_LEVELS = (0.025, 0.1, 0.5, 0.9, 0.975)  # a distribution's, where the run names none
 MIN_SCALE = 1e-3  # the gaussian's smallest scale in normalised units: its NLL stays finite
+MIN_RATE = 1e-6  # the Poisson's smallest rate: log(rate) stays finite
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
@@ -63,6 +68,11 @@ class PointOutput:
     def own_levels(self, levels: Sequence[float]) -> tuple[float, ...]:
         """The quantile levels its own intervals are scored at, given the run's."""
         return tuple(levels)
+
+    def cannot_describe(self, data) -> str | None:
+        """Why this output cannot describe a run's data (ForecastData), in one line; None
+        when it can (every real value, for all but a count distribution)."""
+        return None
 
 
 class QuantileOutput(PointOutput):
@@ -129,6 +139,58 @@ class GaussianOutput(PointOutput):
         return tuple(levels) or DEFAULT_LEVELS
 
 
+class PoissonOutput(PointOutput):
+    """A Poisson distribution of counts per step and target: params [..., 1], its rate.
+
+    The head's output is mapped back like a point (the window's normalisation, the linear
+    path), then made positive (softplus, at least MIN_RATE): the rate in the data's own units,
+    which must be counts (data.scale=none). Its quantile at level q is the smallest count k with
+    P(Y <= k) >= q, a whole number."""
+
+    name = "poisson"
+    n_params = 1
+    probabilistic = True
+
+    def map_back(self, params: Tensor, a: Tensor, b: Tensor) -> Tensor:
+        return F.softplus(super().map_back(params, a, b)) + MIN_RATE
+
+    def loss(self, params: Tensor, target: Tensor) -> Tensor:
+        rate = params[..., 0]
+        return rate - target * rate.log() + torch.lgamma(target + 1.0)
+
+    def quantiles(self, params: Tensor, levels: Sequence[float]) -> Tensor:
+        rate = params[..., :1].double()  # [..., 1]
+        q = torch.tensor(levels, dtype=rate.dtype, device=rate.device)  # [Q]
+        # From the normal approximation, stepped to the exact count: P(Y <= k) is the
+        # regularised upper incomplete gamma Q(k + 1, rate).
+        start = (rate + torch.special.ndtri(q) * rate.sqrt()).floor().clamp_min(0.0)
+        k = start.expand(*rate.shape[:-1], len(levels)).clone()
+        cdf = lambda counts: torch.special.gammaincc(counts + 1.0, rate)  # noqa: E731
+        while bool(((k > 0) & (cdf(k - 1.0) >= q)).any()):  # down while the one below does
+            k = torch.where((k > 0) & (cdf(k - 1.0) >= q), k - 1.0, k)
+        while bool((cdf(k) < q).any()):  # up until it does
+            k = torch.where(cdf(k) < q, k + 1.0, k)
+        return k.to(params.dtype)
+
+    def own_levels(self, levels: Sequence[float]) -> tuple[float, ...]:
+        return tuple(levels) or DEFAULT_LEVELS
+
+    def cannot_describe(self, data) -> str | None:
+        if data.scaled_by:
+            return (f"loss=poisson forecasts counts in the data's own units; the data is "
+                    f"scaled (data.scale={data.scaled_by}): set data.scale=none")  # fmt: skip
+        for name in ("train", "val", "test"):
+            split = getattr(data, name)
+            values = (split.values[:, : data.n_targets] if hasattr(split, "values")
+                      else torch.cat([split.src[..., : data.n_targets].flatten(),
+                                      split.target.flatten()]))  # fmt: skip
+            bad = values[(values < 0) | (values != values.round()) | ~values.isfinite()]
+            if len(bad):
+                return (f"loss=poisson describes counts (whole numbers >= 0); the {name} "
+                        f"targets hold {float(bad[0]):g}: choose loss=gaussian, quantile or mse")
+        return None
+
+
 def build_output(loss: Mapping | None) -> PointOutput:
     """The output of a `loss` config (None: runs saved before the group existed, mse)."""
     name = "mse" if loss is None else loss["name"]
@@ -138,4 +200,6 @@ def build_output(loss: Mapping | None) -> PointOutput:
         return QuantileOutput(loss["quantiles"])
     if name == "gaussian":
         return GaussianOutput()
+    if name == "poisson":
+        return PoissonOutput()
     raise ValueError(f"loss={name!r}; allowed: {', '.join(LOSSES)}")

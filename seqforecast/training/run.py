@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..config.upgrade import upgrade_config
 from ..config.validate import ConfigError
-from ..data import build_data
+from ..data import DataError, build_data
 from ..model import build_model
 from ..model.official import OfficialWeightsError, load_official_weights
 from ..probabilistic.bands import write_bands
@@ -108,6 +108,9 @@ def run_training(
     channels = plain["model"].get("channels", "independent")
     data = build_data(plain["data"], cfg.seed, device, saved=saved, channels=channels)
     model = build_model(plain, data.n_features, data.n_targets).to(device)
+    problem = model.output.cannot_describe(data)  # a count distribution on real values, ...
+    if problem:
+        raise DataError(problem)
     n_params = sum(p.numel() for p in model.parameters())
     configure_threads(trainer_cfg["num_threads"], n_params)
     if plain["model"].get("official_weights") and resume is None:

@@ -4,10 +4,12 @@ and each learning the true quantiles of data whose law is known."""
 import pytest
 import torch
 
+from seqforecast.data.splits import ForecastData, Split
 from seqforecast.probabilistic import pinball
 from seqforecast.probabilistic.outputs import (
     GaussianOutput,
     PointOutput,
+    PoissonOutput,
     QuantileOutput,
     build_output,
 )
@@ -73,5 +75,72 @@ def test_training_on_known_noise_learns_its_quantiles(output):
 def test_build_output_names_what_is_allowed():
     assert isinstance(build_output(None), PointOutput)  # runs saved before the group
     assert build_output({"name": "quantile", "quantiles": [0.1, 0.5, 0.9]}).n_params == 3
-    with pytest.raises(ValueError, match="loss='poisson'; allowed: mse, quantile, gaussian"):
-        build_output({"name": "poisson"})
+    assert isinstance(build_output({"name": "poisson"}), PoissonOutput)
+    with pytest.raises(ValueError, match="loss='tweedie'; allowed: mse, quantile, gaussian, "
+                                         "poisson"):  # fmt: skip
+        build_output({"name": "tweedie"})
+
+
+def test_poisson_loss_and_quantiles_are_the_poisson_distributions():
+    """Its NLL is torch's, and its quantile at q is the smallest count whose CDF reaches q
+    (summed from the probabilities here), from rates near 0 to the thousands."""
+    output = PoissonOutput()
+    rate = torch.tensor([1e-3, 0.2, 1.0, 3.5, 17.0, 250.0, 4000.0], dtype=torch.float64)
+    target = torch.tensor([0.0, 1.0, 0.0, 5.0, 12.0, 260.0, 3900.0], dtype=torch.float64)
+    poisson = torch.distributions.Poisson(rate)
+    torch.testing.assert_close(output.loss(rate[:, None], target), -poisson.log_prob(target))
+    found = output.quantiles(rate[:, None], LEVELS)  # [7, Q]
+    counts = torch.arange(6000, dtype=torch.float64)
+    cdf = torch.distributions.Poisson(rate[:, None]).log_prob(counts).exp().cumsum(-1)
+    for i, q in enumerate(LEVELS):
+        expected = (cdf < q).sum(-1).double()  # the first count whose CDF reaches q
+        torch.testing.assert_close(found[:, i], expected)
+    assert (found == found.round()).all() and (found.diff(dim=-1) >= 0).all()
+    # mapped back like a point, then positive: a rate even where a f + b is below 0
+    params = output.map_back(torch.tensor([[-5.0], [3.0]]), torch.ones(2), torch.zeros(2))
+    assert (params > 0).all() and params[1, 0] == pytest.approx(3.0486, abs=1e-4)
+
+
+def _data(values, scaled_by=None) -> ForecastData:
+    split = Split(values[:, :4, None], values[:, 4:, None])
+    return ForecastData(train=split, val=split, test=split, n_features=1, n_targets=1,
+                        scaled_by=scaled_by)  # fmt: skip
+
+
+def test_poisson_refuses_data_that_are_not_counts():
+    counts = torch.tensor([[0.0, 1, 3, 2, 4, 0], [7, 2, 0, 1, 1, 5]])
+    output = PoissonOutput()
+    assert output.cannot_describe(_data(counts)) is None
+    assert output.cannot_describe(_data(counts, "standard")) == (
+        "loss=poisson forecasts counts in the data's own units; the data is scaled "
+        "(data.scale=standard): set data.scale=none")  # fmt: skip
+    for bad in (-1.0, 2.5):
+        values = counts.clone()
+        values[1, 5] = bad
+        assert output.cannot_describe(_data(values)) == (
+            f"loss=poisson describes counts (whole numbers >= 0); the train targets hold "
+            f"{bad:g}: choose loss=gaussian, quantile or mse")  # fmt: skip
+    for other in (PointOutput(), GaussianOutput()):  # every real value will do
+        assert other.cannot_describe(_data(counts * 0.37 - 1)) is None
+
+
+def test_training_on_known_counts_learns_their_rate():
+    """Free raw outputs per step, mapped back (a = 1, b = 0) and fitted by the Poisson NLL to
+    Poisson samples: the rates approach the true ones, and so its quantiles the true counts."""
+    gen = torch.Generator().manual_seed(0)
+    output, true = PoissonOutput(), torch.tensor([0.5, 4.0, 30.0])
+    raw = torch.zeros(3, 1, requires_grad=True)
+    optimizer = torch.optim.Adam([raw], lr=0.3)
+    ones, zeros = torch.ones(3), torch.zeros(3)
+    for step in range(1000):
+        optimizer.param_groups[0]["lr"] = 0.5 if step < 600 else 0.05 if step < 800 else 0.005
+        target = torch.poisson(true.expand(512, 3), generator=gen)
+        params = output.map_back(output.constrain(raw), ones, zeros).expand(512, -1, -1)
+        optimizer.zero_grad()
+        output.loss(params, target).mean().backward()
+        optimizer.step()
+    with torch.no_grad():
+        rate = output.map_back(output.constrain(raw), ones, zeros)
+    assert ((rate[:, 0] - true).abs() / true).max() < 0.05, rate
+    torch.testing.assert_close(output.quantiles(rate, (0.1, 0.5, 0.9)),
+                               output.quantiles(true[:, None], (0.1, 0.5, 0.9)))  # fmt: skip
