@@ -19,7 +19,8 @@ and neuralforecast on the training rows with the validation rows for early stopp
 statsforecast on all rows before the first test window (`refit=False`: each later window is
 forecast with the same parameters from all rows before its origin).
 Peers (`pip install -e '.[peers]'`): statsforecast AutoETS, MSTL, SeasonalNaive, AutoTheta;
-neuralforecast PatchTST and NHITS with `--neural-steps` training steps. A peer that cannot
+neuralforecast PatchTST and NHITS with `--neural-steps` training steps, each trained on MSE and
+on MQLoss (its multi-quantile loss: a median and quantiles). A peer that cannot
 be imported is named in one line and skipped.
 
 Intervals, on the same windows: every seqforecast run scores the conformal bands of its model
@@ -361,6 +362,7 @@ def neuralforecast_peers(ds: Dataset, values, w: Windows, steps: int, timeout: f
 
     import pandas as pd
     from neuralforecast import NeuralForecast
+    from neuralforecast.losses.pytorch import MQLoss
     from neuralforecast.models import NHITS, PatchTST
 
     logging.getLogger("pytorch_lightning").setLevel(logging.ERROR)
@@ -372,19 +374,33 @@ def neuralforecast_peers(ds: Dataset, values, w: Windows, steps: int, timeout: f
         enable_progress_bar=False, enable_model_summary=False, logger=False,
         accelerator="cpu",
     )  # fmt: skip
+    # Each model twice: trained on MSE (a point), and on MQLoss (neuralforecast's multi-quantile
+    # pinball loss) at the central 20-95% levels: its median and the 12 quantiles around it.
+    mq = {"loss": MQLoss(level=list(PEER_LEVELS)), "valid_loss": MQLoss(level=list(PEER_LEVELS))}
     models = {
         "PatchTST": lambda: PatchTST(**common),
         "NHITS": lambda: NHITS(**common),
+        "PatchTST MQLoss": lambda: PatchTST(**common, **mq),
+        "NHITS MQLoss": lambda: NHITS(**common, **mq),
     }
     frame = pd.DataFrame({"unique_id": 0, "ds": np.arange(len(values)), "y": values})
 
-    def forecast(name: str) -> np.ndarray:
-        nf = NeuralForecast(models=[models[name]()], freq=1)
+    def forecast(name: str):
+        """A point [n, out_len]; for an MQLoss model (point, quantiles [n, out_len, 13])."""
+        model = models[name]()
+        nf = NeuralForecast(models=[model], freq=1)
         cv = nf.cross_validation(
             df=frame, val_size=w.val_rows, test_size=w.test_rows, step_size=1,
             n_windows=None, refit=False,
         )  # fmt: skip
-        return _by_window(cv, name, ds.out_len, w)
+        column = str(model)  # the frame's column prefix: the model's alias or class name
+        if not name.endswith("MQLoss"):
+            return _by_window(cv, column, ds.out_len, w)
+        point = _by_window(cv, f"{column}-median", ds.out_len, w)
+        lower = [_by_window(cv, f"{column}-lo-{c}", ds.out_len, w) for c in reversed(PEER_LEVELS)]
+        upper = [_by_window(cv, f"{column}-hi-{c}", ds.out_len, w) for c in PEER_LEVELS]
+        # MQLoss does not keep its quantiles in order; sorted (rearranged) before scoring
+        return point, np.sort(np.stack([*lower, point, *upper], axis=-1), axis=-1)
 
     rows = [_peer(f"neuralforecast {name}", forecast, name, w, timeout) for name in models]
     return [{**row, "max_steps": steps} for row in rows]

@@ -8,7 +8,7 @@ data's own units, with timestamps continuing the input's when it has a time colu
 beside each target the bounds of the run's conformal bands (<target>_lo80, <target>_hi80, ...:
 bands.json, the kept model's validation errors per horizon step; for an intervals=adaptive
 run, the widths its adaptive intervals reached by the end of its test windows), and for a
-probabilistic run (loss=quantile|gaussian) its own quantiles (<target>_q2.5, ..., _q97.5).
+probabilistic run (loss=quantile|gaussian|poisson) its own quantiles (<target>_q2.5, ...).
 
 A panel run (data.id_column or data.targets) reads the input in the run's format and writes,
 in long format (id, time, value), the next out_len steps of every series (or those named in
