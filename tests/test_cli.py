@@ -26,9 +26,11 @@ def test_train_writes_metrics_checkpoints_and_config(tmp_path, cwd):
     point = {"mse", "mae", "rmse", "smape"}
     for split in ("test", "test_curve", "val"):
         assert set(metrics[split]) == {"model", "last_value", "drift", "nlinear"}
-        for row in metrics[split].values():
-            # the test rows also hold the conformal interval scores (test_intervals_cli.py)
-            assert set(row) == point if split != "test" else point < set(row)
+        for name, row in metrics[split].items():
+            # the model's also its training loss (here its squared error); the test rows also
+            # hold the conformal interval scores (test_intervals_cli.py)
+            scores = point | {"loss"} if name == "model" else point
+            assert set(row) == scores if split != "test" else scores < set(row)
             assert all(math.isfinite(row[k]) and row[k] >= 0 for k in point)
         ratios = metrics["model_over_baseline_mse"][split]
         assert set(ratios) == {"last_value", "drift", "nlinear"}
