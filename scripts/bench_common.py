@@ -33,6 +33,20 @@ def train_run(overrides: list[str], run_dir: Path) -> tuple[dict | None, str, fl
     return json.loads((Path(run_dir) / "metrics.json").read_text()), last, wall
 
 
+def rescore(run_dir: Path, method: str, reuse: bool) -> dict | None:
+    """The run's kept model with its bands scored by `intervals=<method>` (`seqforecast.evaluate`,
+    nothing retrained): its metrics.json, or None when evaluate failed. `reuse`: an earlier
+    re-score's metrics where they are there."""
+    path = Path(run_dir) / "evaluate" / f"best_{method}" / "metrics.json"
+    if not (reuse and path.is_file()):
+        proc = subprocess.run([sys.executable, "-m", "seqforecast.evaluate", f"run_dir={run_dir}",
+                               f"intervals={method}"], capture_output=True, text=True,
+                              env=repo_env(), cwd=REPO)  # fmt: skip
+        if proc.returncode != 0:
+            return None
+    return json.loads(path.read_text())
+
+
 def run_facts(metrics: dict, wall: float) -> dict:
     """What every benchmark keeps of a run: the epoch kept, epochs run, seconds, test windows."""
     return {

@@ -24,12 +24,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import REPO, repo_env, train_run, write_report  # noqa: E402
+from bench_common import REPO, rescore, train_run, write_report  # noqa: E402
 
 from seqforecast.stats import paired_ratio  # noqa: E402
 
@@ -85,13 +84,12 @@ def run_all(args) -> dict[str, dict[int, dict]]:
 
 
 def rescored(run_dir: Path, method: str) -> dict:
-    """The kept model's metrics with its bands scored by `method` (seqforecast.evaluate)."""
-    path = run_dir / "evaluate" / f"best_{method}" / "metrics.json"
-    if not path.is_file():
-        subprocess.run([sys.executable, "-m", "seqforecast.evaluate", f"run_dir={run_dir}",
-                        f"intervals={method}"], check=True, capture_output=True, env=repo_env(),
-                       cwd=REPO)  # fmt: skip
-    return json.loads(path.read_text())
+    """The kept model's metrics with its bands scored by `method` (an earlier re-score's when
+    there: the runs are reused too)."""
+    metrics = rescore(run_dir, method, reuse=True)
+    if metrics is None:
+        raise RuntimeError(f"seqforecast.evaluate run_dir={run_dir} intervals={method} failed")
+    return metrics
 
 
 def _spread(values: list[float]) -> dict:

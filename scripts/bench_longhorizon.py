@@ -452,6 +452,19 @@ def patience_cost(runs: list[dict]) -> dict:
     }  # fmt: skip
 
 
+def _per_patience(entry: dict, key: str, cell, lead: str) -> list[str]:
+    """A paragraph (blank line first) of each variant's summary[key] {patience: value}, a
+    value written cell(value, summary); [] where no variant has it."""
+    parts = [
+        f"{horizon} {variant}: " + ", ".join(
+            f"patience {p} {cell(value, s)}" for p, value in found.items())
+        for horizon, h in entry["horizons"].items()
+        for variant, s in h["summary"].items()
+        if s["n"] and (found := s.get(key))
+    ]  # fmt: skip
+    return ["", lead + "; ".join(parts) + "."] if parts else []
+
+
 def kept_with_patience(curve: list[list], patience: int) -> int:
     """The epoch plain early stopping with `patience` keeps on a [epoch, value] curve (reports
     written before the epochs were stored hold the values alone, from epoch 1)."""
@@ -522,27 +535,16 @@ def markdown(report: dict, reference: str) -> str:
                     f"| {horizon} | {forecaster} (published) | | | | | {mse:.3f} (MAE {mae:.3f})"
                     f" | | |"
                 )
-        patience = [
-            f"{horizon} {variant}: " + ", ".join(
-                f"patience {p} {same} of {s['n']}" for p, same in same_epoch.items())
-            for horizon, h in entry["horizons"].items()
-            for variant, s in h["summary"].items()
-            if s["n"] and (same_epoch := s.get("same_epoch_with_patience"))
-        ]  # fmt: skip
-        if patience:
-            out += ["", "Runs whose kept epoch a shorter patience would have kept too (read off "
-                    "each run's validation curve): " + "; ".join(patience) + "."]  # fmt: skip
-        costs = [
-            f"{horizon} {variant}: " + ", ".join(
-                f"patience {p} {ratio:.4f}" for p, ratio in cost.items())
-            for horizon, h in entry["horizons"].items()
-            for variant, s in h["summary"].items()
-            if s["n"] and (cost := s.get("test_with_patience"))
-        ]  # fmt: skip
-        if costs:
-            out += ["", "Test MSE (data units) of the epoch a shorter patience keeps over the "
-                    "kept epoch's, on runs that scored the test set every epoch "
-                    "(log.test_every=1): " + "; ".join(costs) + "."]  # fmt: skip
+        out += _per_patience(
+            entry, "same_epoch_with_patience", lambda same, s: f"{same} of {s['n']}",
+            "Runs whose kept epoch a shorter patience would have kept too (read off each run's "
+            "validation curve): ",
+        )  # fmt: skip
+        out += _per_patience(
+            entry, "test_with_patience", lambda ratio, s: f"{ratio:.4f}",
+            "Test MSE (data units) of the epoch a shorter patience keeps over the kept epoch's, "
+            "on runs that scored the test set every epoch (log.test_every=1): ",
+        )  # fmt: skip
         vs_ref = [
             (horizon, variant, s["vs_reference"])
             for horizon, h in entry["horizons"].items()

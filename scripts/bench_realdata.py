@@ -44,13 +44,11 @@ from __future__ import annotations
 import argparse
 import csv
 import itertools
-import json
 import math
 import multiprocessing
 import queue as queue_module
 import re
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -60,7 +58,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import REPO, repo_env, run_facts, train_run, write_report  # noqa: E402
+from bench_common import REPO, rescore, run_facts, train_run, write_report  # noqa: E402
 
 from seqforecast.data.csv_data import mase_scale  # noqa: E402
 from seqforecast.data.windows import split_ranges  # noqa: E402
@@ -275,13 +273,10 @@ def run_seqforecast(
 
 
 def rescore_adaptive(run_dir: Path) -> dict | None:
-    """The run's test rows with every forecaster's bands adaptive (seqforecast.evaluate
-    intervals=adaptive: ACI, nothing retrained), or None if that failed."""
-    proc = subprocess.run([sys.executable, "-m", "seqforecast.evaluate", f"run_dir={run_dir}",
-                           "intervals=adaptive"], capture_output=True, text=True,
-                          env=repo_env(), cwd=REPO)  # fmt: skip
-    path = run_dir / "evaluate" / "best_adaptive" / "metrics.json"
-    return json.loads(path.read_text())["test"] if proc.returncode == 0 else None
+    """The run's test rows with every forecaster's bands adaptive (ACI, nothing retrained), or
+    None if that failed. The run was just trained: never an earlier re-score's."""
+    metrics = rescore(run_dir, "adaptive", reuse=False)
+    return None if metrics is None else metrics["test"]
 
 
 def val_curve(run_dir: Path) -> list[float]:
@@ -346,9 +341,7 @@ def statsforecast_peers(ds: Dataset, values, w: Windows, timeout: float,
             level=list(PEER_LEVELS), prediction_intervals=intervals,
         )  # fmt: skip
         point = _by_window(cv, name, ds.out_len, w)
-        lower = [_by_window(cv, f"{name}-lo-{c}", ds.out_len, w) for c in reversed(PEER_LEVELS)]
-        upper = [_by_window(cv, f"{name}-hi-{c}", ds.out_len, w) for c in PEER_LEVELS]
-        return point, np.stack([*lower, point, *upper], axis=-1)
+        return point, _level_quantiles(cv, name, point, ds.out_len, w)
 
     rows = [_peer(f"statsforecast {name}", forecast, name, w, timeout) for name in models]
     for name in ("AutoETS", "SeasonalNaive"):
@@ -397,10 +390,8 @@ def neuralforecast_peers(ds: Dataset, values, w: Windows, steps: int, timeout: f
         if not name.endswith("MQLoss"):
             return _by_window(cv, column, ds.out_len, w)
         point = _by_window(cv, f"{column}-median", ds.out_len, w)
-        lower = [_by_window(cv, f"{column}-lo-{c}", ds.out_len, w) for c in reversed(PEER_LEVELS)]
-        upper = [_by_window(cv, f"{column}-hi-{c}", ds.out_len, w) for c in PEER_LEVELS]
         # MQLoss does not keep its quantiles in order; sorted (rearranged) before scoring
-        return point, np.sort(np.stack([*lower, point, *upper], axis=-1), axis=-1)
+        return point, np.sort(_level_quantiles(cv, column, point, ds.out_len, w), axis=-1)
 
     rows = [_peer(f"neuralforecast {name}", forecast, name, w, timeout) for name in models]
     return [{**row, "max_steps": steps} for row in rows]
@@ -438,6 +429,14 @@ def _peer(label: str, forecast, name: str, w: Windows, timeout: float) -> dict:
         row["status"] = f"{status}: {result}"
     print(f"  {row}", flush=True)
     return row
+
+
+def _level_quantiles(cv, column: str, point: np.ndarray, out_len: int, w: Windows) -> np.ndarray:
+    """A peer's `<column>-lo-<c>` / `-hi-<c>` bounds at PEER_LEVELS around its point [n, out_len]
+    -> its 13 quantiles [n, out_len, 13] at QUANTILES, in the columns' order."""
+    lower = [_by_window(cv, f"{column}-lo-{c}", out_len, w) for c in reversed(PEER_LEVELS)]
+    upper = [_by_window(cv, f"{column}-hi-{c}", out_len, w) for c in PEER_LEVELS]
+    return np.stack([*lower, point, *upper], axis=-1)
 
 
 def _by_window(cv, column: str, out_len: int, w: Windows) -> np.ndarray:
