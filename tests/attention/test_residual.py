@@ -118,6 +118,38 @@ def test_diff_carries_each_half_dense_and_block_local(block_size):
         assert weights_maps[-1][..., 0, L - 1].abs().max() == 0
 
 
+def test_diff_on_the_cache_sized_path_equals_its_explicit_path(monkeypatch):
+    """Short dense residual attention on the CPU takes cache_sized.py's path (one call a
+    layer); asking for the weights takes the explicit one: outputs and gradients agree, at every
+    layer."""
+    calls, original = [], cache_sized.attention
+    monkeypatch.setattr(cache_sized, "attention", lambda *a: calls.append(1) or original(*a))
+    stack = _stack("diff")
+    x = torch.randn(B, L, E)
+
+    def outputs_and_grads(need_weights):
+        for attn in stack:
+            attn.zero_grad()
+        leaf = x.clone().requires_grad_()
+        carried = ResidualScores()
+        h, outs = leaf, []
+        for attn in stack:
+            h, _ = attn(h, h, need_weights=need_weights, residual=carried)
+            outs.append(h)
+        (h * torch.linspace(-1, 1, E)).sum().backward()
+        grads = [leaf.grad] + [p.grad.clone() for attn in stack for p in attn.parameters()]
+        return outs, grads
+
+    cached, cached_grads = outputs_and_grads(False)
+    assert len(calls) == len(stack)
+    explicit, explicit_grads = outputs_and_grads(True)
+    assert len(calls) == len(stack)  # weights asked for: the explicit path
+    for c, e in zip(cached, explicit, strict=True):
+        torch.testing.assert_close(c, e, rtol=1e-5, atol=1e-6)
+    for c, e in zip(cached_grads, explicit_grads, strict=True):  # sums over every token
+        torch.testing.assert_close(c, e, rtol=1e-4, atol=1e-5)
+
+
 def test_what_cannot_be_carried_is_refused_in_one_line():
     assert carries_residual("vanilla", "rope", {}) is None
     assert "pos_encoding=relative" in carries_residual("vanilla", "relative", {})
