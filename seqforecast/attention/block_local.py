@@ -73,6 +73,16 @@ def window_positions(
     return q_pos, k_pos
 
 
+def outside_windows(length: int, block_size: int, lookahead: int, device: torch.device) -> Tensor:
+    """The layout as a dense mask: bool [L, L], True where key j is outside query i's window
+    (for paths that compute every score and mask the rest)."""
+    block_start = torch.arange(length, device=device)[:, None] // block_size * block_size
+    keys = torch.arange(length, device=device)[None, :]
+    return (keys < block_start - block_size) | (
+        keys >= block_start + (1 + lookahead) * block_size
+    )
+
+
 def blocks_to_sequence(x: Tensor, length: int) -> Tensor:
     """[..., nb, bs, D] -> [..., L, D], dropping the padded tail."""
     return x.flatten(-3, -2)[..., :length, :]

@@ -19,8 +19,11 @@ without a backward). Two layouts make the slices fast (measured on one thread, A
 
     out = softmax(q k^T * scale) v       q [N, Lq, w], k [N, Lk, w], v [N, Lk, dv] -> [N, Lq, dv]
 
-No masks and no dropout on the weights: callers use it only where neither applies (and only
-for short sequences, where the per-slice ops stay few).
+An optional mask shared by the whole batch (`blocked` [Lq, Lk], True = may not attend: causal,
+block-local windows) is added to each slice's scores as 0 / -inf, with the keys' padding in the
+same op; every row must keep a key. No per-window masks (key padding) and no dropout on the
+weights: callers use it only where neither applies (and only for short sequences, where the
+per-slice ops stay few).
 """
 
 from __future__ import annotations
@@ -39,17 +42,30 @@ def applies(q: Tensor, k: Tensor) -> bool:
             and not torch.is_autocast_enabled("cpu"))  # bf16 runs: autocast's own casts
 
 
-def attention(q: Tensor, k: Tensor, v: Tensor, scale: float) -> Tensor:
-    """softmax(q k^T * scale) v over [N, L, *] batches, a cache-sized slice at a time. The
-    result may be a transposed view (callers that fold heads copy it anyway)."""
+def attention(q: Tensor, k: Tensor, v: Tensor, scale: float, blocked: Tensor | None = None
+              ) -> Tensor:  # fmt: skip
+    """softmax(q k^T * scale) v over [N, L, *] batches, a cache-sized slice at a time, the
+    pairs where `blocked` [Lq, Lk] is True left out. The result may be a transposed view
+    (callers that fold heads copy it anyway)."""
     rows = max(1, CACHE_FLOATS // (q.shape[1] * _padded(k.shape[1])))
+    bias = None if blocked is None else _score_bias(blocked, q.dtype)
     if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
-        return _SlicedAttention.apply(q, k, v, scale, rows)
-    return _sliced_forward(q, k, v, scale, rows)[0]  # no backward: no weights kept
+        return _SlicedAttention.apply(q, k, v, scale, rows, bias)
+    return _sliced_forward(q, k, v, scale, rows, bias)[0]  # no backward: no weights kept
 
 
 def _padded(length: int) -> int:
     return -(-length // LANES) * LANES
+
+
+def _score_bias(blocked: Tensor, dtype: torch.dtype) -> Tensor:
+    """bool [Lq, Lk] -> [Lq, Lp]: 0 where a query may attend, -inf where blocked or padding."""
+    if not (~blocked).any(dim=-1).all():
+        raise ValueError("cache_sized.attention: every query needs at least one key not blocked")
+    bias = torch.full((blocked.shape[0], _padded(blocked.shape[1])), float("-inf"), dtype=dtype,
+                      device=blocked.device)  # fmt: skip
+    bias[:, : blocked.shape[1]].masked_fill_(~blocked, 0.0)
+    return bias
 
 
 def _padded_transpose(t: Tensor, buffer: Tensor) -> Tensor:
@@ -59,7 +75,7 @@ def _padded_transpose(t: Tensor, buffer: Tensor) -> Tensor:
     return out
 
 
-def _sliced_forward(q, k, v, scale: float, rows: int, keep_weights: bool = False):
+def _sliced_forward(q, k, v, scale: float, rows: int, bias=None, keep_weights: bool = False):
     """(out [N, Lq, dv] (a transposed view), the softmax weights [N, Lq, Lp] with Lp the padded
     key length, if `keep_weights`, else None)."""
     n, q_len, k_len = q.shape[0], q.shape[1], k.shape[1]
@@ -73,7 +89,10 @@ def _sliced_forward(q, k, v, scale: float, rows: int, keep_weights: bool = False
         keys = _padded_transpose(k[part], keys_t)
         # [r, Lq, Lp] = scale * q k^T (the product scaled, as the reference rounds it)
         scores = torch.baddbmm(keys.new_empty(()), q[part], keys, beta=0.0, alpha=scale)
-        scores[:, :, k_len:] = float("-inf")
+        if bias is None:
+            scores[:, :, k_len:] = float("-inf")
+        else:  # the mask and the padding in one op
+            scores.add_(bias)
         p = torch.softmax(scores, dim=-1, out=weights[part]) if keep_weights else \
             scores.softmax(dim=-1)  # fmt: skip
         # out^T [r, dv, Lq] = v^T [r, dv, Lp] @ P^T [r, Lp, Lq]
@@ -83,8 +102,9 @@ def _sliced_forward(q, k, v, scale: float, rows: int, keep_weights: bool = False
 
 class _SlicedAttention(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q: Tensor, k: Tensor, v: Tensor, scale: float, rows: int) -> Tensor:
-        out, weights = _sliced_forward(q, k, v, scale, rows, keep_weights=True)
+    def forward(ctx, q: Tensor, k: Tensor, v: Tensor, scale: float, rows: int,
+                bias: Tensor | None = None) -> Tensor:  # fmt: skip
+        out, weights = _sliced_forward(q, k, v, scale, rows, bias, keep_weights=True)
         ctx.save_for_backward(q, k, v, out, weights)
         ctx.scale, ctx.rows = scale, rows
         return out
@@ -109,7 +129,7 @@ class _SlicedAttention(torch.autograd.Function):
             p = weights[part]  # [r, Lq, Lp], 0 in the padding
             torch.bmm(grad_out_t[part], p, out=grad_v_t[part])  # dV^T = dO^T P
             grad_scores = torch.bmm(grad_out[part], _padded_transpose(v[part], values_t))
-            grad_scores.sub_(row_dot[part]).mul_(p)  # [r, Lq, Lp], 0 in the padding
+            grad_scores.sub_(row_dot[part]).mul_(p)  # [r, Lq, Lp], 0 in the padding and mask
             keys = _padded_transpose(k[part], keys_t)
             torch.bmm(keys, grad_scores.transpose(1, 2), out=grad_q_t[part])  # dQ^T = K^T dS^T
             torch.bmm(q[part].transpose(1, 2), grad_scores, out=grad_k_t[part])  # dK^T = Q^T dS
@@ -117,6 +137,7 @@ class _SlicedAttention(torch.autograd.Function):
             grad_q_t.transpose(1, 2).mul(scale),
             grad_k_t[:, :, :k_len].transpose(1, 2).mul(scale),
             grad_v_t[:, :, :k_len].transpose(1, 2),
+            None,
             None,
             None,
         )

@@ -202,14 +202,17 @@ class DifferentialAttention(nn.Module):
         # [B, L, E] -> [B, H, L, head_dim]
         v = self.v_proj(key_value).view(batch, k_len, heads, head_dim).transpose(1, 2)
 
-        plain = self._fusable(windowed, need_weights)  # nothing between scores and softmax
-        if residual is None and plain:
+        if residual is None and self._fusable(windowed, need_weights):
             out, weights = self._fused(q, k, v, causal, key_padding_mask), None
-        # Residual attention's wider q and k (as in base.py): short unmasked sequences on the
-        # CPU take the cache-sized path (experiment=patchtst attention=diff: 0.44 s a training
-        # step against 0.66 on the explicit path, one thread), the rest the explicit one.
-        elif plain and not causal and key_padding_mask is None and cache_sized.applies(q, k):
-            out, weights = self._cache_sized(q, k, v), None
+        # Residual attention's wider q and k (as in base.py): short sequences on the CPU without
+        # key padding take the cache-sized path, windows and causality as a dense mask
+        # (experiment=patchtst attention=diff, one thread: 0.42-0.44 s a training step against
+        # 0.66 on the explicit path; with block_size=8 0.52-0.58 against 0.61-0.63), the rest
+        # the explicit one.
+        elif (self._plain_scores(need_weights) and key_padding_mask is None
+              and cache_sized.applies(q, k)):  # fmt: skip
+            blocked = self._dense_blocked(q_len, k_len, windowed, causal, q.device)
+            out, weights = self._cache_sized(q, k, v, blocked), None
         else:
             starts = (query_start, key_start)
             out, weights = self._explicit(q, k, v, windowed, causal, key_padding_mask, starts)
@@ -225,18 +228,39 @@ class DifferentialAttention(nn.Module):
         return out, weights
 
     def _fusable(self, windowed: bool, need_weights: bool) -> bool:
-        """Dense attention with nothing between the scores and the softmax (no position term
-        on the scores, no talking heads, no dropout) and no weights asked for: each half is
-        one call of torch's fused kernel (1.6-4x faster here, forward and backward). Block
-        windows stay on the explicit path: an A/B of both on this machine (L = 1024 to 16384)
-        found the kernel on 16 x 48 tiles no faster than the batched matmuls, often slower."""
+        """Dense attention with nothing between the scores and the softmax and no weights
+        asked for: each half is one call of torch's fused kernel (1.6-4x faster here, forward
+        and backward). Block windows stay on the explicit path: an A/B of both on this machine
+        (L = 1024 to 16384) found the kernel on 16 x 48 tiles no faster than the batched
+        matmuls, often slower."""
+        return not windowed and self._plain_scores(need_weights)
+
+    def _plain_scores(self, need_weights: bool) -> bool:
+        """Nothing between the scores and the softmax (no position term on the scores, no
+        talking heads), no dropout on the weights, and no weights asked for."""
         return not (
-            windowed
-            or need_weights
+            need_weights
             or (self.position is not None and self.position.acts_on_scores)
             or self.talk_before is not None
             or (self.dropout and self.training)
         )
+
+    def _dense_blocked(
+        self, q_len: int, k_len: int, windowed: bool, causal: bool, device
+    ) -> Tensor | None:
+        """bool [Lq, Lk], True where a query may not attend (outside its window, or in the
+        future); None when every pair may."""
+
+        def build() -> Tensor | None:
+            blocked = None
+            if windowed:
+                blocked = block_local.outside_windows(q_len, self.block_size, 1, device)
+            if causal:
+                future = torch.ones(q_len, k_len, dtype=torch.bool, device=device).triu(1)
+                blocked = combine_masks(blocked, future)
+            return blocked
+
+        return self._geometry_cache.get(("dense", q_len, k_len, windowed, causal, device), build)
 
     def _fused(
         self, q: Tensor, k: Tensor, v: Tensor, causal: bool, key_padding_mask: Tensor | None
@@ -265,16 +289,18 @@ class DifferentialAttention(nn.Module):
         first, second = out.view(batch, heads, 2, q_len, d).unbind(2)
         return first - self.lambda_value() * second
 
-    def _cache_sized(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    def _cache_sized(self, q: Tensor, k: Tensor, v: Tensor, blocked: Tensor | None) -> Tensor:
         """softmax(q1 k1^T) v - lambda softmax(q2 k2^T) v, each half on cache_sized.py's CPU
-        path (any q/k width, so residual attention's carried halves too). q, k [B, H, 2, L, w],
-        v [B, H, Lk, d] -> [B, H, Lq, d], at the half width's scale."""
+        path (any q/k width, so residual attention's carried halves too), the pairs where
+        `blocked` [Lq, Lk] is True left out. q, k [B, H, 2, L, w], v [B, H, Lk, d] ->
+        [B, H, Lq, d], at the half width's scale."""
         batch, heads, _, q_len, w = q.shape
         k_len, d = k.shape[-2], v.shape[-1]
         # Both halves as 2H heads folded into the batch: [B, H, 2, L, w] -> [B * 2H, L, w].
         qs, ks = q.reshape(-1, q_len, w), k.reshape(-1, k_len, w)
         vs = v[:, :, None].expand(-1, -1, 2, -1, -1).reshape(-1, k_len, d)
-        out = cache_sized.attention(qs, ks, vs, self.scale).reshape(batch, heads, 2, q_len, d)
+        out = cache_sized.attention(qs, ks, vs, self.scale, blocked)
+        out = out.reshape(batch, heads, 2, q_len, d)
         first, second = out.unbind(2)
         return first - self.lambda_value() * second
 

@@ -7,7 +7,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from seqforecast.attention import ResidualScores, build_attention, cache_sized, carries_residual
+from seqforecast.attention import (
+    ResidualScores,
+    block_local,
+    build_attention,
+    cache_sized,
+    carries_residual,
+)
 from seqforecast.attention.position import RelativePositionTerms, RotaryEmbedding
 
 from .helpers import randomize_
@@ -118,13 +124,15 @@ def test_diff_carries_each_half_dense_and_block_local(block_size):
         assert weights_maps[-1][..., 0, L - 1].abs().max() == 0
 
 
-def test_diff_on_the_cache_sized_path_equals_its_explicit_path(monkeypatch):
-    """Short dense residual attention on the CPU takes cache_sized.py's path (one call a
-    layer); asking for the weights takes the explicit one: outputs and gradients agree, at every
-    layer."""
+@pytest.mark.parametrize("block_size", [0, 4])
+@pytest.mark.parametrize("causal", [False, True])
+def test_diff_on_the_cache_sized_path_equals_its_explicit_path(monkeypatch, block_size, causal):
+    """Short residual attention on the CPU takes cache_sized.py's path (one call a layer, block
+    windows and causality as a dense mask); asking for the weights takes the explicit one:
+    outputs and gradients agree, at every layer."""
     calls, original = [], cache_sized.attention
     monkeypatch.setattr(cache_sized, "attention", lambda *a: calls.append(1) or original(*a))
-    stack = _stack("diff")
+    stack = _stack("diff", block_size=block_size)
     x = torch.randn(B, L, E)
 
     def outputs_and_grads(need_weights):
@@ -134,7 +142,7 @@ def test_diff_on_the_cache_sized_path_equals_its_explicit_path(monkeypatch):
         carried = ResidualScores()
         h, outs = leaf, []
         for attn in stack:
-            h, _ = attn(h, h, need_weights=need_weights, residual=carried)
+            h, _ = attn(h, h, causal=causal, need_weights=need_weights, residual=carried)
             outs.append(h)
         (h * torch.linspace(-1, 1, E)).sum().backward()
         grads = [leaf.grad] + [p.grad.clone() for attn in stack for p in attn.parameters()]
@@ -148,6 +156,14 @@ def test_diff_on_the_cache_sized_path_equals_its_explicit_path(monkeypatch):
         torch.testing.assert_close(c, e, rtol=1e-5, atol=1e-6)
     for c, e in zip(cached_grads, explicit_grads, strict=True):  # sums over every token
         torch.testing.assert_close(c, e, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("lookahead", [0, 1])
+def test_block_windows_as_a_dense_mask(lookahead):
+    length, bs = 11, 4
+    nb, width = block_local.num_blocks(length, bs), block_local.window_width(bs, lookahead)
+    inside = block_local.windows_to_dense(torch.ones(nb, bs, width), length) > 0
+    assert torch.equal(block_local.outside_windows(length, bs, lookahead, "cpu"), ~inside)
 
 
 def test_what_cannot_be_carried_is_refused_in_one_line():
@@ -183,3 +199,28 @@ def test_cache_sized_path_equals_torch_attention_forward_and_backward(width, row
     with torch.no_grad():  # no backward: the path keeps no weights, same function
         torch.testing.assert_close(cache_sized.attention(q, k, v, 0.5), expected.detach(),
                                    rtol=1e-5, atol=1e-6)  # fmt: skip
+
+
+@pytest.mark.parametrize("k_len", [9, 16])
+def test_cache_sized_path_with_a_mask_equals_torch_attention(k_len):
+    n, q_len, width, dv = 37, 9, 8, 4
+    q, k, v = torch.randn(n, q_len, width), torch.randn(n, k_len, width), torch.randn(n, k_len, dv)
+    blocked = torch.rand(q_len, k_len) < 0.5
+    blocked[:, 0] = False  # every query keeps a key
+    grad = torch.randn(n, q_len, dv)
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    bias = cache_sized._score_bias(blocked, q.dtype)
+    ours = cache_sized._SlicedAttention.apply(*leaves, 0.5, 5, bias)  # slices of 5 windows
+    ours.backward(grad)
+    refs = [t.clone().requires_grad_() for t in (q, k, v)]
+    expected = F.scaled_dot_product_attention(*refs, attn_mask=~blocked, scale=0.5)
+    expected.backward(grad)
+    torch.testing.assert_close(ours, expected, rtol=1e-5, atol=1e-6)
+    for mine, theirs in zip(leaves, refs, strict=True):
+        torch.testing.assert_close(mine.grad, theirs.grad, rtol=1e-4, atol=1e-5)
+    with torch.no_grad():
+        torch.testing.assert_close(cache_sized.attention(q, k, v, 0.5, blocked), expected.detach(),
+                                   rtol=1e-5, atol=1e-6)  # fmt: skip
+    blocked[3] = True
+    with pytest.raises(ValueError, match="at least one key"):
+        cache_sized.attention(q, k, v, 0.5, blocked)
