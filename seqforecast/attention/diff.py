@@ -26,7 +26,8 @@ with v_h of width d_model / n_heads. Options (each a config value):
   `position=RelativePositionTerms(distance_decay, past_bias, decay_form, n_heads)`.
 - position: any AttentionPosition (rotary, relative terms), as for every backend.
 - residual (a call argument, residual.py): residual attention, each half's scores carrying the
-  same half's scores of the earlier layers, dense or block-local (on the explicit path).
+  same half's scores of the earlier layers, dense or block-local (on the explicit path, or,
+  for short sequences on the CPU without key padding, on cache_sized.py's).
 
 Positions are absolute time steps: a call's `query_start` and `key_start` place its queries
 and keys on the time axis (position.py); masks and block windows read the sequence index.
