@@ -210,8 +210,8 @@ class DifferentialAttention(nn.Module):
         # (experiment=patchtst attention=diff, one thread: 0.42-0.44 s a training step against
         # 0.66 on the explicit path; with block_size=8 0.52-0.58 against 0.61-0.63), the rest
         # the explicit one.
-        elif (self._plain_scores(need_weights) and key_padding_mask is None
-              and cache_sized.applies(q, k)):  # fmt: skip
+        elif (residual is not None and self._plain_scores(need_weights)
+              and key_padding_mask is None and cache_sized.applies(q, k)):  # fmt: skip
             blocked = self._dense_blocked(q_len, k_len, windowed, causal, q.device)
             out, weights = self._cache_sized(q, k, v, blocked), None
         else:

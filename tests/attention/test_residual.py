@@ -152,6 +152,8 @@ def test_diff_on_the_cache_sized_path_equals_its_explicit_path(monkeypatch, bloc
     assert len(calls) == len(stack)
     explicit, explicit_grads = outputs_and_grads(True)
     assert len(calls) == len(stack)  # weights asked for: the explicit path
+    stack[0](x, x, causal=causal)
+    assert len(calls) == len(stack)  # without residual scores: its own paths, as before
     for c, e in zip(cached, explicit, strict=True):
         torch.testing.assert_close(c, e, rtol=1e-5, atol=1e-6)
     for c, e in zip(cached_grads, explicit_grads, strict=True):  # sums over every token
