@@ -212,7 +212,7 @@ class DifferentialAttention(nn.Module):
         # the explicit one.
         elif (residual is not None and self._plain_scores(need_weights)
               and key_padding_mask is None and cache_sized.applies(q, k)):  # fmt: skip
-            blocked = self._dense_blocked(q_len, k_len, windowed, causal, q.device)
+            blocked = self._dense_blocked(q_len, k_len, windowed, causal, q.device, q.dtype)
             out, weights = self._cache_sized(q, k, v, blocked), None
         else:
             starts = (query_start, key_start)
@@ -247,19 +247,17 @@ class DifferentialAttention(nn.Module):
         )
 
     def _dense_blocked(
-        self, q_len: int, k_len: int, windowed: bool, causal: bool, device
+        self, q_len: int, k_len: int, windowed: bool, causal: bool, device, dtype
     ) -> Tensor | None:
         """bool [Lq, Lk], True where a query may not attend (outside its window, or in the
-        future); None when every pair may."""
+        future: the dense geometry's own causal mask); None when every pair may."""
 
         def build() -> Tensor | None:
-            blocked = None
-            if windowed:
-                blocked = block_local.outside_windows(q_len, self.block_size, 1, device)
-            if causal:
-                future = torch.ones(q_len, k_len, dtype=torch.bool, device=device).triu(1)
-                blocked = combine_masks(blocked, future)
-            return blocked
+            future = self._geometry(q_len, k_len, False, causal, (0, 0), device, dtype).blocked
+            if not windowed:
+                return future
+            return combine_masks(block_local.outside_windows(q_len, self.block_size, 1, device),
+                                 future)  # fmt: skip
 
         return self._geometry_cache.get(("dense", q_len, k_len, windowed, causal, device), build)
 
