@@ -6,7 +6,10 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TINY = ["experiment=quick", "data.train_size=64", "data.val_size=16"]
+# Runs whose test does not read their figures skip drawing them (about a second a run); the
+# tests of the figures themselves use TINY_WITH_FIGURES.
+TINY_WITH_FIGURES = ["experiment=quick", "data.train_size=64", "data.val_size=16"]
+TINY = [*TINY_WITH_FIGURES, "log.figures=false"]
 
 
 def run_cli(args, cwd, module="seqforecast.train", check=True):

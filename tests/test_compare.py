@@ -14,7 +14,8 @@ from .cli_helpers import run_cli
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 
 # 48 validation windows: enough to calibrate conformal intervals up to the 0.975 quantile
-TINY = ["experiment=quick", "data.train_size=64", "data.val_size=48", "data.test_size=256"]
+TINY = ["experiment=quick", "data.train_size=64", "data.val_size=48", "data.test_size=256",
+        "log.figures=false"]
 
 
 @pytest.fixture(scope="module")

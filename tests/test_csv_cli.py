@@ -17,7 +17,8 @@ from .cli_helpers import REPO, TINY, run_cli
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 
 EXAMPLE = REPO / "data" / "example.csv"
-SMALL = ["epochs=2", "in_len=24", "out_len=12", "model.label_len=12", "data.stride=4"]
+SMALL = ["epochs=2", "in_len=24", "out_len=12", "model.label_len=12", "data.stride=4",
+         "log.figures=false"]
 
 
 def test_the_example_csv_is_what_the_script_writes(tmp_path):
@@ -258,7 +259,7 @@ BAD_FILES = {  # name: (file text or None for no file, extra args, message)
     "target as feature": ("\n".join([HEADER, *_rows(40)]), ["data.features=[y]"], "data.features=['y'] is not allowed: must not repeat the target 'y'"),
 }  # fmt: skip
 CSV_ARGS = ["data=csv", "data.target=y", "data.features=[x]", "in_len=4", "out_len=2",
-            "model.label_len=2", "epochs=1", "d_model=8", "n_heads=2"]  # fmt: skip
+            "model.label_len=2", "epochs=1", "d_model=8", "n_heads=2", "log.figures=false"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")

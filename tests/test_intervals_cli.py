@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from .cli_helpers import TINY, run_cli
+from .cli_helpers import TINY, TINY_WITH_FIGURES, run_cli
 
 POINT = {"mse", "mae", "rmse", "smape"}
 FORECASTERS = {"model", "last_value", "drift", "nlinear"}
@@ -17,8 +17,8 @@ def test_every_forecaster_gets_calibrated_intervals_on_the_test_windows(tmp_path
     run_dir = tmp_path / "run"
     # validation and test series come from the same generator: exchangeable windows, so the
     # split-conformal coverage must hold (within sampling) for every forecaster
-    proc = run_cli([*TINY, "data.val_size=200", "data.test_size=600", f"hydra.run.dir={run_dir}"],
-                   cwd)  # fmt: skip
+    proc = run_cli([*TINY_WITH_FIGURES, "data.val_size=200", "data.test_size=600",
+                    f"hydra.run.dir={run_dir}"], cwd)  # fmt: skip
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert set(metrics["test"]) == FORECASTERS
     for name, row in metrics["test"].items():

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 BORDERS = ["data.val_start=400", "data.test_start=530", "data.test_end=660"]
 SMALL = ["experiment=longhorizon", "in_len=96", "out_len=24", "d_model=8", "n_heads=2",
          "ffn.d_ff=16", "model.encoder_layers=1", "epochs=2", "trainer.num_threads=1",
-         *BORDERS]  # fmt: skip
+         "log.figures=false", *BORDERS]  # fmt: skip
 
 
 def _bench():

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 EXAMPLE = REPO / "data" / "panel_example.csv"
 SMALL = ["epochs=1", "in_len=24", "out_len=6", "model.label_len=6", "model.d_model=16",
          "model.n_heads=2", "model.encoder_layers=1", "model.decoder_layers=1",
-         "data.season=[7]", "trainer.batch_size=256"]  # fmt: skip
+         "data.season=[7]", "trainer.batch_size=256", "log.figures=false"]  # fmt: skip
 
 
 def test_the_example_panel_is_what_the_script_writes(tmp_path):

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 IN, OUT, VAL, TEST, END = 96, 24, 400, 530, 660
 SMALL = ["experiment=patchtst", f"in_len={IN}", f"out_len={OUT}", "batch_size=32",
          "trainer.num_threads=1", f"data.val_start={VAL}", f"data.test_start={TEST}",
-         f"data.test_end={END}"]  # fmt: skip
+         f"data.test_end={END}", "log.figures=false"]  # fmt: skip
 # channels, in, out, patch, stride, d_model, heads, d_ff, layers
 SETTING = (3, IN, OUT, 16, 8, 16, 4, 128, 3)
 

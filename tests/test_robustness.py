@@ -23,7 +23,8 @@ from .cli_helpers import REPO, TINY, run_cli
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 
 # Long enough (12 epochs of 16 steps) that a signal lands mid-run, short enough for CI.
-RUN = ["experiment=quick", "epochs=12", "data.train_size=1024", "attention=diff", "block_size=4"]
+RUN = ["experiment=quick", "epochs=12", "data.train_size=1024", "attention=diff", "block_size=4",
+       "log.figures=false"]
 
 
 def start(args, cwd) -> subprocess.Popen:

@@ -9,7 +9,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.plugins.hparams import plugin_data_pb2
 
-from .cli_helpers import TINY, run_cli
+from .cli_helpers import TINY_WITH_FIGURES, run_cli
 
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 
@@ -24,7 +24,7 @@ def run_dir(tmp_path_factory):
     run_dir = base / "run"
     run_cli(
         [
-            *TINY,
+            *TINY_WITH_FIGURES,
             "attention=diff",
             f"block_size={BLOCK}",
             "model.decoding=autoregressive",
@@ -79,6 +79,19 @@ def test_one_image_per_attention_layer_and_stack(events):
         assert len(shots) == 4
         assert shots[0].width >= 300 and shots[0].height >= 150
     assert len(events.Images("test/forecast")) == 4
+
+
+def test_figures_off_draws_nothing_and_keeps_every_number(tmp_path):
+    run_dir = tmp_path / "run"
+    run_cli([*TINY_WITH_FIGURES, "epochs=1", "log.figures=false", f"hydra.run.dir={run_dir}"],
+            cwd=tmp_path)  # fmt: skip
+    assert not (run_dir / "figures").exists()
+    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "images": 0})
+    acc.Reload()
+    assert acc.Tags()["images"] == []
+    scalars = set(acc.Tags()["scalars"])
+    assert {"train/mse", "val/mse", "test_curve/mse", "final/test_mse"} <= scalars
+    assert json.loads((run_dir / "metrics.json").read_text())["test"]["model"]["mse"] >= 0
 
 
 def test_hparams_live_in_the_run_dir_itself(run_dir, events):

@@ -203,6 +203,7 @@ class TrainerConfig:
 @dataclass
 class LogConfig:
     attention_every: int = MISSING
+    figures: bool = True  # False: no attention maps or forecast figures (PNG, npz, TensorBoard)
     test_every: int = MISSING
 
 

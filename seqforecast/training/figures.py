@@ -1,16 +1,30 @@
 """Figures for a run, drawn with matplotlib's object API on the Agg canvas (no pyplot, no
-display): one attention figure per layer with a panel per head, and the forecast figure."""
+display): one attention figure per layer with a panel per head, and the forecast figure.
+
+matplotlib is imported where a figure is drawn, not with the module: it is a third of the
+CLI's own import time, and a run with `log.figures=false`, a refused config or `--help` never
+draws."""
 
 from __future__ import annotations
 
 import io
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import TwoSlopeNorm
-from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def _new_figure(width: float, height: float) -> Figure:
+    """A figure on its own Agg canvas (no pyplot state)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height))
+    FigureCanvasAgg(fig)
+    return fig
 
 
 def attention_figure(
@@ -30,8 +44,7 @@ def attention_figure(
     points = all(a == b for a, b in list(query_spans) + list(key_spans))
     heads = weights.shape[0]
     # A fixed layout: matplotlib's constrained layout would double the drawing time.
-    fig = Figure(figsize=(2.6 * heads + 1.2, 3.0))
-    FigureCanvasAgg(fig)
+    fig = _new_figure(2.6 * heads + 1.2, 3.0)
     axes = fig.subplots(1, heads, squeeze=False)[0]
     fig.subplots_adjust(left=0.3 / heads + 0.04, right=0.9, bottom=0.17, top=0.8, wspace=0.3)
     if points:  # pixel edges sit half a step around each time step
@@ -41,6 +54,8 @@ def attention_figure(
     extent = (k0 - 0.5, k1 + 0.5, q1 + 0.5, q0 - 0.5)
     unit = "time step" if points else "patch (time steps)"
     if signed:
+        from matplotlib.colors import TwoSlopeNorm
+
         bound = max(float(np.abs(weights).max()), 1e-12)
         style = dict(cmap="RdBu_r", norm=TwoSlopeNorm(vcenter=0.0, vmin=-bound, vmax=bound))
     else:
@@ -56,6 +71,8 @@ def attention_figure(
             ax.set_ylabel(f"query {unit}", fontsize=8)
         ax.tick_params(labelsize=7)
         if points:
+            from matplotlib.ticker import MaxNLocator
+
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         else:
@@ -88,8 +105,9 @@ def forecast_figure(
     in_len, out_len = len(src), len(target)
     past = np.arange(in_len)
     future = np.arange(in_len, in_len + out_len)
-    fig = Figure(figsize=(7.0, 3.6))
-    FigureCanvasAgg(fig)
+    from matplotlib.ticker import MaxNLocator
+
+    fig = _new_figure(7.0, 3.6)
     ax = fig.subplots()
     fig.subplots_adjust(left=0.1, right=0.97, bottom=0.14, top=0.9)
     ax.plot(past, src, color="black", label="input")

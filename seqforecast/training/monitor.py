@@ -162,15 +162,18 @@ class RunMonitor(Monitor):
         signed_maps: bool,
         purge_step: int | None = None,
         test_every: int = 1,
+        figures: bool = True,
     ):
         """`purge_step`: when resuming, the first step not covered by the checkpoint; events
         a stopped session wrote from there on are dropped, so no step appears twice.
         `test_every`: epochs between scores of the held-out test set (large: 8192 series by
-        default); the validation set and the test curve are scored every epoch."""
+        default); the validation set and the test curve are scored every epoch. `figures`:
+        False draws no attention maps or forecasts (their PNGs, attention.npz, images)."""
         self.run_dir = Path(run_dir)
         self.evaluator = evaluator
         self.test_every = test_every
         self.attention_every = attention_every
+        self.figures = figures
         self.signed_maps = signed_maps
         self.writer = SummaryWriter(log_dir=str(self.run_dir), purge_step=purge_step)
 
@@ -229,6 +232,8 @@ class RunMonitor(Monitor):
     def _visuals(
         self, model: nn.Module, step: int, point: str, label: str, bands: Bands | None = None
     ) -> None:
+        if not self.figures:
+            return
         images = save_visuals(
             self.run_dir / "figures" / point,
             model,

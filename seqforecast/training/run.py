@@ -150,6 +150,7 @@ def run_training(
             signed_maps=plain["attention"]["name"] == "diff",
             purge_step=None if resume is None else resume["step"] + 1,
             test_every=plain["log"]["test_every"],
+            figures=plain["log"]["figures"],
         )
     try:  # the writer is closed (and its events readable) even when the run fails
         if resume is None:
