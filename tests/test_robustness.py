@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from seqforecast.training import load_checkpoint
@@ -113,6 +114,20 @@ def _copy_run(uninterrupted: Path, tmp_path: Path) -> Path:
     run_dir = tmp_path / "copy"
     shutil.copytree(uninterrupted, run_dir)
     return run_dir
+
+
+def test_a_run_saved_before_log_figures_existed_resumes_drawing_them(uninterrupted, tmp_path):
+    run_dir = _copy_run(uninterrupted, tmp_path)
+    key = "  figures: false\n"  # RUN's; a run saved before the key existed has no such line
+    config = run_dir / ".hydra" / "config.yaml"
+    assert key in config.read_text()
+    config.write_text(config.read_text().replace(key, ""))
+    last = run_dir / "checkpoints" / "last.pt"
+    state = torch.load(last, weights_only=True)
+    state["config"] = state["config"].replace(key, "")
+    torch.save(state, last)
+    run_cli([f"resume={run_dir}"], tmp_path)
+    assert (run_dir / "figures" / "final" / "forecast.png").stat().st_size > 1000
 
 
 class _RunsCode:

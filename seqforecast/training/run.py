@@ -150,7 +150,7 @@ def run_training(
             signed_maps=plain["attention"]["name"] == "diff",
             purge_step=None if resume is None else resume["step"] + 1,
             test_every=plain["log"]["test_every"],
-            figures=plain["log"]["figures"],
+            figures=plain["log"].get("figures", True),  # runs saved before the key drew them
         )
     try:  # the writer is closed (and its events readable) even when the run fails
         if resume is None:
