@@ -14,10 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from seqforecast.training import load_checkpoint
+from seqforecast.training import load_checkpoint, save_checkpoint
 
 from .cli_helpers import REPO, TINY, run_cli
 
@@ -123,9 +122,9 @@ def test_a_run_saved_before_log_figures_existed_resumes_drawing_them(uninterrupt
     assert key in config.read_text()
     config.write_text(config.read_text().replace(key, ""))
     last = run_dir / "checkpoints" / "last.pt"
-    state = torch.load(last, weights_only=True)
+    state = load_checkpoint(last)
     state["config"] = state["config"].replace(key, "")
-    torch.save(state, last)
+    save_checkpoint(last, state)
     run_cli([f"resume={run_dir}"], tmp_path)
     assert (run_dir / "figures" / "final" / "forecast.png").stat().st_size > 1000
 

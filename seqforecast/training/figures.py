@@ -41,6 +41,9 @@ def attention_figure(
     Signed (differential) maps use a diverging colour map centred on zero, so zeros outside a
     block-local window read as white; softmax maps use a sequential one from zero.
     """
+    from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.ticker import MaxNLocator
+
     points = all(a == b for a, b in list(query_spans) + list(key_spans))
     heads = weights.shape[0]
     # A fixed layout: matplotlib's constrained layout would double the drawing time.
@@ -54,8 +57,6 @@ def attention_figure(
     extent = (k0 - 0.5, k1 + 0.5, q1 + 0.5, q0 - 0.5)
     unit = "time step" if points else "patch (time steps)"
     if signed:
-        from matplotlib.colors import TwoSlopeNorm
-
         bound = max(float(np.abs(weights).max()), 1e-12)
         style = dict(cmap="RdBu_r", norm=TwoSlopeNorm(vcenter=0.0, vmin=-bound, vmax=bound))
     else:
@@ -71,8 +72,6 @@ def attention_figure(
             ax.set_ylabel(f"query {unit}", fontsize=8)
         ax.tick_params(labelsize=7)
         if points:
-            from matplotlib.ticker import MaxNLocator
-
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         else:
@@ -102,11 +101,11 @@ def forecast_figure(
     """src [in_len], target [out_len] and forecasts {name: [out_len]} of one series; `bands`:
     the model's conformal intervals {level: (lower, upper) [out_len]}, shaded; `own`: a
     probabilistic model's own 80% interval (lower, upper), dotted."""
+    from matplotlib.ticker import MaxNLocator
+
     in_len, out_len = len(src), len(target)
     past = np.arange(in_len)
     future = np.arange(in_len, in_len + out_len)
-    from matplotlib.ticker import MaxNLocator
-
     fig = _new_figure(7.0, 3.6)
     ax = fig.subplots()
     fig.subplots_adjust(left=0.1, right=0.97, bottom=0.14, top=0.9)
