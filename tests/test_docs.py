@@ -2,6 +2,7 @@
 composed and checked as its CLI would (no training), every script command names a script and
 options it has, and every link between the pages leads to a file and a heading that exist."""
 
+import json
 import re
 import shlex
 import subprocess
@@ -228,3 +229,37 @@ def test_the_readme_is_a_short_front_door():
     first_screen = "\n".join(text.splitlines()[:60])
     for step in ("make train", "outputs/", "tensorboard"):
         assert step in first_screen, f"the README's first screen lacks {step!r}"
+
+
+# ---------------------------------------------------------------- benchmark tables
+
+STUDY_NAMES = {"patchtst": "vanilla (published)", "patchtst_diff": "diff",
+               "patchtst_diff_block": "diff block-local", "patchtst_rope": "rope"}  # fmt: skip
+
+
+def _interval(pair: dict) -> str:
+    verdict = pair["verdict"].split(" (")[0]  # "higher (beyond noise)" -> "higher"
+    return f"{pair['ratio']:.3f} [{pair['low']:.3f}, {pair['high']:.3f}] {verdict}"
+
+
+def test_the_attention_study_table_is_its_report():
+    """The study's table in longhorizon.md, row by row, is benchmarks/patchtst_attention.json
+    as printed (3 decimals for ratios, 4 for MSE), so a merge that changes a number fails here
+    until the page says it too."""
+    report = json.loads((REPO / "benchmarks" / "patchtst_attention.json").read_text())
+    expected = []
+    for stem in ("ETTh1", "ETTh2"):
+        for horizon in ("96", "336"):
+            summary = report["files"][stem]["horizons"][horizon]["summary"]
+            for i, (variant, s) in enumerate(summary.items()):
+                cell = f"{stem}-{horizon}" if i == 0 else ""
+                name = STUDY_NAMES[variant] + ("" if s["n"] == 3 else f" (n={s['n']})")
+                vs_vanilla = _interval(s["vs_reference"]) if s.get("vs_reference") else ""
+                epochs = ", ".join(map(str, s["best_epochs"]))
+                row = (f"| {cell} | {name} | {s['mse']:.4f} / {s['paper_count_mse']:.4f} | "
+                       f"{vs_vanilla} | {_interval(s['vs_nlinear'])} | {epochs} |")  # fmt: skip
+                expected.append(row.replace("|  |", "| |"))  # an empty cell is "| |"
+    page = (REPO / "docs" / "benchmarks" / "longhorizon.md").read_text()
+    section = page.split("### The attention study on the published model", 1)[1]
+    table = section.split("\n\n", 3)[2].splitlines()[2:]  # its rows, past the header
+    assert table == expected
