@@ -18,6 +18,7 @@ from seqforecast.config import compose_config, validate_config
 from seqforecast.config.upgrade import upgrade_config
 
 from .cli_helpers import REPO
+from .test_longhorizon import _bench
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 # Each tool's own parser: what its command line would accept or refuse.
@@ -238,9 +239,10 @@ STUDY_NAMES = {"patchtst": "vanilla (published)", "patchtst_diff": "diff",
                "patchtst_diff_block": "diff block-local", "patchtst_rope": "rope"}  # fmt: skip
 
 
-def _interval(pair: dict) -> str:
-    verdict = pair["verdict"].split(" (")[0]  # "higher (beyond noise)" -> "higher"
-    return f"{pair['ratio']:.3f} [{pair['low']:.3f}, {pair['high']:.3f}] {verdict}"
+def _paired(interval, pair: dict) -> str:
+    """A paired ratio as the page prints it: `interval` (the report's own formatter), then the
+    verdict's first word ("higher (beyond noise)" -> "higher")."""
+    return f"{interval(pair)} {pair['verdict'].split(' (')[0]}"
 
 
 def test_the_attention_study_table_is_its_report():
@@ -248,6 +250,7 @@ def test_the_attention_study_table_is_its_report():
     as printed (3 decimals for ratios, 4 for MSE), so a merge that changes a number fails here
     until the page says it too."""
     report = json.loads((REPO / "benchmarks" / "patchtst_attention.json").read_text())
+    interval = _bench()._interval
     expected = []
     for stem in ("ETTh1", "ETTh2"):
         for horizon in ("96", "336"):
@@ -255,10 +258,11 @@ def test_the_attention_study_table_is_its_report():
             for i, (variant, s) in enumerate(summary.items()):
                 cell = f"{stem}-{horizon}" if i == 0 else ""
                 name = STUDY_NAMES[variant] + ("" if s["n"] == 3 else f" (n={s['n']})")
-                vs_vanilla = _interval(s["vs_reference"]) if s.get("vs_reference") else ""
+                vs_vanilla = _paired(interval, s["vs_reference"]) if s.get("vs_reference") else ""
+                vs_nlinear = _paired(interval, s["vs_nlinear"])
                 epochs = ", ".join(map(str, s["best_epochs"]))
                 row = (f"| {cell} | {name} | {s['mse']:.4f} / {s['paper_count_mse']:.4f} | "
-                       f"{vs_vanilla} | {_interval(s['vs_nlinear'])} | {epochs} |")  # fmt: skip
+                       f"{vs_vanilla} | {vs_nlinear} | {epochs} |")  # fmt: skip
                 expected.append(row.replace("|  |", "| |"))  # an empty cell is "| |"
     page = (REPO / "docs" / "benchmarks" / "longhorizon.md").read_text()
     section = page.split("### The attention study on the published model", 1)[1]

@@ -1,7 +1,6 @@
 """Every `experiment=` preset composes, validates, builds its data and model, and trains a
 step: a preset no test composes can rot unseen."""
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from seqforecast.training import train_model
 from seqforecast.training.monitor import Monitor
 
 from .cli_helpers import REPO
+from .test_longhorizon import _bench
 
 PRESETS = sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.yaml"))
 
@@ -63,12 +63,7 @@ def _needs_a_file(preset: str) -> bool:
 
 def _ett_like_file(tmp_path: Path) -> Path:
     """Hourly rows in ETT's layout, as many as the hourly ETT borders need (14,400)."""
-    spec = importlib.util.spec_from_file_location(
-        "bench_longhorizon", REPO / "scripts" / "bench_longhorizon.py"
-    )
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench.write_smoke_file(tmp_path / "ett.csv", rows=14_400)
+    return _bench().write_smoke_file(tmp_path / "ett.csv", rows=14_400)
 
 
 def _data(preset: str) -> str:
