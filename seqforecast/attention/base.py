@@ -85,27 +85,30 @@ class ProjectedAttention(nn.Module):
         if residual is not None:
             if self.position is not None and self.position.acts_on_scores:
                 raise ValueError("residual attention cannot carry position terms on the scores")
-            # [B, L, E] -> [B, L, H, head_dim]; the carried heads grow: [B, L, H * l * head_dim]
-            q, k = residual.extend(
+            # [B, L, E] -> [B, L, H, head_dim]: this layer's piece of the stack's q and k
+            residual.add(
                 q.view(batch, q_len, self.n_heads, -1), k.view(batch, k_len, self.n_heads, -1)
             )
-            q, k = q.flatten(2), k.flatten(2)
         padding = None if key_padding_mask is None else key_padding_mask[:, None, None, :]
         blocked = combine_masks(  # True = may not attend; broadcasts to [B, H, Lq, Lk]
             self._causal_mask(q_len, k_len, q.device) if causal else None, padding
         )
         dropout = self.dropout if self.training else 0.0
         weights = None
-        if need_weights or (self.position is not None and self.position.acts_on_scores):
-            out, weights = self._attend(q, k, v, blocked, padding is not None, dropout, starts)
-        elif residual is not None:
+        if (residual is not None and not need_weights and blocked is None and not dropout
+                and cache_sized.applies(q, k)):  # fmt: skip
             # Residual attention's q and k are wider than v, which torch's fused kernel runs
             # only on its slow generic path: short sequences on the CPU take the cache-sized
-            # path, the rest the explicit one (both measured faster).
-            if blocked is None and not dropout and cache_sized.applies(q, k):
-                out = self._cache_sized(q, k, v)
-            else:
-                out, _ = self._attend(q, k, v, blocked, padding is not None, dropout, starts)
+            # path (measured faster), which reads the layers' pieces where they lie.
+            out = self._cache_sized(residual.q_pieces, residual.k_pieces, v)
+        elif (
+            residual is not None
+            or need_weights
+            or (self.position is not None and self.position.acts_on_scores)
+        ):
+            if residual is not None:  # the carried heads grow: [B, L, H * l * head_dim]
+                q, k = (t.flatten(2) for t in residual.joined())
+            out, weights = self._attend(q, k, v, blocked, padding is not None, dropout, starts)
         else:
             out = self._fused(q, k, v, causal, blocked, padding is not None, dropout)
         return self.out_proj(out), (weights if need_weights else None)
@@ -186,10 +189,15 @@ class ProjectedAttention(nn.Module):
             batch, q_len, self.d_model
         )
 
-    def _cache_sized(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
-        fold = self._fold_heads
-        out = cache_sized.attention(fold(q), fold(k), fold(v), self.scale)
-        return self._unfold_heads(out, q.shape[0])
+    def _cache_sized(self, q_pieces: list[Tensor], k_pieces: list[Tensor], v: Tensor) -> Tensor:
+        """Residual attention over the stack's pieces of q and k ([B, L, H, w] each) and v
+        [B, Lk, E] -> [B, Lq, E]."""
+        batch, q_len = q_pieces[0].shape[:2]
+        # [B, L, H, w] -> [B, H, L, w] (views)
+        q, k = [t.transpose(1, 2) for t in q_pieces], [t.transpose(1, 2) for t in k_pieces]
+        v = v.view(batch, v.shape[1], self.n_heads, -1).transpose(1, 2)
+        out = cache_sized.heads_attention(q, k, v, self.scale)  # [B, H, Lq, head_dim]
+        return out.transpose(1, 2).reshape(batch, q_len, self.d_model)
 
     def _causal_mask(self, q_len: int, k_len: int, device: torch.device) -> Tensor:
         """[Lq, Lk], True where key j lies after query i (j > i)."""

@@ -28,12 +28,31 @@ per-slice ops stay few).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor
+
+from . import native
 
 CACHE_FLOATS = 1 << 18  # scores per slice: 1 MB of float32
 MAX_SCORES = 128 * 128  # longer sequences: torch's fused kernel
 LANES = 16  # keys padded to a multiple of this: whole AVX-512 vectors of float32
+
+
+def heads_attention(q: Sequence[Tensor], k: Sequence[Tensor], v: Tensor, scale: float,
+                    blocked: Tensor | None = None) -> Tensor:  # fmt: skip
+    """`attention` over q [B, H, Lq, w], k [B, H, Lk, w], v [B, H, Lk, dv] -> [B, H, Lq, dv],
+    q and k given as pieces along w (one each, or residual attention's layers): the C kernel
+    (native.py) where it is built, else the sliced path below on the pieces concatenated and
+    the heads folded into the batch."""
+    if native.applies(q, k, v):
+        return native.attention(q, k, v, scale, blocked)
+    q, k = (t[0] if len(t) == 1 else torch.cat(list(t), dim=-1) for t in (q, k))
+    batch, heads, q_len = q.shape[:3]
+    # [B, H, L, w] -> [B * H, L, w]
+    out = attention(*(t.reshape(batch * heads, *t.shape[2:]) for t in (q, k, v)), scale, blocked)
+    return out.reshape(batch, heads, q_len, v.shape[-1])
 
 
 def applies(q: Tensor, k: Tensor) -> bool:

@@ -295,10 +295,10 @@ class DifferentialAttention(nn.Module):
         [B, H, Lq, d], at the half width's scale."""
         batch, heads, _, q_len, w = q.shape
         k_len, d = k.shape[-2], v.shape[-1]
-        # Both halves as 2H heads folded into the batch: [B, H, 2, L, w] -> [B * 2H, L, w].
-        qs, ks = q.reshape(-1, q_len, w), k.reshape(-1, k_len, w)
-        vs = v[:, :, None].expand(-1, -1, 2, -1, -1).reshape(-1, k_len, d)
-        out = cache_sized.attention(qs, ks, vs, self.scale, blocked)
+        # Both halves as 2H heads: [B, H, 2, L, w] -> [B, 2H, L, w]; v serves both.
+        qs, ks = q.reshape(batch, 2 * heads, q_len, w), k.reshape(batch, 2 * heads, k_len, w)
+        vs = v[:, :, None].expand(-1, -1, 2, -1, -1).reshape(batch, 2 * heads, k_len, d)
+        out = cache_sized.heads_attention([qs], [ks], vs, self.scale, blocked)
         out = out.reshape(batch, heads, 2, q_len, d)
         first, second = out.unbind(2)
         return first - self.lambda_value() * second

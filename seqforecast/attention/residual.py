@@ -25,24 +25,38 @@ from torch import Tensor
 
 
 class ResidualScores:
-    """One stack's carried q and k; pass the same object to each layer's attention, in order."""
+    """One stack's carried q and k; pass the same object to each layer's attention, in order.
+    They are kept as the layers' pieces (`q_pieces`, `k_pieces`): the C kernel (native.py) reads
+    the pieces where they lie, the other paths concatenate them (`extend`)."""
 
     def __init__(self) -> None:
-        self.q: Tensor | None = None
-        self.k: Tensor | None = None
+        self.q_pieces: list[Tensor] = []
+        self.k_pieces: list[Tensor] = []
 
-    def extend(self, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
+    def add(self, q: Tensor, k: Tensor) -> None:
         """This layer's q [..., Lq, w] and k [..., Lk, w] (per head, the last dim the head
-        width) -> the stack's q and k so far, [..., Lq, w_1 + ... + w_l] and the same for k."""
-        if self.q is not None:
-            if self.q.shape[:-1] != q.shape[:-1] or self.k.shape[:-1] != k.shape[:-1]:
+        width)."""
+        if self.q_pieces:
+            first_q, first_k = self.q_pieces[0], self.k_pieces[0]
+            if first_q.shape[:-1] != q.shape[:-1] or first_k.shape[:-1] != k.shape[:-1]:
                 raise ValueError(
                     f"residual attention carries scores between layers of one shape: "
-                    f"q {tuple(self.q.shape[:-1])} then {tuple(q.shape[:-1])}"
+                    f"q {tuple(first_q.shape[:-1])} then {tuple(q.shape[:-1])}"
                 )
-            q, k = torch.cat([self.q, q], dim=-1), torch.cat([self.k, k], dim=-1)
-        self.q, self.k = q, k
-        return q, k
+        self.q_pieces.append(q)
+        self.k_pieces.append(k)
+
+    def extend(self, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
+        """`add` this layer's q and k -> the stack's q and k so far, concatenated:
+        [..., Lq, w_1 + ... + w_l] and the same for k."""
+        self.add(q, k)
+        return self.joined()
+
+    def joined(self) -> tuple[Tensor, Tensor]:
+        """The stack's q and k so far, the pieces concatenated along the width."""
+        if len(self.q_pieces) == 1:
+            return self.q_pieces[0], self.k_pieces[0]
+        return torch.cat(self.q_pieces, dim=-1), torch.cat(self.k_pieces, dim=-1)
 
 
 def carries_residual(attention: str, pos_encoding: str, options: dict) -> str | None:

@@ -1,48 +1,124 @@
 """Dropout with a cheaper mask on the CPU (`Dropout`, used by the model's layers).
 
-torch's CPU dropout draws one Bernoulli sample per element from its Mersenne Twister, the
-largest single cost of a published-PatchTST training step on one thread here (its 37,632 x 128
-FFN activations; `scripts/bench_longhorizon.py --speed` times the whole step). This one draws
-16 random bits per element, four to each 64-bit word of numpy's SFC64 generator (2-3x faster
-than torch's generator here), seeded by one draw of torch's generator (so `torch.manual_seed`
-and the checkpointed RNG state govern it as before); it keeps an element where its bits clear a
-threshold, and scales the kept ones so that the expectation is unchanged.
+torch's CPU dropout draws one Bernoulli sample per element from its Mersenne Twister and then
+multiplies by the mask in further passes: the largest single cost of a published-PatchTST
+training step on one thread here (its 37,632 x 128 FFN activations;
+`scripts/bench_longhorizon.py --speed` times the whole step). Here an element's 16 random bits
+are a hash of its index under a 64-bit key drawn from torch's generator (so `torch.manual_seed`
+and the checkpointed RNG state govern every mask), counter-based as Philox is: the C kernel
+`seqforecast/native/dropout.c` draws the bits and applies the mask in one pass, and a slice of a
+mask is drawn where it is used (the sliced FFN's forward and backward), so no mask is stored.
+Where that kernel cannot be built, torch ops compute the same bits (slower).
 
-The drop rate is p rounded to a multiple of 1/65536 (0.3 -> 0.300003), and the scale is the
-inverse of the rate actually used, so the layer is unbiased. On an accelerator, and outside
-training, it is torch's own dropout (fast there).
+An element is kept where its bits clear a threshold: the drop rate is p rounded to a multiple of
+1/65536 (0.3 -> 0.300003), and the kept ones are scaled by the inverse of the rate actually
+used, so the layer is unbiased. On an accelerator, and outside training, it is torch's own
+dropout (fast there).
 """
 
 from __future__ import annotations
 
-import math
+import ctypes
+from functools import cache
 from typing import NamedTuple
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .. import native
+
 _LEVELS = 1 << 16
+_LOW = (1 << 32) - 1
 
 
 class KeepMask(NamedTuple):
-    bytes: Tensor  # uint8, 1 where kept (bytes: torch converts them to float 2-3x faster than bool)
-    scale: float  # what a kept element is multiplied by: 1 / (1 - p'), p' = p rounded
+    """Dropout's mask over a tensor: element i is kept where draw(key, first + i) >= dropped,
+    with P = 1 - dropped / 65536; kept elements are multiplied by `scale`."""
+
+    key: int  # 64 bits from torch's generator
+    dropped: int  # in [0, 65536]
+    scale: float  # 1 / (1 - p'), p' = dropped / 65536
+    row: int  # elements per row (the last dim), to slice by rows
+    first: int = 0  # index of the first element (a slice of a larger mask)
+
+    def rows(self, part: slice) -> KeepMask:
+        """The mask of rows part.start, part.start + 1, ... (part.start given)."""
+        return self._replace(first=self.first + part.start * self.row)
+
+    def apply_(self, x: Tensor, also: Tensor | None = None) -> Tensor:
+        """x with its dropped elements zeroed, in place (the kept ones unscaled: callers fold
+        the scale in elsewhere), and `also` the same under the same mask (one draw for both).
+        x, also: contiguous, their elements the mask's from `first` on. Returns x."""
+        return mask_scale(x, self, 1.0, out=x, also=also)
 
 
 def keep_mask(shape: tuple[int, ...], p: float) -> KeepMask:
     """Which elements of a tensor of `shape` dropout at rate p (0 < p < 1) keeps."""
-    n = math.prod(shape)
-    dropped_levels = round(p * _LEVELS)
-    if dropped_levels >= _LEVELS:
-        return KeepMask(torch.zeros(shape, dtype=torch.uint8), 0.0)
-    seed = int(torch.randint(0, 1 << 62, (1,)))  # torch's generator decides the stream
-    # Four uniform 16-bit lanes per 64-bit output, read as signed values in [-32768, 32767].
-    words = np.random.SFC64(seed).random_raw((n + 3) // 4)
-    bits = torch.from_numpy(words.view(np.int16)[:n]).view(shape)
-    keep = bits >= dropped_levels - _LEVELS // 2  # P(keep) = 1 - dropped_levels / 65536
-    return KeepMask(keep.view(torch.uint8), _LEVELS / (_LEVELS - dropped_levels))
+    dropped = min(round(p * _LEVELS), _LEVELS)
+    key = int(torch.randint(-(1 << 63), (1 << 63) - 1, (1,))) & ((1 << 64) - 1)  # 64 bits
+    scale = 0.0 if dropped >= _LEVELS else _LEVELS / (_LEVELS - dropped)
+    return KeepMask(key, dropped, scale, shape[-1] if shape else 1)
+
+
+def mask_scale(x: Tensor, mask: KeepMask, scale: float, out: Tensor | None = None,
+               also: Tensor | None = None) -> Tensor:  # fmt: skip
+    """Kept elements of x times `scale`, dropped ones 0, into `out` (may be x) or a new tensor;
+    `also` (optional, of x's shape) the same, in place. x holds the mask's elements from
+    `mask.first` on, in order."""
+    out = torch.empty_like(x, memory_format=torch.contiguous_format) if out is None else out
+    library = _library() if native.enabled() else None
+    tensors = (x, out) if also is None else (x, out, also)
+    if library is not None and all(t.dtype == torch.float32 and t.is_contiguous()
+                                   for t in tensors):  # fmt: skip
+        pointer = ctypes.c_void_p
+        library.mask_scale(
+            pointer(x.data_ptr()), None if also is None else pointer(also.data_ptr()),
+            ctypes.c_uint64(mask.key), ctypes.c_int64(mask.first), ctypes.c_uint32(mask.dropped),
+            ctypes.c_float(scale), pointer(out.data_ptr()),
+            None if also is None else pointer(also.data_ptr()), ctypes.c_int64(x.numel()),
+        )  # fmt: skip
+        return out
+    kept = (_draws(mask, x.numel()) >= mask.dropped).view(x.shape).to(x.dtype).mul_(scale)
+    if also is not None:
+        also.mul_(kept)
+    return torch.mul(x, kept, out=out)
+
+
+def _draws(mask: KeepMask, n: int) -> Tensor:
+    """dropout.c's draw() for elements first .. first + n - 1, by torch ops on int64 (products
+    split in 16-bit halves, so that none leaves the int64 range)."""
+
+    def times(x: Tensor, factor: int) -> Tensor:  # x * factor mod 2^32
+        return (x * (factor & 0xFFFF) + ((x * (factor >> 16)) << 16)) & _LOW
+
+    index = torch.arange(mask.first, mask.first + n, dtype=torch.int64) & _LOW
+    x = (times(index, (mask.key >> 32) | 1) + (mask.key & _LOW)) & _LOW
+    x = times(x ^ (x >> 16), 0x7FEB352D)
+    x = times(x ^ (x >> 15), 0x846CA68B)
+    return (x ^ (x >> 16)) >> 16
+
+
+@cache
+def _library():
+    library = native.build("dropout")
+    if library is not None:
+        library.mask_scale.restype = None
+    return library
+
+
+class _MaskedScaled(torch.autograd.Function):
+    """x -> mask_scale(x): the backward draws the same mask again for the gradient (autograd
+    keeps the mask's key, not a float mask)."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, mask: KeepMask) -> Tensor:
+        ctx.mask = mask
+        return mask_scale(x.contiguous(), mask, mask.scale)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        return mask_scale(grad.contiguous(), ctx.mask, ctx.mask.scale), None
 
 
 def dropout(x: Tensor, p: float, training: bool) -> Tensor:
@@ -52,9 +128,7 @@ def dropout(x: Tensor, p: float, training: bool) -> Tensor:
         return F.dropout(x, p, training=True)
     if round(p * _LEVELS) >= _LEVELS:
         return torch.zeros_like(x)
-    mask = keep_mask(x.shape, p)
-    # autograd keeps the float mask (not x) for the backward
-    return x * mask.bytes.to(x.dtype).mul_(mask.scale)
+    return _MaskedScaled.apply(x, keep_mask(x.shape, p))
 
 
 class Dropout(nn.Dropout):

@@ -8,9 +8,10 @@ for the published PatchTST's 37,632 tokens x 128, far beyond the core's cache, f
 an element. Here each slice of rows goes up, through the activation and the mask, and down
 again while its hidden block (about 1 MB) stays in cache; the backward recomputes a slice's
 activation from the saved pre-activation instead of keeping the activation too. The dropout
-mask is drawn for the whole tensor at once, exactly as `dropout.Dropout` draws it (the same
-generator, the same order), so the function is the layer-by-layer one to float rounding, mask
-included. `scripts/bench_longhorizon.py --speed` times the whole training step.
+mask is one mask over the whole [T, d_ff] tensor, keyed as `dropout.Dropout` keys its own (the
+same generator, the same draw), whose rows each slice draws where it uses them (dropout.py), so
+the function is the layer-by-layer one to float rounding, mask included.
+`scripts/bench_longhorizon.py --speed` times the whole training step.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .dropout import keep_mask
+from .dropout import KeepMask, keep_mask
 
 HIDDEN_FLOATS = 1 << 18  # hidden values per slice: 1 MB of float32
 
@@ -42,7 +43,7 @@ def applies(x: Tensor, activation: str) -> bool:
 def feed_forward(x: Tensor, up_w, up_b, down_w, down_b, activation: str, p: float) -> Tensor:
     """down(dropout_p(act(up(x)))) over x [..., d_model], p = 0 outside training."""
     rows = x.reshape(-1, x.shape[-1])
-    mask = keep_mask((rows.shape[0], up_w.shape[0]), p) if p > 0 else None  # bytes, 1 = kept
+    mask = keep_mask((rows.shape[0], up_w.shape[0]), p) if p > 0 else None
     slice_rows = max(1, HIDDEN_FLOATS // up_w.shape[0])
     args = (rows, mask, up_w, up_b, down_w, down_b, activation, slice_rows)
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in
@@ -53,10 +54,10 @@ def feed_forward(x: Tensor, up_w, up_b, down_w, down_b, activation: str, p: floa
     return out.view(*x.shape[:-1], down_w.shape[0])
 
 
-def _masked(hidden: Tensor, kept: Tensor | None) -> Tensor:
+def _masked(hidden: Tensor, mask: KeepMask | None) -> Tensor:
     """hidden with the dropped elements zeroed, in place. Dropout's scale is folded into the
     down projection's weight (one product fewer over the hidden block)."""
-    return hidden if kept is None else hidden.mul_(kept.to(hidden.dtype))
+    return hidden if mask is None else mask.apply_(hidden)
 
 
 def _forward(rows, mask, up_w, up_b, down_w, down_b, activation, slice_rows, keep_input: bool):
@@ -69,7 +70,7 @@ def _forward(rows, mask, up_w, up_b, down_w, down_b, activation, slice_rows, kee
     for i in range(0, n, slice_rows):
         part = slice(i, i + slice_rows)
         pre = _linear(rows[part], up_w, up_b, None if pre_all is None else pre_all[part])
-        hidden = _masked(act(pre), None if mask is None else mask.bytes[part])
+        hidden = _masked(act(pre), None if mask is None else mask.rows(part))
         _linear(hidden, down_scaled, down_b, out[part])
     return out, pre_all
 
@@ -106,14 +107,11 @@ class _SlicedFFN(torch.autograd.Function):
         grad_up_b = rows.new_zeros(up_w.shape[0]) if ctx.up_bias else None
         for i in range(0, rows.shape[0], ctx.slice_rows):
             part = slice(i, i + ctx.slice_rows)
-            kept = None if mask is None else mask.bytes[part].to(rows.dtype)  # once a slice
             hidden = act(pre[part])  # recomputed, in cache
-            if kept is not None:
-                hidden.mul_(kept)
-            grad_down_w.addmm_(grad_out[part].t(), hidden)  # times the scale below
             grad_hidden = grad_out[part] @ down_scaled  # [r, d_ff]
-            if kept is not None:
-                grad_hidden.mul_(kept)
+            if mask is not None:  # one draw of the slice's mask for both
+                mask.rows(part).apply_(hidden, also=grad_hidden)
+            grad_down_w.addmm_(grad_out[part].t(), hidden)  # times the scale below
             grad_pre = act_backward(grad_hidden, pre[part])
             grad_up_w.addmm_(grad_pre.t(), rows[part])
             if grad_up_b is not None:

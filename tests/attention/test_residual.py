@@ -130,8 +130,9 @@ def test_diff_on_the_cache_sized_path_equals_its_explicit_path(monkeypatch, bloc
     """Short residual attention on the CPU takes cache_sized.py's path (one call a layer, block
     windows and causality as a dense mask); asking for the weights takes the explicit one:
     outputs and gradients agree, at every layer."""
-    calls, original = [], cache_sized.attention
-    monkeypatch.setattr(cache_sized, "attention", lambda *a: calls.append(1) or original(*a))
+    calls, original = [], cache_sized.heads_attention
+    monkeypatch.setattr(cache_sized, "heads_attention",
+                        lambda *a: calls.append(1) or original(*a))  # fmt: skip
     stack = _stack("diff", block_size=block_size)
     x = torch.randn(B, L, E)
 

@@ -22,7 +22,9 @@ def _run(ffn, x, grad, sliced: bool, monkeypatch, seed=5):
 @pytest.mark.parametrize("activation", list(ffn_cpu.ACTIVATIONS))
 @pytest.mark.parametrize("p", [0.0, 0.3])
 @pytest.mark.parametrize("bias", [True, False])
-def test_sliced_ffn_equals_the_layer_by_layer_one(activation, p, bias, monkeypatch):
+@pytest.mark.parametrize("kernel", ["1", "0"])  # the mask by seqforecast/native/dropout.c or torch
+def test_sliced_ffn_equals_the_layer_by_layer_one(activation, p, bias, kernel, monkeypatch):
+    monkeypatch.setenv("SEQFORECAST_NATIVE", kernel)
     monkeypatch.setattr(ffn_cpu, "HIDDEN_FLOATS", 32 * 50)  # slices of 50 rows: 7 of them + 1
     torch.manual_seed(0)
     ffn = FeedForward(8, 32, activation, dropout=p, bias=bias).train()

@@ -217,6 +217,22 @@ def test_the_cpu_dropout_drops_at_its_rate_without_bias(p):
     assert dropout(x, p, training=False) is x
 
 
+def test_the_cpu_dropout_kernel_and_its_torch_fallback_agree_bit_for_bit(monkeypatch):
+    """The mask applied by seqforecast/native/dropout.c and by torch's compare and multiply
+    (SEQFORECAST_NATIVE=0, or no compiler): the same outputs and gradients, exactly."""
+    results = []
+    for switch in ("1", "0"):
+        monkeypatch.setenv("SEQFORECAST_NATIVE", switch)
+        torch.manual_seed(3)
+        x = torch.randn(300, 70, requires_grad=True)
+        y = dropout(x, 0.3, training=True)
+        y.backward(torch.linspace(-1, 1, 70).expand(300, 70))
+        results.append((y.detach(), x.grad))
+    for mine, theirs in zip(*results, strict=True):
+        assert torch.equal(mine, theirs)
+    assert (results[0][0] == 0).float().mean().item() == pytest.approx(0.3, abs=0.01)
+
+
 def test_the_cpu_dropout_masks_are_independent_between_elements():
     torch.manual_seed(1)
     kept = dropout(torch.ones(400_000), 0.5, training=True) != 0
@@ -225,8 +241,6 @@ def test_the_cpu_dropout_masks_are_independent_between_elements():
     # ... and between calls: torch's generator advances and seeds the next stream anew
     again = (dropout(torch.ones(400_000), 0.5, training=True) != 0).float()
     assert abs((kept.float() * again).mean().item() - 0.25) < 0.005
-
-
 
 
 def test_the_attention_projections_start_as_nn_linear_does():
