@@ -8,7 +8,9 @@ are a hash of its index under a 64-bit key drawn from torch's generator (so `tor
 and the checkpointed RNG state govern every mask), counter-based as Philox is: the C kernel
 `seqforecast/native/dropout.c` draws the bits and applies the mask in one pass, and a slice of a
 mask is drawn where it is used (the sliced FFN's forward and backward), so no mask is stored.
-Where that kernel cannot be built, torch ops compute the same bits (slower).
+Where that kernel cannot be built (or SEQFORECAST_NATIVE=0), the bits come from numpy's SFC64
+in chunks seeded by (key, chunk), and torch multiplies by the mask: the same properties from
+another random stream, so a run's masks depend on which path drew them.
 
 An element is kept where its bits clear a threshold: the drop rate is p rounded to a multiple of
 1/65536 (0.3 -> 0.300003), and the kept ones are scaled by the inverse of the rate actually
@@ -22,6 +24,7 @@ import ctypes
 from functools import cache
 from typing import NamedTuple
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -29,7 +32,7 @@ from torch import Tensor, nn
 from .. import native
 
 _LEVELS = 1 << 16
-_LOW = (1 << 32) - 1
+CHUNK = 1 << 16  # elements a seed of the torch path's generator draws
 
 
 class KeepMask(NamedTuple):
@@ -41,10 +44,20 @@ class KeepMask(NamedTuple):
     scale: float  # 1 / (1 - p'), p' = dropped / 65536
     row: int  # elements per row (the last dim), to slice by rows
     first: int = 0  # index of the first element (a slice of a larger mask)
+    kept: Tensor | None = None  # uint8 [rows, row], 1 = kept: drawn once (see `for_reuse`)
 
     def rows(self, part: slice) -> KeepMask:
-        """The mask of rows part.start, part.start + 1, ... (part.start given)."""
-        return self._replace(first=self.first + part.start * self.row)
+        """The mask of rows part (a slice with its start given)."""
+        kept = None if self.kept is None else self.kept[part]
+        return self._replace(first=self.first + part.start * self.row, kept=kept)
+
+    def for_reuse(self, shape: tuple[int, int]) -> KeepMask:
+        """This mask, over a [rows, row] tensor, to be applied many times (the sliced FFN): as
+        it is where the kernel draws it on the fly; else with its bytes drawn once."""
+        if _library() is not None and native.enabled():
+            return self
+        return self._replace(kept=torch.from_numpy(_keeps(self, shape[0] * shape[1])
+                                                   .view(np.uint8)).view(shape))  # fmt: skip
 
     def apply_(self, x: Tensor, also: Tensor | None = None) -> Tensor:
         """x with its dropped elements zeroed, in place (the kept ones unscaled: callers fold
@@ -56,7 +69,7 @@ class KeepMask(NamedTuple):
 def keep_mask(shape: tuple[int, ...], p: float) -> KeepMask:
     """Which elements of a tensor of `shape` dropout at rate p (0 < p < 1) keeps."""
     dropped = min(round(p * _LEVELS), _LEVELS)
-    key = int(torch.randint(-(1 << 63), (1 << 63) - 1, (1,))) & ((1 << 64) - 1)  # 64 bits
+    key = int(torch.randint(0, (1 << 63) - 1, (1,)))  # 63 bits (an int64: autograd may record it)
     scale = 0.0 if dropped >= _LEVELS else _LEVELS / (_LEVELS - dropped)
     return KeepMask(key, dropped, scale, shape[-1] if shape else 1)
 
@@ -67,7 +80,7 @@ def mask_scale(x: Tensor, mask: KeepMask, scale: float, out: Tensor | None = Non
     `also` (optional, of x's shape) the same, in place. x holds the mask's elements from
     `mask.first` on, in order."""
     out = torch.empty_like(x, memory_format=torch.contiguous_format) if out is None else out
-    library = _library() if native.enabled() else None
+    library = _library() if native.enabled() and mask.kept is None else None
     tensors = (x, out) if also is None else (x, out, also)
     if library is not None and all(t.dtype == torch.float32 and t.is_contiguous()
                                    for t in tensors):  # fmt: skip
@@ -79,24 +92,25 @@ def mask_scale(x: Tensor, mask: KeepMask, scale: float, out: Tensor | None = Non
             None if also is None else pointer(also.data_ptr()), ctypes.c_int64(x.numel()),
         )  # fmt: skip
         return out
-    kept = (_draws(mask, x.numel()) >= mask.dropped).view(x.shape).to(x.dtype).mul_(scale)
+    # bytes, not bools: torch converts them to float 2-3x faster
+    kept = mask.kept
+    if kept is None:
+        kept = torch.from_numpy(_keeps(mask, x.numel()).view(np.uint8))
+    kept = kept.view(x.shape).to(x.dtype).mul_(scale)
     if also is not None:
         also.mul_(kept)
     return torch.mul(x, kept, out=out)
 
 
-def _draws(mask: KeepMask, n: int) -> Tensor:
-    """dropout.c's draw() for elements first .. first + n - 1, by torch ops on int64 (products
-    split in 16-bit halves, so that none leaves the int64 range)."""
-
-    def times(x: Tensor, factor: int) -> Tensor:  # x * factor mod 2^32
-        return (x * (factor & 0xFFFF) + ((x * (factor >> 16)) << 16)) & _LOW
-
-    index = torch.arange(mask.first, mask.first + n, dtype=torch.int64) & _LOW
-    x = (times(index, (mask.key >> 32) | 1) + (mask.key & _LOW)) & _LOW
-    x = times(x ^ (x >> 16), 0x7FEB352D)
-    x = times(x ^ (x >> 15), 0x846CA68B)
-    return (x ^ (x >> 16)) >> 16
+def _keeps(mask: KeepMask, n: int) -> np.ndarray:
+    """Which of elements first .. first + n - 1 the mask keeps, where the kernel cannot draw
+    them: 16 bits an element from numpy's SFC64, four to a 64-bit word, in chunks of CHUNK
+    elements each seeded by (key, chunk), so that any slice of a mask is the same bits."""
+    first, last = mask.first // CHUNK, (mask.first + n - 1) // CHUNK
+    bits = np.concatenate([np.random.SFC64([mask.key, c]).random_raw(CHUNK // 4).view(np.uint16)
+                           for c in range(first, last + 1)])  # fmt: skip
+    start = mask.first - first * CHUNK
+    return bits[start : start + n] >= mask.dropped
 
 
 @cache

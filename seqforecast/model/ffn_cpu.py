@@ -43,7 +43,8 @@ def applies(x: Tensor, activation: str) -> bool:
 def feed_forward(x: Tensor, up_w, up_b, down_w, down_b, activation: str, p: float) -> Tensor:
     """down(dropout_p(act(up(x)))) over x [..., d_model], p = 0 outside training."""
     rows = x.reshape(-1, x.shape[-1])
-    mask = keep_mask((rows.shape[0], up_w.shape[0]), p) if p > 0 else None
+    shape = (rows.shape[0], up_w.shape[0])
+    mask = keep_mask(shape, p).for_reuse(shape) if p > 0 else None
     slice_rows = max(1, HIDDEN_FLOATS // up_w.shape[0])
     args = (rows, mask, up_w, up_b, down_w, down_b, activation, slice_rows)
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from torch import Tensor, nn
 
 from ..attention import ResidualScores
+from . import residual_norm_cpu
 from .dropout import Dropout
 
 NORMS = ("layer", "batch")
@@ -51,6 +52,8 @@ class Residual(nn.Module):
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
         if self.norm_first:
             return x + self.dropout(sublayer(self.norm(x)))
+        if residual_norm_cpu.applies(x, self.norm):  # BatchNorm in training on the CPU
+            return residual_norm_cpu.residual_norm(x, sublayer(x), self.norm, self.dropout.p)
         return self.norm(x + self.dropout(sublayer(x)))
 
 

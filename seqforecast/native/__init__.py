@@ -1,13 +1,14 @@
 """Small C kernels for the CPU, compiled for this machine on first use and loaded with ctypes.
 
-A kernel is one C file beside this module, with no dependency but libc and libm, built by the
-system's C compiler (`cc -O3 -march=native`) into a cache folder (`$SEQFORECAST_CACHE`, else
-`$XDG_CACHE_HOME/seqforecast`, else `~/.cache/seqforecast`), named by a hash of its source, the
-flags and this CPU's model and features: an edit or another CPU builds anew, and concurrent
-processes never see a half-written library (it is renamed into place). Where there is no
-compiler or the build fails, `build` returns None and callers keep their torch path (a warning
-says why, once a process); `SEQFORECAST_NATIVE=0` in the environment switches them to it too.
-ctypes releases the GIL during a call, so callers can split the work over threads.
+A kernel is one C file beside this module (with the headers beside it), with no dependency but
+libc and libm, built by the system's C compiler (`cc -O3 -march=native`) into a cache folder
+(`$SEQFORECAST_CACHE`, else `$XDG_CACHE_HOME/seqforecast`, else `~/.cache/seqforecast`), named
+by a hash of its source and headers, the flags and this CPU's model and features: an edit or
+another CPU builds anew, and concurrent processes never see a half-written library (it is
+renamed into place). Where there is no compiler or the build fails, `build` returns None and
+callers keep their torch path (a warning says why, once a process); `SEQFORECAST_NATIVE=0` in
+the environment switches them to it too. ctypes releases the GIL during a call, so callers can
+split the work over threads.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ def build(name: str) -> ctypes.CDLL | None:
         return None
     source = _SOURCES / f"{name}.c"
     digest = hashlib.sha256(source.read_bytes())
+    for header in sorted(_SOURCES.glob("*.h")):  # what a kernel may include
+        digest.update(header.read_bytes())
     digest.update(" ".join((compiler, *FLAGS, platform.machine(), _cpu_signature())).encode())
     library = cache_dir() / f"{name}-{digest.hexdigest()[:16]}.so"
     try:

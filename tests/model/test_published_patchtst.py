@@ -8,7 +8,7 @@ import torch
 
 from seqforecast import build_model
 from seqforecast.config import compose_config, validate_config
-from seqforecast.model.dropout import dropout
+from seqforecast.model.dropout import dropout, keep_mask, mask_scale
 from seqforecast.model.embedding import Tokenizer
 from seqforecast.model.normalization import RevIN
 from seqforecast.model.official import (
@@ -200,7 +200,9 @@ def test_every_backend_that_carries_scores_trains_under_the_preset(attention, po
 
 
 @pytest.mark.parametrize("p", [0.1, 0.3, 0.5])
-def test_the_cpu_dropout_drops_at_its_rate_without_bias(p):
+@pytest.mark.parametrize("kernel", ["1", "0"])
+def test_the_cpu_dropout_drops_at_its_rate_without_bias(p, kernel, monkeypatch):
+    monkeypatch.setenv("SEQFORECAST_NATIVE", kernel)
     torch.manual_seed(0)
     x = torch.ones(1000, 1000, requires_grad=True)
     y = dropout(x, p, training=True)
@@ -217,27 +219,30 @@ def test_the_cpu_dropout_drops_at_its_rate_without_bias(p):
     assert dropout(x, p, training=False) is x
 
 
-def test_the_cpu_dropout_kernel_and_its_torch_fallback_agree_bit_for_bit(monkeypatch):
-    """The mask applied by seqforecast/native/dropout.c and by torch's compare and multiply
-    (SEQFORECAST_NATIVE=0, or no compiler): the same outputs and gradients, exactly."""
-    results = []
-    for switch in ("1", "0"):
-        monkeypatch.setenv("SEQFORECAST_NATIVE", switch)
-        torch.manual_seed(3)
-        x = torch.randn(300, 70, requires_grad=True)
-        y = dropout(x, 0.3, training=True)
-        y.backward(torch.linspace(-1, 1, 70).expand(300, 70))
-        results.append((y.detach(), x.grad))
-    for mine, theirs in zip(*results, strict=True):
-        assert torch.equal(mine, theirs)
-    assert (results[0][0] == 0).float().mean().item() == pytest.approx(0.3, abs=0.01)
+@pytest.mark.parametrize("kernel", ["1", "0"])  # seqforecast/native/dropout.c, or numpy's bits
+def test_a_slice_of_a_cpu_dropout_mask_is_the_same_bits_as_the_whole(kernel, monkeypatch):
+    """Masks are drawn by element index (the kernel's hash, or numpy in seeded chunks), so the
+    sliced FFN's forward and backward, drawing slices, see the mask a whole draw would."""
+    monkeypatch.setenv("SEQFORECAST_NATIVE", kernel)
+    mask = keep_mask((300, 70), 0.3)
+    x = torch.randn(300, 70)
+    whole = mask_scale(x, mask, mask.scale)
+    parts = [mask_scale(x[i : i + 7], mask.rows(slice(i, i + 7)), mask.scale)
+             for i in range(0, 300, 7)]  # fmt: skip
+    assert torch.equal(torch.cat(parts), whole)
+    assert torch.equal(mask.for_reuse((300, 70)).rows(slice(7, 14)).apply_(x[7:14].clone()),
+                       mask_scale(x[7:14], mask.rows(slice(7, 14)), 1.0))  # fmt: skip
+    assert (whole == 0).float().mean().item() == pytest.approx(0.3, abs=0.02)
 
 
-def test_the_cpu_dropout_masks_are_independent_between_elements():
+@pytest.mark.parametrize("kernel", ["1", "0"])
+def test_the_cpu_dropout_masks_are_independent_between_elements(kernel, monkeypatch):
+    monkeypatch.setenv("SEQFORECAST_NATIVE", kernel)
     torch.manual_seed(1)
     kept = dropout(torch.ones(400_000), 0.5, training=True) != 0
-    a, b = kept[0::2].float(), kept[1::2].float()  # neighbours share a 64-bit draw
-    assert abs((a * b).mean().item() - 0.25) < 0.005
+    for gap in (1, 16, 128):  # neighbours: consecutive indices, one 64-bit word of numpy's
+        a, b = kept[:-gap].float(), kept[gap:].float()
+        assert abs((a * b).mean().item() - 0.25) < 0.005
     # ... and between calls: torch's generator advances and seeds the next stream anew
     again = (dropout(torch.ones(400_000), 0.5, training=True) != 0).float()
     assert abs((kept.float() * again).mean().item() - 0.25) < 0.005
