@@ -88,13 +88,8 @@ class _Biases:
         self.by_query = by_query
 
 
-@cache
 def _library():
-    library = native.build("attention")
-    if library is not None:
-        library.attention_forward.restype = ctypes.c_int  # 0, or 1: no memory
-        library.attention_backward.restype = ctypes.c_int
-    return library
+    return native.load("attention")  # both functions return 0, or 1: no memory
 
 
 def _array(values) -> ctypes.Array:

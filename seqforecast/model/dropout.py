@@ -21,7 +21,6 @@ dropout (fast there).
 from __future__ import annotations
 
 import ctypes
-from functools import cache
 from typing import NamedTuple
 
 import numpy as np
@@ -113,12 +112,8 @@ def _keeps(mask: KeepMask, n: int) -> np.ndarray:
     return bits[start : start + n] >= mask.dropped
 
 
-@cache
 def _library():
-    library = native.build("dropout")
-    if library is not None:
-        library.mask_scale.restype = None
-    return library
+    return native.load("dropout", (("mask_scale", None),))
 
 
 class _MaskedScaled(torch.autograd.Function):

@@ -15,7 +15,6 @@ kernel, SEQFORECAST_NATIVE=0, momentum=None) the layers run op by op.
 from __future__ import annotations
 
 import ctypes
-from functools import cache
 
 import torch
 from torch import Tensor, nn
@@ -49,13 +48,8 @@ def residual_norm(x: Tensor, y: Tensor, norm: nn.BatchNorm1d, p: float) -> Tenso
     return out.view(x.shape)
 
 
-@cache
 def _library():
-    library = native.build("residual_norm")
-    if library is not None:
-        library.residual_norm_forward.restype = ctypes.c_int  # 0, or 1: no memory
-        library.residual_norm_backward.restype = ctypes.c_int
-    return library
+    return native.load("residual_norm")  # both functions return 0, or 1: no memory
 
 
 def _pointer(t: Tensor) -> ctypes.c_void_p:

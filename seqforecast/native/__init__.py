@@ -44,6 +44,16 @@ def cache_dir() -> Path:
 
 
 @cache
+def load(name: str, returns: tuple[tuple[str, type | None], ...] = ()) -> ctypes.CDLL | None:
+    """`build(name)` with its functions' return types set: returns ((function, ctypes type or
+    None), ...); the rest return int, ctypes' default."""
+    library = build(name)
+    for function, restype in returns if library is not None else ():
+        getattr(library, function).restype = restype
+    return library
+
+
+@cache
 def build(name: str) -> ctypes.CDLL | None:
     """The kernel `name`.c built for this machine (once a process), or None where it cannot be
     (see above). Callers check `enabled()` at each call, so the switch works at any time."""
