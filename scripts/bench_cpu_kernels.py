@@ -30,10 +30,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from bench_common import write_report  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import REPO, write_report  # noqa: E402
 
 from seqforecast.attention import cache_sized, native  # noqa: E402
 from seqforecast.config import compose_config  # noqa: E402
@@ -154,14 +152,21 @@ def main(argv: list[str] | None = None) -> None:
         group, label = name.split(": ", 1)
         groups.setdefault(group, {})[label] = best[name]
     print(f"\nms, 1 torch thread, fastest of {args.rounds} rounds (median of {args.steps} calls)\n")
-    print("| case | C kernels | torch path it replaces | torch's own | torch path ÷ kernels |")
-    print("|---|---|---|---|---|")
-    for group, timings in groups.items():
+    print(table(groups))
+    write_report(args.out, __file__, argv, threads=1, rounds=args.rounds, steps=args.steps,
+                 seconds=groups)  # fmt: skip
+
+
+def table(seconds: dict[str, dict[str, float]]) -> str:
+    """The report's `seconds` (case -> {path: seconds}, the kernel first) as a markdown table."""
+    lines = ["| case (ms) | C kernels | torch path it replaces | torch's own | "
+             "torch path ÷ kernels |", "|---|---|---|---|---|"]  # fmt: skip
+    for group, timings in seconds.items():
         ours, *others = timings.values()
         cells = [f"{t * 1e3:.1f}" for t in others] + [""] * (2 - len(others))
-        print(f"| {group} | {ours * 1e3:.1f} | {' | '.join(cells)} | {others[0] / ours:.2f}x |")
-    write_report(args.out, __file__, argv, threads=1, rounds=args.rounds, steps=args.steps,
-                 seconds={g: dict(t) for g, t in groups.items()})  # fmt: skip
+        lines.append(f"| {group} | {ours * 1e3:.1f} | {' | '.join(cells)} | "
+                     f"{others[0] / ours:.2f}x |")  # fmt: skip
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ composed and checked as its CLI would (no training), every script command names 
 options it has, every link between the pages leads to a file and a heading that exist, and
 the attention study's table on the published PatchTST is the report it was printed from."""
 
+import importlib.util
 import json
 import re
 import shlex
@@ -268,3 +269,28 @@ def test_the_attention_study_table_is_its_report():
     section = page.split("### The attention study on the published model", 1)[1]
     table = section.split("\n\n", 3)[2].splitlines()[2:]  # its rows, past the header
     assert table == expected
+
+
+def _table_rows(markdown: str) -> list[str]:
+    return [line for line in markdown.splitlines() if line.startswith("|")]
+
+
+def test_the_speed_tables_are_their_reports():
+    """The epoch beside the official code (patchtst.md, longhorizon.md) is
+    benchmarks/patchtst_speed.json as bench_longhorizon.py prints it, and the kernels' table
+    (patchtst.md) is benchmarks/cpu_kernels.json as bench_cpu_kernels.py prints it, so a new
+    measurement fails here until the pages say it too."""
+    speed = json.loads((REPO / "benchmarks" / "patchtst_speed.json").read_text())["speed"]
+    epoch_rows = _table_rows(_bench().speed_markdown(speed))
+    spec = importlib.util.spec_from_file_location(
+        "bench_cpu_kernels", REPO / "scripts" / "bench_cpu_kernels.py"
+    )
+    kernels = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kernels)
+    report = json.loads((REPO / "benchmarks" / "cpu_kernels.json").read_text())
+    kernel_rows = _table_rows(kernels.table(report["seconds"]))
+    patchtst = (REPO / "docs" / "patchtst.md").read_text()
+    longhorizon = (REPO / "docs" / "benchmarks" / "longhorizon.md").read_text()
+    for rows, page in ((epoch_rows, patchtst), (epoch_rows, longhorizon),
+                       (kernel_rows, patchtst)):  # fmt: skip
+        assert "\n".join(rows) in page

@@ -108,6 +108,14 @@ def test_bench_longhorizon_smoke_writes_its_tables(tmp_path):
         assert sorted(curve) == [0, 1]
         final = json.loads((Path(run["run_dir"]) / "metrics.json").read_text())
         assert curve[run["best_epoch"]] == pytest.approx(final["test"]["model"]["mse"], rel=1e-5)
-        assert h["summary"]["preset"]["test_with_patience"] == {"3": 1.0, "5": 1.0, "10": 1.0}
+        # Plain early stopping over 2 epochs keeps the lower validation epoch at any of these
+        # patiences; the run keeps its own (a trained epoch must beat the best by 1%), so the
+        # ratio is 1 where the two agree and the test curve's ratio where they do not.
+        val = dict(map(tuple, run["val_curve"]))
+        plain = min(val, key=val.get)
+        expected = curve[plain] / curve[run["best_epoch"]]
+        assert h["summary"]["preset"]["test_with_patience"] == pytest.approx(
+            {"3": expected, "5": expected, "10": expected}, rel=1e-12
+        )
     assert "| 24 | seqforecast preset (n=1) |" in stdout
     assert (tmp_path / "longhorizon.md").read_text().startswith("### ETTsmoke")

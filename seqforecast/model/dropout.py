@@ -4,7 +4,7 @@ torch's CPU dropout draws one Bernoulli sample per element from its Mersenne Twi
 multiplies by the mask in further passes: the largest single cost of a published-PatchTST
 training step on one thread here (its 37,632 x 128 FFN activations;
 `scripts/bench_longhorizon.py --speed` times the whole step). Here an element's 16 random bits
-are a hash of its index under a 64-bit key drawn from torch's generator (so `torch.manual_seed`
+are a hash of its index under a key drawn from torch's generator (so `torch.manual_seed`
 and the checkpointed RNG state govern every mask), counter-based as Philox is: the C kernel
 `seqforecast/native/dropout.c` draws the bits and applies the mask in one pass, and a slice of a
 mask is drawn where it is used (the sliced FFN's forward and backward), so no mask is stored.
@@ -31,14 +31,14 @@ from torch import Tensor, nn
 from .. import native
 
 _LEVELS = 1 << 16
-CHUNK = 1 << 16  # elements a seed of the torch path's generator draws
+CHUNK = 1 << 16  # elements per seed of numpy's generator on the torch path
 
 
 class KeepMask(NamedTuple):
     """Dropout's mask over a tensor: element i is kept where draw(key, first + i) >= dropped,
     with P = 1 - dropped / 65536; kept elements are multiplied by `scale`."""
 
-    key: int  # 64 bits from torch's generator
+    key: int  # 63 bits from torch's generator
     dropped: int  # in [0, 65536]
     scale: float  # 1 / (1 - p'), p' = dropped / 65536
     row: int  # elements per row (the last dim), to slice by rows

@@ -1,6 +1,6 @@
 /* Dropout's random bits, shared by the kernels that apply a dropout mask (dropout.c,
-   residual_norm.c); seqforecast/model/dropout.py says how masks are keyed and computes the same
-   bits with torch ops where the kernels cannot be built. */
+   residual_norm.c); seqforecast/model/dropout.py says how masks are keyed (and, where the
+   kernels cannot be built, draws its bits another way). */
 
 #include <stdint.h>
 

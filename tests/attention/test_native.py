@@ -63,13 +63,23 @@ def test_with_a_mask_equals_torch_attention(q_len, k_len):
 
 
 def test_the_batch_split_over_threads_gives_the_same_bits():
+    """Forward and backward: each window is computed alone, so the split cannot change a bit."""
     q, k, v = [_heads(42, 4)], [_heads(42, 4)], _heads(42, 4)
+    grad = torch.randn(B, H, 42, 4)
+
+    def run():
+        leaves = [t.clone().requires_grad_() for t in (*q, *k, v)]
+        out = native.attention(leaves[:1], leaves[1:2], leaves[2], 0.5)
+        out.backward(grad)
+        return [out.detach(), *(t.grad for t in leaves)]
+
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        one = native.attention(q, k, v, 0.5)
+        one = run()
         torch.set_num_threads(3)  # 3 threads over a batch of 3
-        assert torch.equal(native.attention(q, k, v, 0.5), one)
+        for split, alone in zip(run(), one, strict=True):
+            assert torch.equal(split, alone)
     finally:
         torch.set_num_threads(threads)
 
