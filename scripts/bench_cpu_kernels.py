@@ -11,7 +11,7 @@ PatchTST's shapes (ETTh, 128 windows x 7 channels a step: 896 series of 42 patch
 - dropout on the FFN's hidden block [37632, 128], forward + backward: the C kernel's mask
   against the same mask by torch ops (SEQFORECAST_NATIVE=0) and torch's F.dropout;
 - the whole training step of `experiment=patchtst` (forward, backward, Adam) with the kernels
-  and with SEQFORECAST_NATIVE=0.
+  and with SEQFORECAST_NATIVE=0 (the post-norm residual kernel counts here).
 
 Cases alternate within each round; each keeps its fastest round (median of its timed steps),
 the one least disturbed by the rest of a shared machine. Printed as a table, saved as JSON.

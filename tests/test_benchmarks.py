@@ -94,3 +94,20 @@ def test_bench_intervals_summarises_coverage_and_pairs_crps_over_seeds(tmp_path)
     assert pair["verdict"] == "lower (beyond noise)"
     assert split["mse_over_mse_model"]["quantile / mse"]["ratio"] == pytest.approx(1.1)
     assert "| quantile: model (own) / nlinear |" in table
+
+
+def test_bench_cpu_kernels_times_each_kernel_beside_its_torch_path(tmp_path):
+    from seqforecast.attention import native
+
+    if not native.available():
+        pytest.skip("no C compiler to build the kernels")
+    out = tmp_path / "kernels.json"
+    table = run_script("bench_cpu_kernels.py", "--rounds", "1", "--steps", "1", "--out",
+                       str(out), cwd=tmp_path)  # fmt: skip
+    seconds = json.loads(out.read_text())["seconds"]
+    assert list(seconds) == ["attention w=4", "attention w=8", "attention w=12",
+                             "dropout [37632, 128]", "training step"]  # fmt: skip
+    for case, timings in seconds.items():
+        assert list(timings)[0] == "C kernel" + ("s" if case == "training step" else "")
+        assert len(timings) >= 2 and all(t > 0 for t in timings.values())
+        assert f"| {case} |" in table
