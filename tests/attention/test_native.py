@@ -43,12 +43,13 @@ def _against_torch(widths, q_len, k_len, dv, blocked=None):
     return ours
 
 
-@pytest.mark.parametrize("widths", [(4,), (4, 4, 4), (3, 5), (16,), (7,)])
+@pytest.mark.parametrize("widths", [(4,), (4, 4, 4), (3, 5), (2,), (2, 2, 2), (16,), (7,)])
 @pytest.mark.parametrize("q_len,k_len", [(42, 42), (9, 11), (33, 16), (1, 17), (16, 48)])
-@pytest.mark.parametrize("dv", [4, 5])
+@pytest.mark.parametrize("dv", [4, 5, 8])
 def test_equals_torch_attention_forward_and_backward(widths, q_len, k_len, dv):
-    """Every compiled width pair and the generic code, queries and keys from 1 to 48 (one,
-    several and partial 16-lane blocks), q and k in pieces (residual attention's layers)."""
+    """Seven of the compiled (q/k width, v width) pairs (4/8/12/2/6 with 4, 8/16 with 8) and
+    the generic code, queries and keys from 1 to 48 (one, several and partial 16-lane blocks),
+    q and k in pieces (residual attention's layers)."""
     _against_torch(widths, q_len, k_len, dv)
 
 
