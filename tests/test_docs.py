@@ -1,7 +1,8 @@
 """Docs that cannot rot: every `python -m seqforecast...` command in the README and docs/ is
 composed and checked as its CLI would (no training), every script command names a script and
 options it has, every link between the pages leads to a file and a heading that exist, and
-the attention study's table on the published PatchTST is the report it was printed from."""
+the attention study's table on the published PatchTST and the speed tables are the reports
+they were printed from."""
 
 import importlib.util
 import json
