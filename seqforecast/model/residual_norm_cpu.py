@@ -3,12 +3,13 @@ forward and backward, by the C kernel `seqforecast/native/residual_norm.c`.
 
 Op by op (the published PatchTST's residuals: 6 a step), the dropout, the sum and BatchNorm's
 statistics, normalisation and backward each stream the [tokens, d_model] tensors through
-memory again (2.5 ms a residual here, forward and backward, at 37,632 tokens x 16); the kernel
-makes two passes each way. The function is the layer-by-layer one to float rounding: the same
-dropout mask (keyed from torch's generator where the Dropout module would draw it), BatchNorm's
-biased variance in the normalisation, its running statistics updated as nn.BatchNorm1d updates
-them (momentum, unbiased variance, batches counted). Elsewhere (eval mode, other norms, no
-kernel, SEQFORECAST_NATIVE=0, momentum=None) the layers run op by op.
+memory again, with temporaries between them (2.5 ms a residual here, forward and backward, at
+37,632 tokens x 16); the kernel makes three passes each way and no temporaries. The function
+is the layer-by-layer one to float rounding: the same dropout mask (keyed from torch's
+generator where the Dropout module would draw it), BatchNorm's biased variance in the
+normalisation, its running statistics updated as nn.BatchNorm1d updates them (momentum,
+unbiased variance, batches counted). Elsewhere (eval mode, other norms, no kernel,
+SEQFORECAST_NATIVE=0, momentum=None) the layers run op by op.
 `scripts/bench_cpu_kernels.py` times it beside that.
 """
 
