@@ -34,10 +34,11 @@ import torch
 from torch import Tensor
 
 from . import native
+from ._common import padded
+from .residual import concatenated
 
 CACHE_FLOATS = 1 << 18  # scores per slice: 1 MB of float32
 MAX_SCORES = 128 * 128  # longer sequences: torch's fused kernel
-LANES = 16  # keys padded to a multiple of this: whole AVX-512 vectors of float32
 
 
 def heads_attention(q: Sequence[Tensor], k: Sequence[Tensor], v: Tensor, scale: float,
@@ -48,7 +49,7 @@ def heads_attention(q: Sequence[Tensor], k: Sequence[Tensor], v: Tensor, scale: 
     the heads folded into the batch."""
     if native.applies(q, k, v):
         return native.attention(q, k, v, scale, blocked)
-    q, k = (t[0] if len(t) == 1 else torch.cat(list(t), dim=-1) for t in (q, k))
+    q, k = concatenated(q), concatenated(k)
     batch, heads, q_len = q.shape[:3]
     # [B, H, L, w] -> [B * H, L, w]
     out = attention(*(t.reshape(batch * heads, *t.shape[2:]) for t in (q, k, v)), scale, blocked)
@@ -66,22 +67,18 @@ def attention(q: Tensor, k: Tensor, v: Tensor, scale: float, blocked: Tensor | N
     """softmax(q k^T * scale) v over [N, L, *] batches, a cache-sized slice at a time, the
     pairs where `blocked` [Lq, Lk] is True left out. The result may be a transposed view
     (callers that fold heads copy it anyway)."""
-    rows = max(1, CACHE_FLOATS // (q.shape[1] * _padded(k.shape[1])))
+    rows = max(1, CACHE_FLOATS // (q.shape[1] * padded(k.shape[1])))
     bias = None if blocked is None else _score_bias(blocked, q.dtype)
     if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
         return _SlicedAttention.apply(q, k, v, scale, rows, bias)
     return _sliced_forward(q, k, v, scale, rows, bias)[0]  # no backward: no weights kept
 
 
-def _padded(length: int) -> int:
-    return -(-length // LANES) * LANES
-
-
 def _score_bias(blocked: Tensor, dtype: torch.dtype) -> Tensor:
     """bool [Lq, Lk] -> [Lq, Lp]: 0 where a query may attend, -inf where blocked or padding."""
     if not (~blocked).any(dim=-1).all():
         raise ValueError("cache_sized.attention: every query needs at least one key not blocked")
-    bias = torch.full((blocked.shape[0], _padded(blocked.shape[1])), float("-inf"), dtype=dtype,
+    bias = torch.full((blocked.shape[0], padded(blocked.shape[1])), float("-inf"), dtype=dtype,
                       device=blocked.device)  # fmt: skip
     bias[:, : blocked.shape[1]].masked_fill_(~blocked, 0.0)
     return bias
@@ -98,11 +95,11 @@ def _sliced_forward(q, k, v, scale: float, rows: int, bias=None, keep_weights: b
     """(out [N, Lq, dv] (a transposed view), the softmax weights [N, Lq, Lp] with Lp the padded
     key length, if `keep_weights`, else None)."""
     n, q_len, k_len = q.shape[0], q.shape[1], k.shape[1]
-    padded = _padded(k_len)
+    width = padded(k_len)
     out_t = q.new_empty(n, v.shape[2], q_len)  # out^T
-    weights = q.new_empty(n, q_len, padded) if keep_weights else None
-    keys_t = q.new_zeros(min(rows, n), k.shape[2], padded)  # k^T, zero keys in the padding
-    values_t = q.new_zeros(min(rows, n), v.shape[2], padded)
+    weights = q.new_empty(n, q_len, width) if keep_weights else None
+    keys_t = q.new_zeros(min(rows, n), k.shape[2], width)  # k^T, zero keys in the padding
+    values_t = q.new_zeros(min(rows, n), v.shape[2], width)
     for i in range(0, n, rows):
         part = slice(i, i + rows)
         keys = _padded_transpose(k[part], keys_t)
@@ -133,16 +130,16 @@ class _SlicedAttention(torch.autograd.Function):
         q, k, v, out, weights = ctx.saved_tensors
         scale, rows = ctx.scale, ctx.rows
         n, q_len, k_len = q.shape[0], q.shape[1], k.shape[1]
-        padded = weights.shape[2]
+        width = weights.shape[2]
         # The gradients transposed ([N, w, L]), each product writing along the sequence.
         grad_q_t = q.new_empty(n, q.shape[2], q_len)
-        grad_k_t = q.new_empty(n, k.shape[2], padded)
-        grad_v_t = q.new_empty(n, v.shape[2], padded)
+        grad_k_t = q.new_empty(n, k.shape[2], width)
+        grad_v_t = q.new_empty(n, v.shape[2], width)
         # Softmax backward: dS = P * (dP - rowsum(dP * P)), and rowsum(dP * P) = rowsum(dO * O).
         row_dot = (grad_out * out).sum(dim=-1, keepdim=True)  # [N, Lq, 1]
         grad_out_t = grad_out.transpose(1, 2)  # [N, dv, Lq]
-        values_t = q.new_zeros(min(rows, n), v.shape[2], padded)
-        keys_t = q.new_zeros(min(rows, n), k.shape[2], padded)
+        values_t = q.new_zeros(min(rows, n), v.shape[2], width)
+        keys_t = q.new_zeros(min(rows, n), k.shape[2], width)
         for i in range(0, n, rows):
             part = slice(i, i + rows)
             p = weights[part]  # [r, Lq, Lp], 0 in the padding

@@ -23,19 +23,19 @@ import torch
 from torch import Tensor
 
 from .. import native
+from ._common import padded
 
 _i64 = ctypes.c_int64
-_pointer = ctypes.c_void_p
 
 
 class _Problem(ctypes.Structure):
     _fields_ = [  # attention.c's Problem
         *[(name, _i64) for name in ("heads", "q_len", "k_len", "wq", "dv", "pieces")],
         *[(name, ctypes.POINTER(_i64)) for name in ("q", "k", "qs", "ks", "widths")],
-        ("v", _pointer),
+        ("v", ctypes.c_void_p),
         ("vs", ctypes.POINTER(_i64)),
-        ("bias_by_key", _pointer),
-        ("bias_by_query", _pointer),
+        ("bias_by_key", ctypes.c_void_p),
+        ("bias_by_query", ctypes.c_void_p),
         ("bias_per_query", ctypes.c_int),
         ("scale", ctypes.c_float),
     ]
@@ -43,7 +43,7 @@ class _Problem(ctypes.Structure):
 
 def available() -> bool:
     """Built for this machine, and not switched off (SEQFORECAST_NATIVE=0, read at each call)."""
-    return native.enabled() and _library() is not None
+    return _library() is not None
 
 
 MAX_WIDTH = 128  # of q and k (all pieces) and of v: a window's vectors stay on the stack
@@ -76,14 +76,13 @@ class _Biases:
     mask), -inf on the padding keys."""
 
     def __init__(self, q_len: int, k_len: int, blocked: Tensor | None):
-        pad = lambda length: -(-length // 16) * 16  # noqa: E731
-        by_query = torch.full((q_len if blocked is not None else 1, pad(k_len)), float("-inf"))
+        by_query = torch.full((q_len if blocked is not None else 1, padded(k_len)), float("-inf"))
         by_query[:, :k_len] = 0.0
         self.by_key = None
         if blocked is not None:
             blocked = blocked.cpu()
             by_query[:, :k_len].masked_fill_(blocked, float("-inf"))
-            self.by_key = torch.zeros(k_len, pad(q_len))
+            self.by_key = torch.zeros(k_len, padded(q_len))
             self.by_key[:, :q_len] = by_query[:, :k_len].t()
         self.by_query = by_query
 
@@ -145,7 +144,7 @@ class _NativeAttention(torch.autograd.Function):
         out = v.new_empty(batch, q_len, heads, v.shape[3]).transpose(1, 2)  # [B, H, Lq, dv]
         lse = v.new_empty(batch, heads, q_len)
         _run(_library().attention_forward, batch, _problem(q, k, v, scale, biases),
-             _pointer(out.data_ptr()), _strides(out), _pointer(lse.data_ptr()))  # fmt: skip
+             native.pointer(out), _strides(out), native.pointer(lse))  # fmt: skip
         ctx.save_for_backward(*qkv, out, lse)
         ctx.scale, ctx.biases, ctx.pieces = scale, biases, pieces
         return out
@@ -162,9 +161,9 @@ class _NativeAttention(torch.autograd.Function):
         grad_v = torch.empty_like(v)
         _run(
             _library().attention_backward, v.shape[0], _problem(q, k, v, ctx.scale, ctx.biases),
-            _pointer(out.data_ptr()), _strides(out), _pointer(grad_out.data_ptr()),
-            _strides(grad_out), _pointer(lse.data_ptr()), _addresses(grad_q),
+            native.pointer(out), _strides(out), native.pointer(grad_out), _strides(grad_out),
+            native.pointer(lse), _addresses(grad_q),
             _strides(*grad_q), _addresses(grad_k), _strides(*grad_k),
-            _pointer(grad_v.data_ptr()), _strides(grad_v),
+            native.pointer(grad_v), _strides(grad_v),
         )  # fmt: skip
         return (None, None, None, *grad_q, *grad_k, grad_v)

@@ -20,6 +20,8 @@ scores. What cannot be carried this way is anything added to or mixed into the s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor
 
@@ -54,9 +56,12 @@ class ResidualScores:
 
     def joined(self) -> tuple[Tensor, Tensor]:
         """The stack's q and k so far, the pieces concatenated along the width."""
-        if len(self.q_pieces) == 1:
-            return self.q_pieces[0], self.k_pieces[0]
-        return torch.cat(self.q_pieces, dim=-1), torch.cat(self.k_pieces, dim=-1)
+        return concatenated(self.q_pieces), concatenated(self.k_pieces)
+
+
+def concatenated(pieces: Sequence[Tensor]) -> Tensor:
+    """Pieces along the width (the last dim) as one tensor; one piece as it is."""
+    return pieces[0] if len(pieces) == 1 else torch.cat(list(pieces), dim=-1)
 
 
 def carries_residual(attention: str, pos_encoding: str, options: dict) -> str | None:

@@ -53,7 +53,7 @@ class KeepMask(NamedTuple):
     def for_reuse(self, shape: tuple[int, int]) -> KeepMask:
         """This mask, over a [rows, row] tensor, to be applied many times (the sliced FFN): as
         it is where the kernel draws it on the fly; else with its bytes drawn once."""
-        if _library() is not None and native.enabled():
+        if _library() is not None:
             return self
         return self._replace(kept=torch.from_numpy(_keeps(self, shape[0] * shape[1])
                                                    .view(np.uint8)).view(shape))  # fmt: skip
@@ -79,16 +79,14 @@ def mask_scale(x: Tensor, mask: KeepMask, scale: float, out: Tensor | None = Non
     `also` (optional, of x's shape) the same, in place. x holds the mask's elements from
     `mask.first` on, in order."""
     out = torch.empty_like(x, memory_format=torch.contiguous_format) if out is None else out
-    library = _library() if native.enabled() and mask.kept is None else None
+    library = _library() if mask.kept is None else None
     tensors = (x, out) if also is None else (x, out, also)
     if library is not None and all(t.dtype == torch.float32 and t.is_contiguous()
                                    for t in tensors):  # fmt: skip
-        pointer = ctypes.c_void_p
         library.mask_scale(
-            pointer(x.data_ptr()), None if also is None else pointer(also.data_ptr()),
-            ctypes.c_uint64(mask.key), ctypes.c_int64(mask.first), ctypes.c_uint32(mask.dropped),
-            ctypes.c_float(scale), pointer(out.data_ptr()),
-            None if also is None else pointer(also.data_ptr()), ctypes.c_int64(x.numel()),
+            native.pointer(x), native.pointer(also), ctypes.c_uint64(mask.key),
+            ctypes.c_int64(mask.first), ctypes.c_uint32(mask.dropped), ctypes.c_float(scale),
+            native.pointer(out), native.pointer(also), ctypes.c_int64(x.numel()),
         )  # fmt: skip
         return out
     # bytes, not bools: torch converts them to float 2-3x faster

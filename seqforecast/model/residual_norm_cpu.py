@@ -29,7 +29,7 @@ def applies(x: Tensor, norm: nn.Module) -> bool:
         x.device.type == "cpu" and x.dtype == torch.float32 and norm.training
         and isinstance(norm, nn.BatchNorm1d) and norm.affine and norm.track_running_stats
         and norm.momentum is not None and not torch.is_autocast_enabled("cpu")
-        and native.enabled() and _library() is not None
+        and _library() is not None
     )  # fmt: skip
 
 
@@ -53,21 +53,18 @@ def _library():
     return native.load("residual_norm")  # both functions return 0, or 1: no memory
 
 
-def _pointer(t: Tensor) -> ctypes.c_void_p:
-    return ctypes.c_void_p(t.data_ptr())
-
-
 class _ResidualNorm(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, y, weight, bias, mask: KeepMask, eps: float):
         rows, channels = x.shape
         z, out = torch.empty_like(x), torch.empty_like(x)
         mean, invstd, var = (x.new_empty(channels) for _ in range(3))
+        at = native.pointer
         failed = _library().residual_norm_forward(
-            _pointer(x), _pointer(y), ctypes.c_uint64(mask.key), ctypes.c_uint32(mask.dropped),
+            at(x), at(y), ctypes.c_uint64(mask.key), ctypes.c_uint32(mask.dropped),
             ctypes.c_float(mask.scale), ctypes.c_int64(rows), ctypes.c_int64(channels),
-            _pointer(weight.contiguous()), _pointer(bias.contiguous()), ctypes.c_float(eps),
-            _pointer(z), _pointer(out), _pointer(mean), _pointer(invstd), _pointer(var),
+            at(weight.contiguous()), at(bias.contiguous()), ctypes.c_float(eps), at(z), at(out),
+            at(mean), at(invstd), at(var),
         )  # fmt: skip
         if failed:
             raise MemoryError("residual norm: no memory for the kernel's scratch")
@@ -84,12 +81,12 @@ class _ResidualNorm(torch.autograd.Function):
         grad = grad.contiguous()
         grad_x, grad_y = torch.empty_like(z), torch.empty_like(z)
         grad_w, grad_b = weight.new_empty(channels), weight.new_empty(channels)
+        at = native.pointer
         failed = _library().residual_norm_backward(
-            _pointer(grad), _pointer(z), _pointer(mean), _pointer(invstd),
-            _pointer(weight.contiguous()), ctypes.c_uint64(mask.key),
-            ctypes.c_uint32(mask.dropped), ctypes.c_float(mask.scale), ctypes.c_int64(rows),
-            ctypes.c_int64(channels), _pointer(grad_x), _pointer(grad_y), _pointer(grad_w),
-            _pointer(grad_b),
+            at(grad), at(z), at(mean), at(invstd), at(weight.contiguous()),
+            ctypes.c_uint64(mask.key), ctypes.c_uint32(mask.dropped), ctypes.c_float(mask.scale),
+            ctypes.c_int64(rows), ctypes.c_int64(channels), at(grad_x), at(grad_y), at(grad_w),
+            at(grad_b),
         )  # fmt: skip
         if failed:
             raise MemoryError("residual norm: no memory for the kernel's scratch")

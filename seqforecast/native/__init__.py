@@ -23,6 +23,10 @@ import tempfile
 import warnings
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 # -fno-trapping-math lets GCC vectorise loops with selects (the clamps in exp); -fopenmp-simd
 # reads the `omp simd` pragmas without OpenMP's runtime.
@@ -43,10 +47,20 @@ def cache_dir() -> Path:
     return Path(base) / "seqforecast"
 
 
-@cache
 def load(name: str, returns: tuple[tuple[str, type | None], ...] = ()) -> ctypes.CDLL | None:
-    """`build(name)` with its functions' return types set: returns ((function, ctypes type or
-    None), ...); the rest return int, ctypes' default."""
+    """The kernel `name` to call, or None: switched off (`enabled()`, read at each call, so the
+    switch works at any time) or not built (`build`). Its functions' return types are set from
+    `returns` ((function, ctypes type or None), ...); the rest return int, ctypes' default."""
+    return _load(name, returns) if enabled() else None
+
+
+def pointer(t: Tensor | None) -> ctypes.c_void_p | None:
+    """A tensor's data as a C pointer argument (None: NULL)."""
+    return None if t is None else ctypes.c_void_p(t.data_ptr())
+
+
+@cache
+def _load(name: str, returns: tuple[tuple[str, type | None], ...]) -> ctypes.CDLL | None:
     library = build(name)
     for function, restype in returns if library is not None else ():
         getattr(library, function).restype = restype
@@ -56,7 +70,7 @@ def load(name: str, returns: tuple[tuple[str, type | None], ...] = ()) -> ctypes
 @cache
 def build(name: str) -> ctypes.CDLL | None:
     """The kernel `name`.c built for this machine (once a process), or None where it cannot be
-    (see above). Callers check `enabled()` at each call, so the switch works at any time."""
+    (see above)."""
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None or platform.system() == "Windows":
         warnings.warn(f"seqforecast: no C compiler found, {name} runs on torch ops", stacklevel=3)
