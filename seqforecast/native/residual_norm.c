@@ -38,19 +38,21 @@ static void column_sums(const float *a, const float *b, int64_t rows, int64_t ch
     }
 }
 
+/* One allocation for a call's scratch: 2 * channels doubles (the sums, zeroed), then `floats`
+   floats; NULL when there is no memory. */
+static double *scratch(int64_t channels, int64_t floats) {
+    return calloc(2 * channels + (floats + 1) / 2, sizeof(double));
+}
+
 /* z, out [rows, channels]; mean, invstd, var (biased) [channels] written. Returns 0, or 1
    when there is no memory for the scratch (nothing written). */
 int residual_norm_forward(const float *x, const float *y, uint64_t key, uint32_t dropped,
                           float scale, int64_t rows, int64_t channels, const float *weight,
                           const float *bias, float eps, float *z, float *out, float *mean,
                           float *invstd, float *var) {
-    double *sums = calloc(2 * channels, sizeof(double));
-    float *block = malloc(2 * channels * sizeof(float));
-    if (!sums || !block) {
-        free(sums);
-        free(block);
-        return 1;
-    }
+    double *sums = scratch(channels, 2 * channels);
+    if (!sums) return 1;
+    float *block = (float *)(sums + 2 * channels);
     const int64_t n = rows * channels;
 #pragma omp simd
     for (int64_t i = 0; i < n; i++)
@@ -70,7 +72,6 @@ int residual_norm_forward(const float *x, const float *y, uint64_t key, uint32_t
             o[c] = (zr[c] - mean[c]) * invstd[c] * weight[c] + bias[c];
     }
     free(sums);
-    free(block);
     return 0;
 }
 
@@ -80,13 +81,9 @@ int residual_norm_backward(const float *g, const float *z, const float *mean,
                            const float *invstd, const float *weight, uint64_t key,
                            uint32_t dropped, float scale, int64_t rows, int64_t channels,
                            float *gx, float *gy, float *gw, float *gb) {
-    double *sums = calloc(2 * channels, sizeof(double));
-    float *block = malloc(5 * channels * sizeof(float));
-    if (!sums || !block) {
-        free(sums);
-        free(block);
-        return 1;
-    }
+    double *sums = scratch(channels, 5 * channels);
+    if (!sums) return 1;
+    float *block = (float *)(sums + 2 * channels);
     float *zhat = gx; /* gx's memory holds the normalised z until the last pass */
     for (int64_t r = 0; r < rows; r++) {
         const float *zr = z + r * channels;
@@ -116,6 +113,5 @@ int residual_norm_backward(const float *g, const float *z, const float *mean,
         }
     }
     free(sums);
-    free(block);
     return 0;
 }
