@@ -1,5 +1,6 @@
 """Running the project's CLIs in subprocesses, as a user would."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -31,3 +32,11 @@ def run_script(name, *args, cwd):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
+
+
+def load_script(name):
+    """scripts/<name> imported as a module (its functions, without running its main)."""
+    spec = importlib.util.spec_from_file_location(Path(name).stem, REPO / "scripts" / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -4,7 +4,6 @@ options it has, every link between the pages leads to a file and a heading that 
 the attention study's table on the published PatchTST and the speed tables are the reports
 they were printed from."""
 
-import importlib.util
 import json
 import re
 import shlex
@@ -19,7 +18,7 @@ from seqforecast import compare, evaluate, predict
 from seqforecast.config import compose_config, validate_config
 from seqforecast.config.upgrade import upgrade_config
 
-from .cli_helpers import REPO
+from .cli_helpers import REPO, load_script
 from .test_longhorizon import _bench
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
@@ -283,11 +282,7 @@ def test_the_speed_tables_are_their_reports():
     measurement fails here until the pages say it too."""
     speed = json.loads((REPO / "benchmarks" / "patchtst_speed.json").read_text())["speed"]
     epoch_rows = _table_rows(_bench().speed_markdown(speed))
-    spec = importlib.util.spec_from_file_location(
-        "bench_cpu_kernels", REPO / "scripts" / "bench_cpu_kernels.py"
-    )
-    kernels = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(kernels)
+    kernels = load_script("bench_cpu_kernels.py")
     report = json.loads((REPO / "benchmarks" / "cpu_kernels.json").read_text())
     kernel_rows = _table_rows(kernels.table(report["seconds"]))
     patchtst = (REPO / "docs" / "patchtst.md").read_text()

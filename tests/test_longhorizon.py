@@ -3,13 +3,12 @@ in z units read back by evaluate and compare, a wrong border refused, and the be
 in its smoke mode."""
 
 import csv
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-from .cli_helpers import REPO, run_cli, run_script
+from .cli_helpers import load_script, run_cli, run_script
 
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 
@@ -20,12 +19,7 @@ SMALL = ["experiment=longhorizon", "in_len=96", "out_len=24", "d_model=8", "n_he
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location(
-        "bench_longhorizon", REPO / "scripts" / "bench_longhorizon.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_longhorizon.py")
 
 
 @pytest.fixture(scope="module")
