@@ -27,7 +27,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from .cli_args import BAD_INPUT
-from .config import ConfigError, register_schemas, validate_config
+from .config import CONFIG_DIR, ConfigError, register_schemas, validate_config
 from .config.rundir import new_run_dir, register_resolvers, resume_target
 from .training.checkpoint import load_checkpoint
 from .training.distributed import Distributed, from_env, init_from_env, shutdown
@@ -66,7 +66,8 @@ def fail(message: str, code: int, ctx: Distributed) -> None:
     sys.exit(code)
 
 
-@hydra.main(version_base="1.3", config_path="../configs", config_name="train")
+# The package's own configs, by absolute path: found the same from a clone or an installed wheel.
+@hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
 def main(cfg: DictConfig) -> float:
     ctx = from_env()
     hydra_cfg = HydraConfig.get()

@@ -10,7 +10,9 @@ from omegaconf import DictConfig
 
 from .schema import register_schemas
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+# The configs travel inside the package (seqforecast/configs links to the top-level configs/,
+# their one source; the wheel carries them as package data).
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 
 
 def compose_config(overrides: Sequence[str] = (), config_name: str = "train") -> DictConfig:

@@ -1,0 +1,97 @@
+"""The package as a user installs it: the wheel built from this tree, installed into a fresh
+virtual environment (reusing this environment's torch, numpy, Hydra ... through a .pth line,
+never its editable seqforecast), and its four console scripts run from an empty folder."""
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import venv
+from pathlib import Path
+
+import pytest
+
+from tests.cli_helpers import REPO
+
+pytestmark = pytest.mark.slow
+
+
+def _run(args, cwd, check=True):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HYDRA_FULL_ERROR")}
+    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{args}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """bin/ of a fresh venv holding the wheel of this tree."""
+    root = tmp_path_factory.mktemp("wheel")
+    dist = root / "dist"
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+          "-w", str(dist), str(REPO)], cwd=root)
+    (wheel,) = dist.glob("seqforecast-*.whl")
+    env_dir = root / "env"
+    venv.EnvBuilder(with_pip=False).create(env_dir)
+    python = env_dir / "bin" / "python"
+    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = Path(_run([str(python), "-c", purelib], cwd=root).stdout.strip())
+    # This environment's packages after the venv's own (plain paths: its .pth files, and so
+    # its editable seqforecast, are not read).
+    ours = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    (site / "reused.pth").write_text("\n".join(sorted(ours)) + "\n")
+    _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q",
+          str(wheel)], cwd=root)
+    return env_dir / "bin"
+
+
+def test_the_installed_package_is_the_wheels(installed, tmp_path):
+    code = "import seqforecast; print(seqforecast.__file__)"
+    where = _run([str(installed / "python"), "-c", code], cwd=tmp_path).stdout
+    assert str(installed.parent) in where and str(REPO) not in where
+
+
+def test_the_console_scripts_train_evaluate_predict_and_compare_from_an_empty_folder(
+    installed, tmp_path
+):
+    help_text = _run([str(installed / "seqforecast-train"), "--help"], cwd=tmp_path).stdout
+    assert "attention: diff, einsum, vanilla" in help_text
+    job = _run([str(installed / "seqforecast-train"), "experiment=patchtst", "data.path=x.csv",
+                "--cfg", "job"], cwd=tmp_path).stdout
+    assert "patch_len: 16" in job
+    train = str(installed / "seqforecast-train")
+    _run([train, "experiment=quick", "log.figures=false", "hydra.run.dir=quick"], cwd=tmp_path)
+    quick = json.loads((tmp_path / "quick" / "metrics.json").read_text())
+    assert quick["test"]["model"]["mse"] > 0
+    csv = REPO / "data" / "example.csv"
+    _run([train, "experiment=csv_example", f"data.path={csv}",
+          "epochs=1", "d_model=16", "n_heads=2", "log.figures=false",
+          "hydra.run.dir=run"], cwd=tmp_path)
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["test"]["model"]["mse"] > 0
+    _run([str(installed / "seqforecast-evaluate"), "run_dir=run"], cwd=tmp_path)
+    assert (tmp_path / "run" / "evaluate" / "best" / "metrics.json").is_file()
+    _run([str(installed / "seqforecast-predict"), "run_dir=run", f"input={csv}",
+          "output=forecast.csv"], cwd=tmp_path)
+    assert len((tmp_path / "forecast.csv").read_text().splitlines()) > 1
+    out = _run([str(installed / "seqforecast-compare"), "run"], cwd=tmp_path).stdout
+    assert "mse" in out.lower()
+
+
+def test_a_users_own_config_folder_joins_the_search_path(installed, tmp_path):
+    mine = tmp_path / "my_configs" / "experiment"
+    mine.mkdir(parents=True)
+    (mine / "tiny.yaml").write_text(
+        "# @package _global_\ndefaults:\n  - quick\n  - _self_\nd_model: 8\nepochs: 1\n"
+        "data:\n  train_size: 64\n  val_size: 16\n  test_size: 64\n"
+    )
+    train = str(installed / "seqforecast-train")
+    job = _run([train, "--config-dir", "my_configs", "experiment=tiny", "--cfg", "job"],
+               cwd=tmp_path).stdout
+    assert "d_model: 8" in job
+    _run([train, "--config-dir", "my_configs", "experiment=tiny", "log.figures=false",
+          "hydra.run.dir=run"], cwd=tmp_path)
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["run"]["parameters"] > 0 and metrics["test"]["model"]["mse"] > 0
