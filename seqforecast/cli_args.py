@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from .config.validate import ConfigError
 from .data.csv_series import DataError
+from .native import KernelsUnavailable
 from .training.checkpoint import CheckpointError
 from .training.restore import RunError
 
@@ -21,7 +22,7 @@ class UsageError(ValueError):
     """A wrong command line; str(err) names the argument and shows the usage."""
 
 
-BAD_INPUT = (ConfigError, DataError, CheckpointError, RunError, UsageError)
+BAD_INPUT = (ConfigError, DataError, CheckpointError, RunError, UsageError, KernelsUnavailable)
 
 
 def parse_key_values(

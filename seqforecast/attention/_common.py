@@ -9,16 +9,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-# Short sequences on the CPU pad their keys (or queries) to whole vectors of 16 float32 (one
-# AVX-512 register): cache_sized.py for torch's softmax, whose rows of 42 run a scalar tail;
-# native.py for the C kernel's lanes.
-LANES = 16
-
-
-def padded(length: int) -> int:
-    """length rounded up to a multiple of LANES."""
-    return -(-length // LANES) * LANES
-
 
 def check_inputs(query: Tensor, key_value: Tensor, key_padding_mask: Tensor | None, d_model: int):
     """Raise ValueError with the expected shapes when the call does not fit the interface."""

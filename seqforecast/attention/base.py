@@ -8,8 +8,9 @@ computes the same function without materialising the score matrix.
 
 An optional `position` (see position.py) rotates q and k, or adds its terms to the scores, at
 the absolute time steps the call gives (`query_start`, `key_start`). An optional `residual`
-(residual.py) carries a stack's q and k from layer to layer: residual attention on every path;
-its short sequences on the CPU take cache_sized.py's path (the same function, faster there).
+(residual.py) carries a stack's q and k from layer to layer: residual attention, on the explicit
+path, or on `short_attention` where the model was built with one (trainer.kernels:
+seqforecast/native sets the C kernel for short sequences) and the call needs nothing else.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import math
 import torch
 from torch import Tensor, nn
 
-from . import cache_sized
 from ._common import ShapeCache, check_dropout, check_inputs, combine_masks, fused_attention
 from .position import AttentionPosition, relative_geometry
 from .residual import ResidualScores
@@ -46,6 +46,10 @@ class ProjectedAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
         self.position = position
+        # Residual attention over the stack's q/k pieces ([B, H, L, w] each) and v: a fast
+        # kernel (f(q_pieces, k_pieces, v, scale) with f.applies(q_pieces, k_pieces, v)),
+        # set once when the model is built (seqforecast/native), or None: the explicit path.
+        self.short_attention = None
         self._masks = ShapeCache()
         self._reset_parameters()
 
@@ -95,13 +99,9 @@ class ProjectedAttention(nn.Module):
         )
         dropout = self.dropout if self.training else 0.0
         weights = None
-        if (residual is not None and not need_weights and blocked is None and not dropout
-                and cache_sized.applies(q, k)):  # fmt: skip
-            # Residual attention's q and k are wider than v, which torch's fused kernel runs
-            # only on its slow generic path: short sequences on the CPU take the cache-sized
-            # path (measured faster), which reads the layers' pieces where they lie.
-            out = self._cache_sized(residual.q_pieces, residual.k_pieces, v)
-        elif (
+        plain = not (need_weights or blocked is not None or dropout)
+        out = self._short(residual, v) if residual is not None and plain else None
+        if out is None and (
             residual is not None
             or need_weights
             or (self.position is not None and self.position.acts_on_scores)
@@ -109,7 +109,7 @@ class ProjectedAttention(nn.Module):
             if residual is not None:  # the carried heads grow: [B, L, H * l * head_dim]
                 q, k = (t.flatten(2) for t in residual.joined())
             out, weights = self._attend(q, k, v, blocked, padding is not None, dropout, starts)
-        else:
+        elif out is None:
             out = self._fused(q, k, v, causal, blocked, padding is not None, dropout)
         return self.out_proj(out), (weights if need_weights else None)
 
@@ -189,14 +189,19 @@ class ProjectedAttention(nn.Module):
             batch, q_len, self.d_model
         )
 
-    def _cache_sized(self, q_pieces: list[Tensor], k_pieces: list[Tensor], v: Tensor) -> Tensor:
-        """Residual attention over the stack's pieces of q and k ([B, L, H, w] each) and v
-        [B, Lk, E] -> [B, Lq, E]."""
-        batch, q_len = q_pieces[0].shape[:2]
+    def _short(self, residual: ResidualScores, v: Tensor) -> Tensor | None:
+        """Residual attention by `short_attention` over the stack's q and k pieces and v
+        [B, Lk, E] -> [B, Lq, E]; None where there is none or it does not take these shapes."""
+        if self.short_attention is None:
+            return None
+        batch, q_len = residual.q_pieces[0].shape[:2]
         # [B, L, H, w] -> [B, H, L, w] (views)
-        q, k = [t.transpose(1, 2) for t in q_pieces], [t.transpose(1, 2) for t in k_pieces]
+        q = [t.transpose(1, 2) for t in residual.q_pieces]
+        k = [t.transpose(1, 2) for t in residual.k_pieces]
         v = v.view(batch, v.shape[1], self.n_heads, -1).transpose(1, 2)
-        out = cache_sized.heads_attention(q, k, v, self.scale)  # [B, H, Lq, head_dim]
+        if not self.short_attention.applies(q, k, v):
+            return None
+        out = self.short_attention(q, k, v, self.scale)  # [B, H, Lq, head_dim]
         return out.transpose(1, 2).reshape(batch, q_len, self.d_model)
 
     def _causal_mask(self, q_len: int, k_len: int, device: torch.device) -> Tensor:

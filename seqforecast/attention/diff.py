@@ -27,7 +27,8 @@ with v_h of width d_model / n_heads. Options (each a config value):
 - position: any AttentionPosition (rotary, relative terms), as for every backend.
 - residual (a call argument, residual.py): residual attention, each half's scores carrying the
   same half's scores of the earlier layers, dense or block-local (on the explicit path, or,
-  for short sequences on the CPU without key padding, on cache_sized.py's).
+  without key padding, on `short_attention` where the model was built with one: the C kernel
+  for short sequences on the CPU, trainer.kernels).
 
 Positions are absolute time steps: a call's `query_start` and `key_start` place its queries
 and keys on the time axis (position.py); masks and block windows read the sequence index.
@@ -42,7 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from . import block_local, cache_sized
+from . import block_local
 from ._common import (
     ShapeCache,
     check_dropout,
@@ -150,6 +151,9 @@ class DifferentialAttention(nn.Module):
         if distance_decay or past_bias:
             position = RelativePositionTerms(distance_decay, past_bias, decay_form, n_heads)
         self.position = position
+        # Residual attention's halves ([B, 2H, L, w]) and v, windows and causality as a dense
+        # mask: a fast kernel set once when the model is built (seqforecast/native), or None.
+        self.short_attention = None
         self._geometry_cache = ShapeCache()
 
     def lambda_value(self) -> Tensor:
@@ -203,18 +207,12 @@ class DifferentialAttention(nn.Module):
         # [B, L, E] -> [B, H, L, head_dim]
         v = self.v_proj(key_value).view(batch, k_len, heads, head_dim).transpose(1, 2)
 
-        if residual is None and self._fusable(windowed, need_weights):
+        out = weights = None
+        if residual is not None and self._plain_scores(need_weights) and key_padding_mask is None:
+            out = self._short(q, k, v, windowed, causal)
+        if out is None and residual is None and self._fusable(windowed, need_weights):
             out, weights = self._fused(q, k, v, causal, key_padding_mask), None
-        # Residual attention's wider q and k (as in base.py): short sequences on the CPU without
-        # key padding take the cache-sized path, windows and causality as a dense mask
-        # (experiment=patchtst attention=diff, one thread: 0.42-0.44 s a training step against
-        # 0.66 on the explicit path; with block_size=8 0.52-0.58 against 0.61-0.63), the rest
-        # the explicit one.
-        elif (residual is not None and self._plain_scores(need_weights)
-              and key_padding_mask is None and cache_sized.applies(q, k)):  # fmt: skip
-            blocked = self._dense_blocked(q_len, k_len, windowed, causal, q.device, q.dtype)
-            out, weights = self._cache_sized(q, k, v, blocked), None
-        else:
+        elif out is None:
             starts = (query_start, key_start)
             out, weights = self._explicit(q, k, v, windowed, causal, key_padding_mask, starts)
         if self.head_norm is not None:
@@ -250,7 +248,8 @@ class DifferentialAttention(nn.Module):
         self, q_len: int, k_len: int, windowed: bool, causal: bool, device, dtype
     ) -> Tensor | None:
         """bool [Lq, Lk], True where a query may not attend (outside its window, or in the
-        future: the dense geometry's own causal mask); None when every pair may."""
+        future: the dense geometry's own causal mask); None when every pair may (for
+        `short_attention`, whose kernel takes one mask for the whole batch)."""
 
         def build() -> Tensor | None:
             future = self._geometry(q_len, k_len, False, causal, (0, 0), device, dtype).blocked
@@ -288,19 +287,26 @@ class DifferentialAttention(nn.Module):
         first, second = out.view(batch, heads, 2, q_len, d).unbind(2)
         return first - self.lambda_value() * second
 
-    def _cache_sized(self, q: Tensor, k: Tensor, v: Tensor, blocked: Tensor | None) -> Tensor:
-        """softmax(q1 k1^T) v - lambda softmax(q2 k2^T) v, each half on cache_sized.py's CPU
-        path (any q/k width, so residual attention's carried halves too), the pairs where
-        `blocked` [Lq, Lk] is True left out. q, k [B, H, 2, L, w], v [B, H, Lk, d] ->
-        [B, H, Lq, d], at the half width's scale."""
+    def _short(self, q: Tensor, k: Tensor, v: Tensor, windowed: bool, causal: bool
+               ) -> Tensor | None:
+        """softmax(q1 k1^T) v - lambda softmax(q2 k2^T) v, each half by `short_attention` (any
+        q/k width, so residual attention's carried halves too), windows and causality as a
+        dense mask; None where there is none or it does not take these shapes. q, k
+        [B, H, 2, L, w], v [B, H, Lk, d] -> [B, H, Lq, d], at the half width's scale
+        (experiment=patchtst attention=diff, one thread: 0.42-0.44 s a training step against
+        0.66 on the explicit path)."""
+        if self.short_attention is None:
+            return None
         batch, heads, _, q_len, w = q.shape
         k_len, d = k.shape[-2], v.shape[-1]
         # Both halves as 2H heads: [B, H, 2, L, w] -> [B, 2H, L, w]; v serves both.
         qs, ks = q.reshape(batch, 2 * heads, q_len, w), k.reshape(batch, 2 * heads, k_len, w)
         vs = v[:, :, None].expand(-1, -1, 2, -1, -1).reshape(batch, 2 * heads, k_len, d)
-        out = cache_sized.heads_attention([qs], [ks], vs, self.scale, blocked)
-        out = out.reshape(batch, heads, 2, q_len, d)
-        first, second = out.unbind(2)
+        if not self.short_attention.applies([qs], [ks], vs):
+            return None
+        blocked = self._dense_blocked(q_len, k_len, windowed, causal, q.device, q.dtype)
+        out = self.short_attention([qs], [ks], vs, self.scale, blocked)
+        first, second = out.reshape(batch, heads, 2, q_len, d).unbind(2)
         return first - self.lambda_value() * second
 
     def _explicit(

@@ -11,8 +11,8 @@ dot products is one dot product of the concatenations: per head,
 So a stack carries each layer's q and k (concatenated along the head width), not the
 [B, H, Lq, Lk] scores, and a backend computes residual attention by attending with the carried
 q and k at the layer's own scale, on any of its paths (explicit scores, block-local windows,
-the cache-sized CPU path; torch's fused kernel could too, but runs q and k wider than v only
-on its slow generic path, so residual calls do not take it). The function is exactly the
+the native C kernel; torch's fused kernel could too, but runs q and k wider than v only on its
+slow generic path, so residual calls do not take it). The function is exactly the
 published one; gradients reach the earlier layers' q and k as they do through the carried
 scores. What cannot be carried this way is anything added to or mixed into the scores
 (relative position terms, talking heads): `carries_residual` says so in one line.
@@ -28,8 +28,9 @@ from torch import Tensor
 
 class ResidualScores:
     """One stack's carried q and k; pass the same object to each layer's attention, in order.
-    They are kept as the layers' pieces (`q_pieces`, `k_pieces`): the C kernel (native.py) reads
-    the pieces where they lie, the other paths concatenate them (`extend`)."""
+    They are kept as the layers' pieces (`q_pieces`, `k_pieces`): the C kernel
+    (seqforecast/native/attention.py) reads the pieces where they lie, the other paths
+    concatenate them (`extend`)."""
 
     def __init__(self) -> None:
         self.q_pieces: list[Tensor] = []

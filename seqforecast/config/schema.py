@@ -197,6 +197,7 @@ class TrainerConfig:
     num_threads: Any = MISSING  # auto, or a count (0: torch's default)
     strategy: str = MISSING
     compile: bool = MISSING
+    kernels: str = MISSING
     precision: str = MISSING
 
 

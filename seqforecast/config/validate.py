@@ -24,6 +24,7 @@ from ..model.linear_path import LINEAR_PATH_INPUTS, LINEAR_PATHS
 from ..model.normalization import INSTANCE_NORMS
 from ..model.positional import INSIDE_ATTENTION, LEARNED_INITS, POSITIONAL_ENCODINGS
 from ..model.transformer import DECODING
+from ..native import KERNELS
 from ..probabilistic.outputs import LOSSES
 from ..probabilistic.quantiles import QuantileError, check_quantiles, interval_bounds
 from .upgrade import upgrade_config
@@ -542,6 +543,8 @@ def validate_config(cfg) -> None:
         _check(0.0 < pct < 1.0, "trainer.pct_start", pct, "must be in (0, 1)")
     _choice(cfg, "trainer.strategy", STRATEGIES)
     _choice(cfg, "trainer.precision", PRECISIONS)
+    if "kernels" in cfg["trainer"]:
+        _choice(cfg, "trainer.kernels", KERNELS)
     _at_least(cfg, "log.attention_every", 0)
     _at_least(cfg, "log.test_every", 0)
     if "intervals" in cfg:  # runs saved before intervals existed have none

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
+from .. import native
 from ..attention import attention_options, build_attention, carries_residual
 from ..probabilistic.outputs import build_output
 from .embedding import patch_padding, patch_shape
@@ -32,10 +33,12 @@ def _plain(cfg) -> dict:
     return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
 
 
-def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1) -> WindowForecaster:
+def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1, kernels: str = "torch"
+                ) -> WindowForecaster:
     """Build the forecaster from a composed config (groups model, attention, pos_encoding,
     ffn, embedding, data). `n_features`: input channels (targets first, then covariates);
-    `n_targets`: channels forecast (1 and 1 for the sigmoids)."""
+    `n_targets`: channels forecast (1 and 1 for the sigmoids). `kernels`: the set it runs,
+    `torch` (stock PyTorch) or `native` (the CPU's C kernels: `native.resolve` picks a run's)."""
     cfg = _plain(cfg)
     model, attention, ffn_cfg = cfg["model"], cfg["attention"], cfg["ffn"]
     kind = model.get("name", "transformer")  # configs saved before model= had a name
@@ -131,7 +134,10 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1) -> Window
         output=build_output(cfg.get("loss")),  # loss=mse|quantile|gaussian (None: saved runs)
     )
     if kind == "patchtst":
-        return PatchTST(head_dropout=model["head_dropout"], **shared)
-    return ForecastTransformer(
-        label_len=model["label_len"], decoding=model["decoding"], decoder_layers=decoder, **shared
-    )
+        forecaster = PatchTST(head_dropout=model["head_dropout"], **shared)
+    else:
+        forecaster = ForecastTransformer(label_len=model["label_len"], decoding=model["decoding"],
+                                         decoder_layers=decoder, **shared)
+    if kernels not in native.SETS:
+        raise ValueError(f"kernels={kernels!r}; allowed: {', '.join(native.SETS)}")
+    return native.install(forecaster) if kernels == "native" else forecaster

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from . import ffn_cpu
-from .dropout import Dropout
-
 ACTIVATIONS: dict[str, type[nn.Module]] = {
     "relu": nn.ReLU,
     "gelu": nn.GELU,
@@ -41,15 +38,9 @@ class FeedForward(nn.Module):
         self.down = nn.Linear(d_ff, d_model, bias=bias)
         self.activation = ACTIVATIONS[activation]()
         self.activation_name = activation
-        self.dropout = Dropout(dropout)
+        self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
-        if self.gate is None and ffn_cpu.applies(x, self.activation_name):
-            # The same function a cache-sized slice of tokens at a time (faster on the CPU).
-            p = self.dropout.p if self.training else 0.0
-            up, down = self.up, self.down
-            return ffn_cpu.feed_forward(x, up.weight, up.bias, down.weight, down.bias,
-                                        self.activation_name, p)  # fmt: skip
         hidden = self.activation(self.up(x))
         if self.gate is not None:
             hidden = hidden * self.gate(x)

@@ -19,8 +19,6 @@ from collections.abc import Callable
 from torch import Tensor, nn
 
 from ..attention import ResidualScores
-from . import residual_norm_cpu
-from .dropout import Dropout
 
 NORMS = ("layer", "batch")
 
@@ -46,14 +44,12 @@ class Residual(nn.Module):
     def __init__(self, d_model: int, dropout: float, norm_first: bool, norm: str = "layer"):
         super().__init__()
         self.norm = make_norm(norm, d_model)
-        self.dropout = Dropout(dropout)
+        self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
 
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
         if self.norm_first:
             return x + self.dropout(sublayer(self.norm(x)))
-        if residual_norm_cpu.applies(x, self.norm):  # BatchNorm in training on the CPU
-            return residual_norm_cpu.residual_norm(x, sublayer(x), self.norm, self.dropout.p)
         return self.norm(x + self.dropout(sublayer(x)))
 
 
@@ -71,7 +67,7 @@ class EncoderLayer(nn.Module):
         super().__init__()
         self.self_attn = self_attn
         self.ffn = ffn
-        self.attn_dropout = Dropout(attention_dropout)
+        self.attn_dropout = nn.Dropout(attention_dropout)
         self.attn_residual = Residual(d_model, dropout, norm_first, norm)
         self.ffn_residual = Residual(d_model, dropout, norm_first, norm)
 

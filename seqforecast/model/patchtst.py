@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from .dropout import Dropout
 from .forecaster import WindowForecaster
 
 
@@ -27,7 +26,7 @@ class PatchTST(WindowForecaster):
         """`shared`: WindowForecaster's arguments (n_features, in_len, encoder layers, ...);
         PatchTST has no decoder, so its label_len is 0."""
         super().__init__(d_model=d_model, label_len=0, **shared)
-        self.head_dropout = Dropout(head_dropout)
+        self.head_dropout = nn.Dropout(head_dropout)
         # [B, N * d_model] -> every step of the horizon, for every target channel (K values
         # each for a probabilistic output: inner_outputs = T * K)
         self.head = nn.Linear(

@@ -20,7 +20,6 @@ import torch
 from torch import Tensor, nn
 
 from ..attention.position import AttentionPosition, RelativePositionTerms, RotaryEmbedding
-from .dropout import Dropout
 
 ADDED_TO_EMBEDDINGS = ("sinusoidal", "learned", "none")
 INSIDE_ATTENTION = ("relative", "rope")
@@ -48,7 +47,7 @@ class _AddedEncoding(nn.Module):
     def __init__(self, max_len: int, dropout: float):
         super().__init__()
         self.max_len = max_len
-        self.dropout = Dropout(dropout)
+        self.dropout = nn.Dropout(dropout)
 
     def table(self, start: int, stop: int) -> Tensor:
         raise NotImplementedError
@@ -94,7 +93,7 @@ class NoEncoding(nn.Module):
 
     def __init__(self, dropout: float = 0.0):
         super().__init__()
-        self.dropout = Dropout(dropout)
+        self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         return self.dropout(x)

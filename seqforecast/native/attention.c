@@ -2,10 +2,9 @@
 
    out = softmax(q k^T * scale + bias) v      q [Lq, wq], k [Lk, wq], v [Lk, dv] per window
 
-   Built and loaded by seqforecast/native/__init__.py; called through
-   seqforecast/attention/native.py, which says why. Every inner loop works on 16 floats at once
-   (GCC's vector extensions: AVX-512 under -march=native where the CPU has it, narrower vectors
-   elsewhere) and keeps its sums in registers: the forward runs along 16 queries at a time, the
+   Built and loaded by seqforecast/native/build.py; called through
+   seqforecast/native/attention.py, which says why. Every inner loop works on 16 floats at once
+   (vectors.h) and keeps its sums in registers: the forward runs along 16 queries at a time, the
    backward along 16 keys. A window's scores never leave the cache; the forward saves each
    query's log-sum-exp and the backward recomputes the weights from it (as flash attention
    does). The common widths (wq, dv) get their own compiled copy, whose loops over the width
@@ -21,19 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LANES 16
-typedef float vec __attribute__((vector_size(4 * LANES), aligned(4))); /* may be unaligned */
-typedef int32_t ivec __attribute__((vector_size(4 * LANES), aligned(4)));
-typedef uint32_t uvec __attribute__((vector_size(4 * LANES), aligned(4)));
+#include "vectors.h"
+
 #define KERNEL static inline __attribute__((always_inline))
 
 static inline int64_t padded(int64_t n) { return (n + LANES - 1) / LANES * LANES; }
-
-static inline vec splat(float x) { return (vec){0} + x; }
-
-static inline vec load(const float *p) { return *(const vec *)p; }
-
-static inline void store(float *p, vec x) { *(vec *)p = x; }
 
 static inline vec max_vec(vec a, vec b) {
     ivec a_wins = a > b;
@@ -49,8 +40,8 @@ static inline vec max_vec(vec a, vec b) {
     for (int r = 0; r < LANES; r++)                                                           \
         if (!(r & (1 << (k)))) {                                                              \
             const vec a = t[r], b = t[r + (1 << (k))];                                        \
-            t[r] = __builtin_shufflevector(a, b, UNPAREN a_lanes);                            \
-            t[r + (1 << (k))] = __builtin_shufflevector(a, b, UNPAREN b_lanes);               \
+            t[r] = SHUFFLE2(a, b, UNPAREN a_lanes);                                            \
+            t[r + (1 << (k))] = SHUFFLE2(a, b, UNPAREN b_lanes);                               \
         }
 
 static inline void transpose16(vec t[LANES]) {

@@ -1,8 +1,8 @@
 /* Dropout's mask, drawn and applied in one pass: out[i] = kept(i) ? x[i] * scale : 0, an
    element kept where its 16 random bits (mask.h) are >= dropped.
 
-   Built and loaded by seqforecast/native/__init__.py; called through
-   seqforecast/model/dropout.py, which says why. out may be x (in place). */
+   Built and loaded by seqforecast/native/build.py; called through
+   seqforecast/native/dropout.py, which says why. out may be x (in place). */
 
 #include "mask.h"
 

@@ -1,6 +1,5 @@
 /* Dropout's random bits, shared by the kernels that apply a dropout mask (dropout.c,
-   residual_norm.c); seqforecast/model/dropout.py says how masks are keyed (and, where the
-   kernels cannot be built, draws its bits another way). */
+   residual_norm.c); seqforecast/native/dropout.py says how masks are keyed. */
 
 #include <stdint.h>
 

@@ -3,8 +3,8 @@
        z = x + dropout(y)        out = (z - mean) / sqrt(var + eps) * weight + bias
 
    over [rows, channels] (the tokens as rows), mean and var (biased) per channel over the rows.
-   Built and loaded by seqforecast/native/__init__.py; called through
-   seqforecast/model/residual_norm_cpu.py, which says why. The dropout mask is dropout.py's
+   Built and loaded by seqforecast/native/build.py; called through
+   seqforecast/native/residual_norm.py, which says why. The dropout mask is dropout.py's
    (mask.h: dropped = 0 keeps every element). Sums run along the channels a row at a time (one
    vector a row at PatchTST's 16 channels), in float over blocks of 64 rows and in double
    across blocks. */

@@ -8,7 +8,10 @@ import torch
 
 from .files import atomic_write
 
-FORMAT = "seqforecast-checkpoint-1"
+FORMAT = "seqforecast-checkpoint-2"
+# Each former format, and what reading it as the next one takes (applied in order, once, when a
+# checkpoint is loaded). 1 -> 2: the kernel set a run used was not recorded (None: unknown).
+UPGRADES = {"seqforecast-checkpoint-1": ("seqforecast-checkpoint-2", {"kernels": None})}
 
 
 class CheckpointError(RuntimeError):
@@ -37,6 +40,11 @@ def load_checkpoint(path: Path, map_location="cpu") -> dict:
             f"{path}: not a readable seqforecast checkpoint (truncated, or not a torch file "
             f"that loads with weights_only=True): {error_line(err)}"
         ) from None
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path}: not a seqforecast checkpoint (format != {FORMAT})")
+    while state.get("format") in UPGRADES:
+        newer, added = UPGRADES[state["format"]]
+        state = {**added, **state, "format": newer}
+    if state.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not a seqforecast checkpoint (format != {FORMAT})")
     return state

@@ -112,18 +112,20 @@ def train_model(
     progress: bool = True,
     data_state: dict | None = None,
     evaluator: Evaluator | None = None,
+    kernels: str = "torch",
 ) -> TrainResult:
     """Train `model` (possibly DDP-wrapped) in place, from `resume` (a loaded last.pt) when
     given; on return it holds the best validation weights. `progress`: tqdm bars on stderr
     (when it is a terminal). `data_state` (columns, rows, scaler) goes into every checkpoint,
     for evaluating and predicting later. `evaluator` scores the validation set each epoch (by
-    default one with no seasonal baseline). Raises NonFiniteLoss or TrainingInterrupted.
+    default one with no seasonal baseline). `kernels`: the set the model runs (seqforecast/native),
+    recorded in every checkpoint. Raises NonFiniteLoss or TrainingInterrupted.
 
     The training error is logged as `train/mse` in the data's own units, like every
     validation and test metric: the squared error of each target channel times its scale²."""
     loop = _Loop(model, data, trainer_cfg, Path(checkpoint_dir), seed, config_yaml,
                  monitor or Monitor(), ctx, data_state,
-                 evaluator or Evaluator(data, {}, trainer_cfg["eval_batch_size"]))  # fmt: skip
+                 evaluator or Evaluator(data, {}, trainer_cfg["eval_batch_size"]), kernels)
     if resume is not None:
         loop.restore(resume)
     elif trainer_cfg.get("validate_initial", False):
@@ -145,7 +147,7 @@ class _Loop:
     early stopping, checkpoints), and what makes a run resumable."""
 
     def __init__(self, model, data, cfg, checkpoint_dir, seed, config_yaml, monitor, ctx,
-                 data_state, evaluator):  # fmt: skip
+                 data_state, evaluator, kernels="torch"):
         self.model, self.net, self.data, self.cfg = model, unwrap(model), data, cfg
         self.checkpoint_dir, self.config_yaml, self.data_state = (
             checkpoint_dir,
@@ -153,6 +155,7 @@ class _Loop:
             data_state,
         )
         self.monitor, self.ctx, self.evaluator = monitor, ctx, evaluator
+        self.kernels = kernels
         self.device = data.train.device
         # Series steps one window feeds the model (input + forecast), for tokens/s.
         self.window_tokens = data.train.in_len + data.train.out_len
@@ -234,6 +237,7 @@ class _Loop:
                 "world_size": self.ctx.world_size,
                 "config": self.config_yaml,
                 "data_state": self.data_state,
+                "kernels": self.kernels,
             },
         )
 

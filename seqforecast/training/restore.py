@@ -11,6 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from torch import nn
 
+from .. import native
 from ..config.upgrade import upgrade_config
 from ..config.validate import validate_config
 from ..data import ForecastData, build_data
@@ -117,7 +118,10 @@ def load_run(
     data_state = state.get("data_state") or {}
     n_features = len(data_state.get("columns", [None]))
     n_targets = data_state.get("n_targets", 1)
-    model = build_model(config, n_features=n_features, n_targets=n_targets).to(torch_device)
+    # The kernels the run asked for, on this device (a run evaluated where it trained scores
+    # what it scored then).
+    kernels = native.resolve(config["trainer"].get("kernels", "auto"), torch_device)
+    model = build_model(config, n_features, n_targets, kernels).to(torch_device)
     try:
         model.load_state_dict(state["model"])
     except (RuntimeError, KeyError) as err:

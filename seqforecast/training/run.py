@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from .. import native
 from ..config.upgrade import upgrade_config
 from ..config.validate import ConfigError
 from ..data import DataError, build_data
@@ -107,7 +108,13 @@ def run_training(
     saved = None if resume is None else resume.get("data_state")
     channels = plain["model"].get("channels", "independent")
     data = build_data(plain["data"], cfg.seed, device, saved=saved, channels=channels)
-    model = build_model(plain, data.n_features, data.n_targets).to(device)
+    kernels = native.resolve(trainer_cfg["kernels"], device, trainer_cfg["precision"])
+    trained_with = None if resume is None else resume["kernels"]  # None: not recorded
+    if trained_with not in (None, kernels):
+        log.warning("resuming a run trained with the %s kernels on the %s ones "
+                    "(trainer.kernels=%s here): it continues, but not bit for bit as it would "
+                    "have run", trained_with, kernels, trainer_cfg["kernels"])
+    model = build_model(plain, data.n_features, data.n_targets, kernels).to(device)
     problem = model.output.cannot_describe(data)  # a count distribution on real values, ...
     if problem:
         raise DataError(problem)
@@ -128,11 +135,11 @@ def run_training(
     for split, info in data.info.items():
         log.info("%s split: %s", split, describe_split(info))
     log.info(
-        "model: %s attention, %s positions, %s FFN, %d parameters, on %s",
+        "model: %s attention, %s positions, %s FFN, %d parameters, on %s, %s kernels",
         plain["attention"]["name"], plain["pos_encoding"]["name"],
         plain["ffn"]["activation"] + (" gated" if plain["ffn"]["gated"] else ""),
-        n_params, device,
-    )  # fmt: skip
+        n_params, device, kernels,
+    )
 
     config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
     if resume is not None and _current(resume["config"]) != config_yaml:
@@ -168,6 +175,7 @@ def run_training(
             progress=progress,
             data_state=data.state,
             evaluator=evaluator,
+            kernels=kernels,
         )
         digests = ctx.gather(parameter_digest(model))  # collective: every rank
         if not ctx.is_main:
@@ -180,6 +188,7 @@ def run_training(
             "train_seconds": round(result.seconds, 3),
             "parameters": n_params,
             "device": str(device),
+            "kernels": kernels,
             "world_size": ctx.world_size,
             "ranks_hold_identical_weights": len(set(digests)) == 1,
         }

@@ -1,31 +1,32 @@
 """Residual attention (RealFormer, as PatchTST): each layer's scores are its own plus the
 previous layer's pre-softmax scores. Checked against a reference that sums the explicit score
-matrices layer by layer, on every path of every backend that carries them; and the cache-sized
-CPU path against torch's own attention, forward and backward."""
+matrices layer by layer, on every path of every backend that carries them, the native kernels'
+short-sequence path included."""
 
 import pytest
 import torch
-import torch.nn.functional as F
 
-from seqforecast.attention import (
-    ResidualScores,
-    block_local,
-    build_attention,
-    cache_sized,
-    carries_residual,
-)
+from seqforecast import native
+from seqforecast.attention import ResidualScores, block_local, build_attention, carries_residual
 from seqforecast.attention.position import RelativePositionTerms, RotaryEmbedding
+from seqforecast.native import attention as native_attention
 
+from ..native.helpers import WHY
 from .helpers import randomize_
+
+# Each backend's own paths, and the native kernels' short-sequence path (where they build).
+KERNELS = ["torch", pytest.param("native", marks=pytest.mark.skipif(
+    WHY is not None, reason=f"no C kernels here: {WHY}"))]
 
 B, L, E, H = 3, 10, 16, 4
 
 
-def _stack(name, layers=3, **options):
+def _stack(name, layers=3, kernels="torch", **options):
     torch.manual_seed(0)
-    return [randomize_(build_attention(name, E, H, layer=i + 1, **options) if name == "diff"
-                       else build_attention(name, E, H, **options), 0.1)
-            for i in range(layers)]  # fmt: skip
+    stack = [randomize_(build_attention(name, E, H, layer=i + 1, **options) if name == "diff"
+                        else build_attention(name, E, H, **options), 0.1)
+             for i in range(layers)]
+    return [native.install(attn) for attn in stack] if kernels == "native" else stack
 
 
 def _projected_reference(stack, x, causal=False):
@@ -62,10 +63,9 @@ def _run(stack, x, need_weights, causal=False):
 @pytest.mark.parametrize("need_weights", [False, True])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("rope", [False, True])
-def test_projected_backends_equal_the_summed_scores(name, need_weights, causal, rope):
-    torch.manual_seed(0)
-    stack = [randomize_(build_attention(name, E, H, position=RotaryEmbedding(E // H) if rope
-                                        else None), 0.1) for _ in range(3)]  # fmt: skip
+@pytest.mark.parametrize("kernels", KERNELS)
+def test_projected_backends_equal_the_summed_scores(name, need_weights, causal, rope, kernels):
+    stack = _stack(name, kernels=kernels, position=RotaryEmbedding(E // H) if rope else None)
     x = torch.randn(B, L, E)
     expected, expected_maps = _projected_reference(stack, x, causal)
     got, maps = _run(stack, x, need_weights, causal)
@@ -106,8 +106,9 @@ def _diff_reference(stack, x):
 
 
 @pytest.mark.parametrize("block_size", [0, 4, L])
-def test_diff_carries_each_half_dense_and_block_local(block_size):
-    stack = _stack("diff", block_size=block_size)
+@pytest.mark.parametrize("kernels", KERNELS)
+def test_diff_carries_each_half_dense_and_block_local(block_size, kernels):
+    stack = _stack("diff", kernels=kernels, block_size=block_size)
     x = torch.randn(B, L, E)
     got, _ = _run(stack, x, need_weights=False)
     if block_size in (0, L):  # a window of L sees every key: the dense function
@@ -126,14 +127,15 @@ def test_diff_carries_each_half_dense_and_block_local(block_size):
 
 @pytest.mark.parametrize("block_size", [0, 4])
 @pytest.mark.parametrize("causal", [False, True])
-def test_diff_on_the_cache_sized_path_equals_its_explicit_path(monkeypatch, block_size, causal):
-    """Short residual attention on the CPU takes cache_sized.py's path (one call a layer, block
-    windows and causality as a dense mask); asking for the weights takes the explicit one:
-    outputs and gradients agree, at every layer."""
-    calls, original = [], cache_sized.heads_attention
-    monkeypatch.setattr(cache_sized, "heads_attention",
-                        lambda *a: calls.append(1) or original(*a))  # fmt: skip
-    stack = _stack("diff", block_size=block_size)
+@pytest.mark.parametrize("kernels", KERNELS[1:])
+def test_diff_on_the_short_attention_path_equals_its_explicit_path(monkeypatch, block_size,
+                                                                   causal, kernels):
+    """With the native kernels, short residual attention takes their path (one call a layer,
+    block windows and causality as a dense mask); asking for the weights takes the explicit
+    one: outputs and gradients agree, at every layer."""
+    calls, original = [], native_attention.attention
+    monkeypatch.setattr(native_attention, "attention", lambda *a: calls.append(1) or original(*a))
+    stack = _stack("diff", kernels=kernels, block_size=block_size)
     x = torch.randn(B, L, E)
 
     def outputs_and_grads(need_weights):
@@ -180,50 +182,3 @@ def test_what_cannot_be_carried_is_refused_in_one_line():
     talking = build_attention("diff", E, H, talking_heads=True)
     with pytest.raises(ValueError, match="cannot carry"):
         talking(x, x, residual=ResidualScores())
-
-
-@pytest.mark.parametrize("width", [4, 12])
-@pytest.mark.parametrize("rows", [1, 5, 64])
-@pytest.mark.parametrize("k_len", [11, 16, 42])  # keys padded to 16, 16 (none), 48
-def test_cache_sized_path_equals_torch_attention_forward_and_backward(width, rows, k_len):
-    n, q_len, dv = 37, 9, 4
-    q, k = torch.randn(n, q_len, width), torch.randn(n, k_len, width)
-    v = torch.randn(n, k_len, dv)
-    grad = torch.randn(n, q_len, dv)
-    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
-    ours = cache_sized._SlicedAttention.apply(*leaves, 0.5, rows)
-    ours.backward(grad)
-    refs = [t.clone().requires_grad_() for t in (q, k, v)]
-    expected = F.scaled_dot_product_attention(*refs, scale=0.5)
-    expected.backward(grad)
-    torch.testing.assert_close(ours, expected, rtol=1e-5, atol=1e-6)
-    for mine, theirs in zip(leaves, refs, strict=True):
-        torch.testing.assert_close(mine.grad, theirs.grad, rtol=1e-4, atol=1e-5)
-    with torch.no_grad():  # no backward: the path keeps no weights, same function
-        torch.testing.assert_close(cache_sized.attention(q, k, v, 0.5), expected.detach(),
-                                   rtol=1e-5, atol=1e-6)  # fmt: skip
-
-
-@pytest.mark.parametrize("k_len", [9, 16])
-def test_cache_sized_path_with_a_mask_equals_torch_attention(k_len):
-    n, q_len, width, dv = 37, 9, 8, 4
-    q, k, v = torch.randn(n, q_len, width), torch.randn(n, k_len, width), torch.randn(n, k_len, dv)
-    blocked = torch.rand(q_len, k_len) < 0.5
-    blocked[:, 0] = False  # every query keeps a key
-    grad = torch.randn(n, q_len, dv)
-    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
-    bias = cache_sized._score_bias(blocked, q.dtype)
-    ours = cache_sized._SlicedAttention.apply(*leaves, 0.5, 5, bias)  # slices of 5 windows
-    ours.backward(grad)
-    refs = [t.clone().requires_grad_() for t in (q, k, v)]
-    expected = F.scaled_dot_product_attention(*refs, attn_mask=~blocked, scale=0.5)
-    expected.backward(grad)
-    torch.testing.assert_close(ours, expected, rtol=1e-5, atol=1e-6)
-    for mine, theirs in zip(leaves, refs, strict=True):
-        torch.testing.assert_close(mine.grad, theirs.grad, rtol=1e-4, atol=1e-5)
-    with torch.no_grad():
-        torch.testing.assert_close(cache_sized.attention(q, k, v, 0.5, blocked), expected.detach(),
-                                   rtol=1e-5, atol=1e-6)  # fmt: skip
-    blocked[3] = True
-    with pytest.raises(ValueError, match="at least one key"):
-        cache_sized.attention(q, k, v, 0.5, blocked)

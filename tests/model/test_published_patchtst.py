@@ -8,7 +8,6 @@ import torch
 
 from seqforecast import build_model
 from seqforecast.config import compose_config, validate_config
-from seqforecast.model.dropout import dropout, keep_mask, mask_scale
 from seqforecast.model.embedding import Tokenizer
 from seqforecast.model.normalization import RevIN
 from seqforecast.model.official import (
@@ -197,55 +196,6 @@ def test_every_backend_that_carries_scores_trains_under_the_preset(attention, po
     cfg = preset(f"attention={attention}", f"pos_encoding={position}", "in_len=48", "out_len=6",
                  "embedding.patch_len=8", "embedding.stride=4", "block_size=4")  # fmt: skip
     forward_backward(build_model(cfg, C, C), features=C)
-
-
-@pytest.mark.parametrize("p", [0.1, 0.3, 0.5])
-@pytest.mark.parametrize("kernel", ["1", "0"])
-def test_the_cpu_dropout_drops_at_its_rate_without_bias(p, kernel, monkeypatch):
-    monkeypatch.setenv("SEQFORECAST_NATIVE", kernel)
-    torch.manual_seed(0)
-    x = torch.ones(1000, 1000, requires_grad=True)
-    y = dropout(x, p, training=True)
-    kept = y != 0
-    n = kept.numel()
-    assert abs((1 - kept.float().mean().item()) - p) < 4 * (p * (1 - p) / n) ** 0.5
-    assert y.mean().item() == pytest.approx(1.0, abs=4 * (p / (1 - p) / n) ** 0.5)
-    scale = y[kept].unique()
-    assert len(scale) == 1 and scale.item() == pytest.approx(1 / (1 - p), rel=1e-4)
-    y.sum().backward()
-    torch.testing.assert_close(x.grad, y.detach())  # the gradient is the mask, scaled
-    torch.manual_seed(0)
-    torch.testing.assert_close(dropout(torch.ones(1000, 1000), p, True), y.detach())  # seeded
-    assert dropout(x, p, training=False) is x
-
-
-@pytest.mark.parametrize("kernel", ["1", "0"])  # seqforecast/native/dropout.c, or numpy's bits
-def test_a_slice_of_a_cpu_dropout_mask_is_the_same_bits_as_the_whole(kernel, monkeypatch):
-    """Masks are drawn by element index (the kernel's hash, or numpy in seeded chunks), so the
-    sliced FFN's forward and backward, drawing slices, see the mask a whole draw would."""
-    monkeypatch.setenv("SEQFORECAST_NATIVE", kernel)
-    mask = keep_mask((300, 70), 0.3)
-    x = torch.randn(300, 70)
-    whole = mask_scale(x, mask, mask.scale)
-    parts = [mask_scale(x[i : i + 7], mask.rows(slice(i, i + 7)), mask.scale)
-             for i in range(0, 300, 7)]  # fmt: skip
-    assert torch.equal(torch.cat(parts), whole)
-    assert torch.equal(mask.for_reuse((300, 70)).rows(slice(7, 14)).apply_(x[7:14].clone()),
-                       mask_scale(x[7:14], mask.rows(slice(7, 14)), 1.0))  # fmt: skip
-    assert (whole == 0).float().mean().item() == pytest.approx(0.3, abs=0.02)
-
-
-@pytest.mark.parametrize("kernel", ["1", "0"])
-def test_the_cpu_dropout_masks_are_independent_between_elements(kernel, monkeypatch):
-    monkeypatch.setenv("SEQFORECAST_NATIVE", kernel)
-    torch.manual_seed(1)
-    kept = dropout(torch.ones(400_000), 0.5, training=True) != 0
-    for gap in (1, 16, 128):  # neighbours: consecutive indices, one 64-bit word of numpy's
-        a, b = kept[:-gap].float(), kept[gap:].float()
-        assert abs((a * b).mean().item() - 0.25) < 0.005
-    # ... and between calls: torch's generator advances and seeds the next stream anew
-    again = (dropout(torch.ones(400_000), 0.5, training=True) != 0).float()
-    assert abs((kept.float() * again).mean().item() - 0.25) < 0.005
 
 
 def test_the_attention_projections_start_as_nn_linear_does():

@@ -1,4 +1,6 @@
-"""The plain FFN on the CPU, a cache-sized slice of the tokens at a time, forward and backward.
+"""The plain FFN on the CPU, a cache-sized slice of the tokens at a time, forward and backward
+(`SlicedFeedForward`, the native kernels' replacement for a plain FeedForward; __init__.py
+installs it).
 
     y = down(dropout(act(up(x))))        x [T, d_model] -> y [T, d_model], hidden d_ff wide
 
@@ -8,9 +10,9 @@ for the published PatchTST's 37,632 tokens x 128, far beyond the core's cache, f
 an element. Here each slice of rows goes up, through the activation and the mask, and down
 again while its hidden block (about 1 MB) stays in cache; the backward recomputes a slice's
 activation from the saved pre-activation instead of keeping the activation too. The dropout
-mask is one mask over the whole [T, d_ff] tensor, keyed as `dropout.Dropout` keys its own (the
+mask is one mask over the whole [T, d_ff] tensor, keyed as `HashDropout` keys its own (the
 same generator, the same draw), whose rows each slice draws where it uses them (dropout.py), so
-the function is the layer-by-layer one to float rounding, mask included.
+the function is the layer-by-layer one with HashDropout to float rounding, mask included.
 `scripts/bench_longhorizon.py --speed` times the whole training step.
 """
 
@@ -20,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ..model.ffn import FeedForward
 from .dropout import KeepMask, keep_mask
 
 HIDDEN_FLOATS = 1 << 18  # hidden values per slice: 1 MB of float32
@@ -34,17 +37,25 @@ ACTIVATIONS = {
 }
 
 
-def applies(x: Tensor, activation: str) -> bool:
-    """float32 on the CPU outside autocast (bf16 runs keep autocast's own casts)."""
-    return (x.device.type == "cpu" and x.dtype == torch.float32 and activation in ACTIVATIONS
-            and not torch.is_autocast_enabled("cpu"))  # fmt: skip
+class SlicedFeedForward(FeedForward):
+    """A plain FeedForward (no gate, an activation in ACTIVATIONS) computed by `feed_forward`:
+    the same parameters and state dict, the same function."""
+
+    @staticmethod
+    def takes(ffn: FeedForward) -> bool:
+        return ffn.gate is None and ffn.activation_name in ACTIVATIONS
+
+    def forward(self, x: Tensor) -> Tensor:
+        p = self.dropout.p if self.training else 0.0
+        up, down = self.up, self.down
+        return feed_forward(x, up.weight, up.bias, down.weight, down.bias, self.activation_name, p)
 
 
 def feed_forward(x: Tensor, up_w, up_b, down_w, down_b, activation: str, p: float) -> Tensor:
     """down(dropout_p(act(up(x)))) over x [..., d_model], p = 0 outside training."""
     rows = x.reshape(-1, x.shape[-1])
     shape = (rows.shape[0], up_w.shape[0])
-    mask = keep_mask(shape, p).for_reuse(shape) if p > 0 else None
+    mask = keep_mask(shape, p) if p > 0 else None
     slice_rows = max(1, HIDDEN_FLOATS // up_w.shape[0])
     args = (rows, mask, up_w, up_b, down_w, down_b, activation, slice_rows)
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in

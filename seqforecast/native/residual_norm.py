@@ -1,36 +1,58 @@
-"""A post-norm residual with BatchNorm over tokens on the CPU: norm(x + dropout(y)) in training,
-forward and backward, by the C kernel `seqforecast/native/residual_norm.c`.
+"""A post-norm residual with BatchNorm over tokens, norm(x + dropout(y)) in training, forward and
+backward, by the C kernel `residual_norm.c` (`BatchNormResidual`, the native kernels'
+replacement for such a Residual; __init__.py installs it).
 
 Op by op (the published PatchTST's residuals: 6 a step), the dropout, the sum and BatchNorm's
 statistics, normalisation and backward each stream the [tokens, d_model] tensors through
 memory again, with temporaries between them (2.5 ms a residual here, forward and backward, at
 37,632 tokens x 16); the kernel makes three passes each way and no temporaries. The function
-is the layer-by-layer one to float rounding: the same dropout mask (keyed from torch's
-generator where the Dropout module would draw it), BatchNorm's biased variance in the
+is the layer-by-layer one with HashDropout to float rounding: the same dropout mask (keyed from
+torch's generator where the dropout module would draw it), BatchNorm's biased variance in the
 normalisation, its running statistics updated as nn.BatchNorm1d updates them (momentum,
-unbiased variance, batches counted). Elsewhere (eval mode, other norms, no kernel,
-SEQFORECAST_NATIVE=0, momentum=None) the layers run op by op.
+unbiased variance, batches counted). In eval mode the residual runs op by op.
 `scripts/bench_cpu_kernels.py` times it beside that.
 """
 
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
 
-from .. import native
+from ..model.layers import Residual, TokenBatchNorm
+from . import build
+from .build import Signature, pointer
 from .dropout import KeepMask, keep_mask
 
+_SIGNATURES = {
+    "residual_norm_forward": Signature(ctypes.c_int, [
+        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_float,
+        ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_float,
+        *[ctypes.c_void_p] * 5,
+    ]),
+    "residual_norm_backward": Signature(ctypes.c_int, [
+        *[ctypes.c_void_p] * 5, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_float,
+        ctypes.c_int64, ctypes.c_int64, *[ctypes.c_void_p] * 4,
+    ]),
+}
 
-def applies(x: Tensor, norm: nn.Module) -> bool:
-    return (
-        x.device.type == "cpu" and x.dtype == torch.float32 and norm.training
-        and isinstance(norm, nn.BatchNorm1d) and norm.affine and norm.track_running_stats
-        and norm.momentum is not None and not torch.is_autocast_enabled("cpu")
-        and _library() is not None
-    )  # fmt: skip
+
+class BatchNormResidual(Residual):
+    """A post-norm Residual whose norm is a TokenBatchNorm (affine, tracking running
+    statistics with a momentum): the kernel in training, op by op in eval mode."""
+
+    @staticmethod
+    def takes(residual: Residual) -> bool:
+        norm = residual.norm
+        return (not residual.norm_first and isinstance(norm, TokenBatchNorm) and norm.affine
+                and norm.track_running_stats and norm.momentum is not None)
+
+    def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+        if not self.norm.training:
+            return super().forward(x, sublayer)
+        return residual_norm(x, sublayer(x), self.norm, self.dropout.p)
 
 
 def residual_norm(x: Tensor, y: Tensor, norm: nn.BatchNorm1d, p: float) -> Tensor:
@@ -50,7 +72,7 @@ def residual_norm(x: Tensor, y: Tensor, norm: nn.BatchNorm1d, p: float) -> Tenso
 
 
 def _library():
-    return native.load("residual_norm")  # both functions return 0, or 1: no memory
+    return build.load("residual_norm", _SIGNATURES)  # both return 0, or 1: no memory
 
 
 class _ResidualNorm(torch.autograd.Function):
@@ -59,13 +81,12 @@ class _ResidualNorm(torch.autograd.Function):
         rows, channels = x.shape
         z, out = torch.empty_like(x), torch.empty_like(x)
         mean, invstd, var = (x.new_empty(channels) for _ in range(3))
-        at = native.pointer
+        at = pointer
         failed = _library().residual_norm_forward(
-            at(x), at(y), ctypes.c_uint64(mask.key), ctypes.c_uint32(mask.dropped),
-            ctypes.c_float(mask.scale), ctypes.c_int64(rows), ctypes.c_int64(channels),
-            at(weight.contiguous()), at(bias.contiguous()), ctypes.c_float(eps), at(z), at(out),
-            at(mean), at(invstd), at(var),
-        )  # fmt: skip
+            at(x), at(y), mask.key, mask.dropped, mask.scale, rows, channels,
+            at(weight.contiguous()), at(bias.contiguous()), eps, at(z), at(out), at(mean),
+            at(invstd), at(var),
+        )
         if failed:
             raise MemoryError("residual norm: no memory for the kernel's scratch")
         ctx.save_for_backward(z, mean, invstd, weight)
@@ -81,13 +102,12 @@ class _ResidualNorm(torch.autograd.Function):
         grad = grad.contiguous()
         grad_x, grad_y = torch.empty_like(z), torch.empty_like(z)
         grad_w, grad_b = weight.new_empty(channels), weight.new_empty(channels)
-        at = native.pointer
+        at = pointer
         failed = _library().residual_norm_backward(
-            at(grad), at(z), at(mean), at(invstd), at(weight.contiguous()),
-            ctypes.c_uint64(mask.key), ctypes.c_uint32(mask.dropped), ctypes.c_float(mask.scale),
-            ctypes.c_int64(rows), ctypes.c_int64(channels), at(grad_x), at(grad_y), at(grad_w),
+            at(grad), at(z), at(mean), at(invstd), at(weight.contiguous()), mask.key,
+            mask.dropped, mask.scale, rows, channels, at(grad_x), at(grad_y), at(grad_w),
             at(grad_b),
-        )  # fmt: skip
+        )
         if failed:
             raise MemoryError("residual norm: no memory for the kernel's scratch")
         return grad_x, grad_y, grad_w, grad_b, None, None

@@ -1,15 +1,17 @@
-"""The C attention kernel (seqforecast/native/attention.c through attention/native.py) against
+"""The C attention kernel (seqforecast/native/attention.c through native/attention.py) against
 torch's own attention, forward and backward: widths in pieces, lengths off the 16-lane grid,
-strided inputs, masks, threads; and the switch back to the torch path."""
+strided inputs, masks, threads; and what the builder does where a kernel cannot be built."""
+
+import ctypes
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from seqforecast import native as native_build
-from seqforecast.attention import cache_sized, native
+from seqforecast.native import attention as native
+from seqforecast.native import build
 
-pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler to build the kernel")
+from .helpers import needs_kernels
 
 B, H = 3, 2
 
@@ -43,6 +45,7 @@ def _against_torch(widths, q_len, k_len, dv, blocked=None):
     return ours
 
 
+@needs_kernels
 @pytest.mark.parametrize("widths", [(4,), (4, 4, 4), (3, 5), (2,), (2, 2, 2), (16,), (7,)])
 @pytest.mark.parametrize("q_len,k_len", [(42, 42), (9, 11), (33, 16), (1, 17), (16, 48)])
 @pytest.mark.parametrize("dv", [4, 5, 8])
@@ -53,6 +56,7 @@ def test_equals_torch_attention_forward_and_backward(widths, q_len, k_len, dv):
     _against_torch(widths, q_len, k_len, dv)
 
 
+@needs_kernels
 @pytest.mark.parametrize("q_len,k_len", [(42, 42), (9, 20)])
 def test_with_a_mask_equals_torch_attention(q_len, k_len):
     torch.manual_seed(0)
@@ -63,6 +67,7 @@ def test_with_a_mask_equals_torch_attention(q_len, k_len):
     _against_torch((8,), q_len, k_len, 4, causal)
 
 
+@needs_kernels
 def test_the_batch_split_over_threads_gives_the_same_bits():
     """Forward and backward: each window is computed alone, so the split cannot change a bit."""
     q, k, v = [_heads(42, 4)], [_heads(42, 4)], _heads(42, 4)
@@ -85,37 +90,75 @@ def test_the_batch_split_over_threads_gives_the_same_bits():
         torch.set_num_threads(threads)
 
 
+@needs_kernels
 def test_mismatched_pieces_are_refused():
     with pytest.raises(ValueError, match="pieces of the same widths"):
         native.attention([_heads(5, 4)], [_heads(5, 3)], _heads(5, 4), 0.5)
 
 
-def test_switched_off_the_torch_path_computes_the_same(monkeypatch):
-    q, k, v = [_heads(42, 4), _heads(42, 8)], [_heads(42, 4), _heads(42, 8)], _heads(42, 4)
-    kernel = cache_sized.heads_attention(q, k, v, 0.5)
-    calls, original = [], cache_sized.attention
-    monkeypatch.setattr(cache_sized, "attention", lambda *a: calls.append(1) or original(*a))
-    monkeypatch.setenv("SEQFORECAST_NATIVE", "0")
-    assert not native.available()
-    torch.testing.assert_close(cache_sized.heads_attention(q, k, v, 0.5), kernel,
-                               rtol=1e-5, atol=1e-6)  # fmt: skip
-    assert calls == [1]
+def test_the_short_attention_takes_short_float32_cpu_sequences_only():
+    q, k, v = [_heads(42, 4)], [_heads(42, 4)], _heads(42, 4)
+    assert native.applies(q, k, v)
+    assert not native.applies([_heads(129, 4)], [_heads(129, 4)], _heads(129, 4))  # too long
+    assert not native.applies([t.double() for t in q], k, v)
+    assert not native.applies([_heads(42, 100), _heads(42, 40)], [_heads(42, 100),
+                                                                   _heads(42, 40)], v)  # wide
+    assert not native.applies([t.to("meta") for t in q], k, v)
 
 
-def test_a_build_that_cannot_happen_warns_and_returns_none(tmp_path, monkeypatch):
+def test_a_build_that_cannot_happen_says_why_and_returns_none(tmp_path, monkeypatch):
     (tmp_path / "broken.c").write_text("this is not C\n")
     (tmp_path / "fine.c").write_text("int answer(void) { return 42; }\n")
-    monkeypatch.setattr(native_build, "_SOURCES", tmp_path)
+    (tmp_path / "vectors.h").write_text((build._SOURCES / "vectors.h").read_text())
+    monkeypatch.setattr(build, "_SOURCES", tmp_path)
     monkeypatch.setenv("SEQFORECAST_CACHE", str(tmp_path / "cache"))
+    answer = {"answer": build.Signature(ctypes.c_int, [])}
+    caches = (build._load, build._built, build._compiler, build._target, build._check_probe)
     try:
-        assert native_build.build("fine").answer() == 42
-        assert len(list((tmp_path / "cache").glob("fine-*.so"))) == 1  # built once, named
-        with pytest.warns(UserWarning, match="building broken.c failed"):
-            assert native_build.build("broken") is None
-        assert not list((tmp_path / "cache").glob("broken*"))  # nothing half-written left
-        monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))  # another name: a build
-        native_build.build.cache_clear()
-        with pytest.warns(UserWarning, match="building fine.c failed"):
-            assert native_build.build("fine") is None
+        for cached in caches:
+            cached.cache_clear()
+        if build.unavailable(["fine"]) is None:  # a compiler here: it builds, once, named
+            assert build.load("fine", answer).answer() == 42
+            assert len(list((tmp_path / "cache").glob("fine-*.so"))) == 1
+            assert build.unavailable(["broken"]).startswith("building broken.c failed")
+            with pytest.warns(UserWarning, match="building broken.c failed"):
+                assert build.load("broken", answer) is None
+            assert not list((tmp_path / "cache").glob("broken*"))  # nothing half-written left
+        for cached in caches:
+            cached.cache_clear()
+        monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
+        why = build.unavailable(["fine"])
+        assert why is not None and "no-such-compiler" in why and "\n" not in why
+        with pytest.warns(UserWarning, match="no-such-compiler"):
+            assert build.load("fine", answer) is None
     finally:
-        native_build.build.cache_clear()
+        for cached in caches:
+            cached.cache_clear()
+
+
+@needs_kernels
+def test_a_compiler_without_what_the_kernels_need_is_refused_by_the_probe(tmp_path, monkeypatch):
+    """GCC before 4.7 or a compiler without vector extensions: one line, no kernel built."""
+    fake = tmp_path / "cc"
+    real = build._compiler()
+    fake.write_text(f"#!/bin/sh\ncase \"$*\" in *probe.c*) echo 'error: no vectors' >&2; "
+                    f"exit 1;; esac\nexec {real} \"$@\"\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("CC", str(fake))
+    caches = (build._built, build._compiler, build._target, build._check_probe)
+    try:
+        for cached in caches:
+            cached.cache_clear()
+        why = build.unavailable(["attention"])
+        assert "lacks what the C kernels need" in why and "no vectors" in why
+    finally:
+        for cached in caches:
+            cached.cache_clear()
+
+
+@needs_kernels
+def test_the_library_name_holds_what_march_native_resolves_to():
+    """The cache key is the compiler's own view of the target: its -march=native macros (the
+    architecture and every instruction-set feature), not /proc/cpuinfo's x86-only lines."""
+    target = build._target(build._compiler())
+    assert "__" in target and len(target.splitlines()) > 20

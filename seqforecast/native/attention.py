@@ -1,14 +1,17 @@
-"""Short-sequence attention on the CPU by the C kernel `seqforecast/native/attention.c`.
+"""Short-sequence attention on the CPU by the C kernel `attention.c`: the native kernels'
+path for residual attention (the backends' `short_attention`, which __init__.py sets).
 
-The same function as cache_sized.py's sliced path, one (batch, head) window at a time with its
-scores in cache and every inner loop a whole vector of queries or keys, exponentials included
-(torch's ops run PatchTST's 42 x 42 score matrices as thousands of tiny products, copies and
-softmaxes). q, k, v are read where they lie through their strides (no folding of heads into a
-batch), q and k may come in pieces along the width (residual attention's layers: no
-concatenation), the output is written as [B, Lq, H, dv] (the layout out_proj reads, so
-unfolding the heads is free), and the backward recomputes the weights from each query's saved
-log-sum-exp. With more than one torch thread, the batch is split over that many threads
-(ctypes releases the GIL).
+    out = softmax(q k^T * scale) v       q [B, H, Lq, w], k [B, H, Lk, w], v [B, H, Lk, dv]
+
+One (batch, head) window at a time with its scores in cache and every inner loop a whole vector of
+queries or keys, exponentials included (torch's ops run PatchTST's 42 x 42 score matrices as
+thousands of tiny products, copies and softmaxes, and torch's fused kernel runs q and k wider than
+v, residual attention's, only on its slow generic path). q, k, v are read where they lie through
+their strides (no folding of heads into a batch), q and k may come in pieces along the width
+(residual attention's layers: no concatenation), the output is written as [B, Lq, H, dv] (the layout
+out_proj reads, so unfolding the heads is free), and the backward recomputes the weights from each
+query's saved log-sum-exp. With more than one torch thread, the batch is split over that many
+threads (ctypes releases the GIL).
 """
 
 from __future__ import annotations
@@ -22,10 +25,21 @@ from functools import cache
 import torch
 from torch import Tensor
 
-from .. import native
-from ._common import padded
+from . import build
+from .build import Signature, pointer
 
 _i64 = ctypes.c_int64
+_p64 = ctypes.POINTER(_i64)
+# The keys (and, for the mask by key, the queries) padded to whole vectors of 16 float32 (one
+# AVX-512 register): the kernel's lanes.
+LANES = 16
+MAX_SCORES = 128 * 128  # longer sequences: the backends' own paths
+MAX_WIDTH = 128  # of q and k (all pieces) and of v: a window's vectors stay on the stack
+
+
+def padded(length: int) -> int:
+    """length rounded up to a multiple of LANES."""
+    return -(-length // LANES) * LANES
 
 
 class _Problem(ctypes.Structure):
@@ -41,21 +55,24 @@ class _Problem(ctypes.Structure):
     ]
 
 
-def available() -> bool:
-    """Built for this machine, and not switched off (SEQFORECAST_NATIVE=0, read at each call)."""
-    return _library() is not None
-
-
-MAX_WIDTH = 128  # of q and k (all pieces) and of v: a window's vectors stay on the stack
-
-
 def applies(q: Sequence[Tensor], k: Sequence[Tensor], v: Tensor) -> bool:
-    """Float32 [B, H, L, w] tensors whose last dim is contiguous, q and k no wider than
-    MAX_WIDTH in all, and the kernel built."""
-    return (all(t.dtype == torch.float32 and t.dim() == 4 and t.stride(-1) == 1
-                for t in (*q, *k, v))
-            and max(sum(t.shape[-1] for t in q), v.shape[-1]) <= MAX_WIDTH
-            and available())  # fmt: skip
+    """Float32 [B, H, L, w] CPU tensors whose last dim is contiguous, short sequences, q and k
+    no wider than MAX_WIDTH in all."""
+    return (all(t.dtype == torch.float32 and t.device.type == "cpu" and t.dim() == 4
+                and t.stride(-1) == 1 for t in (*q, *k, v))
+            and q[0].shape[-2] * k[0].shape[-2] <= MAX_SCORES
+            and max(sum(t.shape[-1] for t in q), v.shape[-1]) <= MAX_WIDTH)
+
+
+class ShortAttention:
+    """The attention backends' `short_attention` (their residual path): `attention` for the
+    shapes it `applies` to."""
+
+    applies = staticmethod(applies)
+
+    def __call__(self, q: Sequence[Tensor], k: Sequence[Tensor], v: Tensor, scale: float,
+                 blocked: Tensor | None = None) -> Tensor:
+        return attention(q, k, v, scale, blocked)
 
 
 def attention(q: Sequence[Tensor], k: Sequence[Tensor], v: Tensor, scale: float,
@@ -87,8 +104,19 @@ class _Biases:
         self.by_query = by_query
 
 
+_SIGNATURES = {  # both return 0, or 1: no memory for a window's scratch
+    "attention_forward": Signature(ctypes.c_int, [
+        ctypes.POINTER(_Problem), _i64, _i64, ctypes.c_void_p, _p64, ctypes.c_void_p,
+    ]),
+    "attention_backward": Signature(ctypes.c_int, [
+        ctypes.POINTER(_Problem), _i64, _i64, ctypes.c_void_p, _p64, ctypes.c_void_p, _p64,
+        ctypes.c_void_p, _p64, _p64, _p64, _p64, ctypes.c_void_p, _p64,
+    ]),
+}
+
+
 def _library():
-    return native.load("attention")  # both functions return 0, or 1: no memory
+    return build.load("attention", _SIGNATURES)
 
 
 def _array(values) -> ctypes.Array:
@@ -144,7 +172,7 @@ class _NativeAttention(torch.autograd.Function):
         out = v.new_empty(batch, q_len, heads, v.shape[3]).transpose(1, 2)  # [B, H, Lq, dv]
         lse = v.new_empty(batch, heads, q_len)
         _run(_library().attention_forward, batch, _problem(q, k, v, scale, biases),
-             native.pointer(out), _strides(out), native.pointer(lse))  # fmt: skip
+             pointer(out), _strides(out), pointer(lse))  # fmt: skip
         ctx.save_for_backward(*qkv, out, lse)
         ctx.scale, ctx.biases, ctx.pieces = scale, biases, pieces
         return out
@@ -161,9 +189,9 @@ class _NativeAttention(torch.autograd.Function):
         grad_v = torch.empty_like(v)
         _run(
             _library().attention_backward, v.shape[0], _problem(q, k, v, ctx.scale, ctx.biases),
-            native.pointer(out), _strides(out), native.pointer(grad_out), _strides(grad_out),
-            native.pointer(lse), _addresses(grad_q),
+            pointer(out), _strides(out), pointer(grad_out), _strides(grad_out),
+            pointer(lse), _addresses(grad_q),
             _strides(*grad_q), _addresses(grad_k), _strides(*grad_k),
-            native.pointer(grad_v), _strides(grad_v),
+            pointer(grad_v), _strides(grad_v),
         )  # fmt: skip
         return (None, None, None, *grad_q, *grad_k, grad_v)
