@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     write_panel(path, make_panel(args.series, args.length, args.length))
     write_s = time.perf_counter() - t0
     cfg = compose_config(["experiment=panel_example", f"data.path={path}"])
-    plain = OmegaConf.to_container(cfg, resolve=True)
+    plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     t0 = time.perf_counter()
     data = panel_data(plain["data"], torch.device("cpu"))
     load_s = time.perf_counter() - t0

@@ -81,7 +81,7 @@ def reference_model(size: dict):
             self.in_len, self.out_len, self.label = size["in_len"], size["out_len"], size["label"]
             self.src_embed, self.tgt_embed = nn.Linear(1, d), nn.Linear(1, d)
             self.placeholder = nn.Parameter(torch.randn(d) * 0.02)
-            self.encoding = SinusoidalEncoding(d, max_len=size["in_len"] + size["out_len"])
+            self.encoding = SinusoidalEncoding(d, size["in_len"] + size["out_len"], dropout=0.0)
             self.transformer = nn.Transformer(
                 d, size["heads"], size["enc"], size["dec"], 4 * d, dropout=0.0,
                 activation="gelu", batch_first=True, norm_first=True,
@@ -141,7 +141,7 @@ def run_case(size_name: str, case: str, steps: int, warmup: int) -> dict:
     size = SIZES[size_name]
     model_name, options = CASES[case]
     cfg = compose_config(overrides(size, model_name, options))
-    plain = OmegaConf.to_container(cfg, resolve=True)
+    plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     batch = size["batch"]
     plain["data"].update(train_size=batch * (steps + warmup), val_size=batch, test_size=batch)
     trainer_cfg = dict(plain["trainer"], epochs=1, patience=0, log_every=1)  # per-step times

@@ -11,9 +11,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping, Sequence
 
-from .config.validate import ConfigError
 from .data.csv_series import DataError
 from .native import KernelsUnavailable
+from .options import ConfigError
 from .training.checkpoint import CheckpointError
 from .training.restore import RunError
 

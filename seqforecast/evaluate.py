@@ -23,7 +23,10 @@ from pathlib import Path
 
 from .cli_args import parse_bool, parse_key_values, run_tool
 from .config import compose_config
-from .config.validate import INTERVAL_METHODS, ConfigError, check_intervals
+from .config.check import resolved
+from .config.rules import check_intervals
+from .options import ConfigError
+from .probabilistic.conformal import INTERVAL_METHODS
 from .training.evaluation import Evaluator
 from .training.monitor import save_visuals
 from .training.report import (
@@ -43,16 +46,16 @@ DEFAULTS = {"run_dir": None, "checkpoint": "best", "device": None, "allow_change
 
 def interval_settings(run: LoadedRun, method: str | None) -> dict | None:
     """The run's `intervals` config, or with `method` another method at the run's levels and
-    quantiles (a run saved before intervals existed: the defaults); ConfigError if the run
+    quantiles (a run without intervals: the method's defaults); ConfigError if the run
     cannot have it."""
-    own = run.config.get("intervals")
+    own = run.config["intervals"]
     if method is None:
         return own
     if method not in INTERVAL_METHODS:
         raise ConfigError(f"intervals={method} is not allowed: choose one of "
                           f"{', '.join(INTERVAL_METHODS)}")  # fmt: skip
-    settings = dict(compose_config([f"intervals={method}"])["intervals"])  # the group's defaults
-    if own and own["method"] != "none":
+    settings = resolved(compose_config([f"intervals={method}"]))["intervals"]  # its defaults
+    if own["method"] != "none":
         settings.update(levels=own["levels"], quantiles=own["quantiles"])
     check_intervals(settings, run.config["data"]["name"])
     return settings
@@ -69,7 +72,7 @@ def reevaluate(run: LoadedRun, checkpoint: str, method: str | None = None,
     # The run's own thread rule: a product's sums split over another thread count round
     # differently, and evaluate reproduces the run's numbers exactly.
     n_params = sum(p.numel() for p in run.model.parameters())
-    configure_threads(run.config["trainer"].get("num_threads", "auto"), n_params)
+    configure_threads(run.config["trainer"]["num_threads"], n_params)
     evaluator = Evaluator.for_run(run.data, run.config)
     if intervals is None:
         intervals = interval_settings(run, method)

@@ -211,7 +211,7 @@ def own_levels(run: LoadedRun) -> tuple[float, ...]:
     output = getattr(run.model, "output", None)
     if output is None or not output.probabilistic:
         return ()
-    return output.own_levels(run.config.get("intervals", {}).get("quantiles", []))
+    return output.own_levels(run.config["intervals"]["quantiles"])
 
 
 def own_quantiles(run: LoadedRun, src: Tensor, batch_size: int = 1) -> list[Tensor]:

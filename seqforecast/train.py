@@ -18,16 +18,20 @@ writes to it.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import HydraException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from .cli_args import BAD_INPUT
 from .config import CONFIG_DIR, ConfigError, register_schemas, validate_config
+from .config.check import composition_error
 from .config.rundir import new_run_dir, register_resolvers, resume_target
 from .training.checkpoint import load_checkpoint
 from .training.distributed import Distributed, from_env, init_from_env, shutdown
@@ -179,9 +183,23 @@ def cli() -> None:
             sys.argv[1:] = distributed_argv(sys.argv[1:], ctx)
         else:
             check_resume_argument(sys.argv[1:])
-        main()
+        _compose_and_run(ctx)
     finally:
         shutdown(ctx)
+
+
+def _compose_and_run(ctx: Distributed) -> None:
+    """main(), with what composition refuses (a value's type or Choice, a key or group option
+    that does not exist) as one line and exit 2 like every other bad input: Hydra then lets
+    its errors through (HYDRA_FULL_ERROR) instead of printing them over several lines."""
+    os.environ.setdefault("HYDRA_FULL_ERROR", "1")
+    try:
+        main()
+    except (HydraException, OmegaConfBaseException) as err:
+        fail(composition_error(err), 2, ctx)
+    except JobFailed as err:  # a sweep's failed job, recorded in its summary.json
+        fail(f"a sweep job failed: {err} (every job's status: summary.json in the sweep dir)",
+             2, ctx)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,34 @@ def run_cli(args, cwd, module="seqforecast.train", check=True):
     return proc
 
 
+def run_cli_in_process(args, cwd, module="seqforecast.train"):
+    """The training CLI's entry point in this process, as `run_cli(..., check=False)` runs it
+    in a subprocess (argv in, exit code and both streams out), without an interpreter's start:
+    for the tables of bad input, which each end before training starts."""
+    import contextlib
+    import io
+
+    from seqforecast import train
+
+    assert module == "seqforecast.train"
+    out, err = io.StringIO(), io.StringIO()
+    argv, before, env = sys.argv, os.getcwd(), dict(os.environ)
+    sys.argv = [module, *args]
+    code = 0
+    try:
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            train.cli()
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    finally:
+        sys.argv = argv
+        os.chdir(before)
+        os.environ.clear()
+        os.environ.update(env)  # the CLI sets HYDRA_FULL_ERROR for itself
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
 def run_script(name, *args, cwd):
     """Run scripts/<name> with `args` in `cwd`; assert it exits 0 and return its stdout."""
     proc = subprocess.run(

@@ -4,7 +4,6 @@
 import json
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -12,7 +11,7 @@ import pytest
 
 from seqforecast.data.windows import forecast_starts
 
-from .cli_helpers import REPO, TINY, run_cli
+from .cli_helpers import REPO, TINY, run_cli, run_cli_in_process
 
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 
@@ -272,10 +271,11 @@ def bad_file_runs(tmp_path_factory):
         if text is not None:
             path.write_text(text + "\n")
         args = [*CSV_ARGS, f"data.path={path}", *extra, f"hydra.run.dir={base / f'run{index}'}"]
-        return name, run_cli(args, base, check=False)
+        return name, run_cli_in_process(args, base)
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        return dict(pool.map(one, enumerate(BAD_FILES.items())))
+    # In this process, one after another (each stops before training; the CLI's start and
+    # exit in a subprocess are the other tests' here).
+    return dict(map(one, enumerate(BAD_FILES.items())))
 
 
 @pytest.mark.parametrize("name", list(BAD_FILES))

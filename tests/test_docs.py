@@ -5,6 +5,7 @@ the attention study's table on the published PatchTST and the speed tables are t
 they were printed from."""
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -16,7 +17,6 @@ import pytest
 
 from seqforecast import compare, evaluate, predict
 from seqforecast.config import compose_config, validate_config
-from seqforecast.config.upgrade import upgrade_config
 
 from .cli_helpers import REPO, load_script
 from .test_longhorizon import _bench
@@ -142,9 +142,7 @@ def test_the_pages_hold_training_commands():
 def test_every_training_command_composes_and_validates(page, command, module, args):
     assert module == "seqforecast.train", command
     for overrides in sweep_choices(args):
-        cfg = compose_config(overrides)
-        upgrade_config(cfg)
-        validate_config(cfg)
+        validate_config(compose_config(overrides))
 
 
 TOOLS = runnable(tuple(PARSERS))
@@ -290,3 +288,89 @@ def test_the_speed_tables_are_their_reports():
     for rows, page in ((epoch_rows, patchtst), (epoch_rows, longhorizon),
                        (kernel_rows, patchtst)):  # fmt: skip
         assert "\n".join(rows) in page
+
+
+# ---------------------------------------------------------------- extending.md
+
+
+def _fenced(page: Path, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", page.read_text(), re.DOTALL)
+
+
+@pytest.mark.slow
+def test_the_backend_in_extending_md_registers_and_trains_as_a_plugin(tmp_path):
+    """extending.md's module and YAML, as a package of one's own would ship them (an entry
+    point, a --config-dir): the backend composes, trains for an epoch, and refuses a bad
+    value in one line."""
+    page = REPO / "docs" / "extending.md"
+    (module,), (yaml,) = _fenced(page, "python"), _fenced(page, "yaml")
+    assert len(module.strip().splitlines()) <= 50
+    (tmp_path / "cosine_attention.py").write_text(module)
+    info = tmp_path / "seqforecast_cosine-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: seqforecast-cosine\nVersion: 0\n")
+    (info / "entry_points.txt").write_text("[seqforecast.attention]\ncosine = cosine_attention\n")
+    (tmp_path / "my_configs" / "attention").mkdir(parents=True)
+    (tmp_path / "my_configs" / "attention" / "cosine.yaml").write_text(yaml)
+    env = dict(os.environ, PYTHONPATH=f"{REPO}{os.pathsep}{tmp_path}")
+    env.pop("HYDRA_FULL_ERROR", None)
+    train = [sys.executable, "-m", "seqforecast.train", "--config-dir", "my_configs",
+             "experiment=quick", "attention=cosine", "epochs=1", "log.figures=false"]
+    subprocess.run([*train, "attention.temperature=5", "hydra.run.dir=run"], cwd=tmp_path,
+                   env=env, check=True, capture_output=True, text=True)
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["run"]["epochs_run"] == 1 and metrics["test"]["model"]["mse"] > 0
+    bad = subprocess.run([*train, "attention.temperature=-1", "hydra.run.dir=bad"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert "attention.temperature=-1.0 is not allowed: must be > 0" in bad.stderr
+
+
+# ---------------------------------------------------------------- defaults on the pages
+
+
+def _shown(value) -> str:
+    """A default as the pages write it (YAML's words for true, false and null)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return "null" if value is None else str(value)
+
+
+def _page_defaults(text: str) -> list[tuple[str, str]]:
+    """(key, default) of every row of the `| key | default | what |` table: keys and defaults
+    listed in the same order, a default's note in brackets left out."""
+    text = text[text.index("| key | default | what |"):]
+    text = text[: text.index("\n\n")]
+    pairs = []
+    for keys, defaults in re.findall(r"^\| ((?:`[\w.]+`(?:, )?)+) \| ([^|]+) \|", text, re.M):
+        names = re.findall(r"`([\w.]+)`", keys)
+        values = [v.strip().strip("`").split(" (")[0] for v in defaults.split(", ")]
+        assert len(names) == len(values), (keys, defaults)
+        pairs += list(zip(names, values, strict=True))
+    return pairs
+
+
+def test_the_defaults_the_pages_list_are_the_schemas():
+    """configuration.md's table of keys and attention.md's diff options repeat defaults for
+    the reader; the schema is their one home, and this holds the pages to it."""
+    config = (REPO / "docs" / "configuration.md").read_text()
+    pairs = _page_defaults(config)
+    assert len(pairs) > 30
+    default = compose_config()
+    # where the table names a model=patchtst or embedding=patch key, that option's default
+    option = {"model": compose_config(["model=patchtst"]),
+              "embedding": compose_config(["embedding=patch"])}
+    for key, shown in pairs:
+        group, _, name = key.partition(".")
+        cfg = default if name in default[group] and group != "embedding" else option[group]
+        if group == "model" and name in ("head_dropout", "res_attention", "attention_dropout",
+                                         "attention_init", "official_weights"):
+            cfg = option["model"]
+        expected = _shown(cfg[group][name] if name else cfg[group])
+        assert shown == expected, f"{key}: the page says {shown}, the schema {expected}"
+    diff = (REPO / "docs" / "attention.md").read_text()
+    composed = compose_config(["attention=diff"]).attention
+    listed = re.findall(r"^- `(\w+)` \[`?([\w.]+)`?\]", diff, re.M)
+    assert len(listed) >= 6
+    for key, shown in listed:  # written as Python writes them there: True, None
+        assert shown == str(composed[key]), f"{key}: the page says {shown}"

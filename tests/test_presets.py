@@ -7,8 +7,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from seqforecast.config import compose_config
-from seqforecast.config.validate import validate_config
+from seqforecast.config import compose_config, validate_config
 from seqforecast.data import build_data
 from seqforecast.model import build_model
 from seqforecast.training import train_model

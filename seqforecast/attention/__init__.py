@@ -6,12 +6,21 @@ out, weights = attn(query, key_value, causal=True, key_padding_mask=None, need_w
 # out [B, Lq, E]; weights [B, H, Lq, Lk] or None
 """
 
-# Importing the backend modules registers them.
-from . import diff, einsum, vanilla  # noqa: F401
-from .diff import DifferentialAttention
+import importlib
+import pkgutil
+from importlib.metadata import entry_points
+
+from .base import AttentionOptions
+from .diff import DifferentialAttention, DiffOptions
 from .einsum import EinsumAttention
 from .position import AttentionPosition, RelativePositionTerms, RotaryEmbedding
-from .registry import attention_options, available_attention, build_attention, register_attention
+from .registry import (
+    attention_context,
+    attention_schema,
+    available_attention,
+    build_attention,
+    register_attention,
+)
 from .residual import ResidualScores, carries_residual
 from .vanilla import VanillaAttention
 
@@ -23,9 +32,20 @@ __all__ = [
     "RelativePositionTerms",
     "ResidualScores",
     "VanillaAttention",
-    "attention_options",
+    "AttentionOptions",
+    "DiffOptions",
+    "attention_context",
+    "attention_schema",
     "available_attention",
     "build_attention",
     "carries_residual",
     "register_attention",
 ]
+
+# Importing a backend's module registers it: every module of this folder (a new backend is its
+# module and its YAML, nothing else), then those other packages declare under the entry-point
+# group `seqforecast.attention` (docs/extending.md).
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
+for _plugin in entry_points(group="seqforecast.attention"):
+    _plugin.load()

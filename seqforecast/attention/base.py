@@ -16,13 +16,25 @@ seqforecast/native sets the C kernel for short sequences) and the call needs not
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
-from ._common import ShapeCache, check_dropout, check_inputs, combine_masks, fused_attention
+from ..options import option, probability
+from ._common import ShapeCache, check_inputs, combine_masks, fused_attention
 from .position import AttentionPosition, relative_geometry
 from .residual import ResidualScores
+
+
+@dataclass
+class AttentionOptions:
+    """What every backend takes (`attention=vanilla|einsum`); a backend with more subclasses
+    it. `name` is the backend's (the config group's option); build_attention sets it."""
+
+    name: str = ""
+    dropout: float = option(0.0, probability)  # on the attention weights, in training
+    bias: bool = True  # in the q, k, v and output projections
 
 
 class ProjectedAttention(nn.Module):
@@ -30,17 +42,16 @@ class ProjectedAttention(nn.Module):
         self,
         d_model: int,
         n_heads: int,
-        dropout: float = 0.0,
-        bias: bool = True,
+        options: AttentionOptions,
         position: AttentionPosition | None = None,
     ):
         super().__init__()
-        check_dropout(dropout)
+        bias = options.bias
         self.d_model = d_model
         self.n_heads = n_heads
         self.head_dim = d_model // n_heads
         self.scale = 1.0 / math.sqrt(self.head_dim)
-        self.dropout = dropout
+        self.dropout = options.dropout
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
         self.k_proj = nn.Linear(d_model, d_model, bias=bias)
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)

@@ -5,7 +5,7 @@ Per head h, q and k are projected to two halves (q1, k1) and (q2, k2) of width w
     weights = softmax(q1 k1^T / sqrt(w)) - lambda * softmax(q2 k2^T / sqrt(w))
     out     = head_norm(weights @ v_h) * (1 - lambda_init)
 
-with v_h of width d_model / n_heads. Options (each a config value):
+with v_h of width d_model / n_heads. Options (`DiffOptions`, each a config value):
 - head_layout: "paper" (default, the paper and its official code): w = d_model / (2 n_heads),
   the q and k projections d_model -> d_model, so a layer has the projection weights and the
   attention FLOPs of a standard one; the 2 n_heads half-heads pair up as (2h, 2h + 1). "wide":
@@ -37,27 +37,49 @@ and keys on the time axis (position.py); masks and block windows read the sequen
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..options import choice, count, option
 from . import block_local
-from ._common import (
-    ShapeCache,
-    check_dropout,
-    check_inputs,
-    combine_masks,
-    fused_attention,
-    masked_softmax_,
-)
-from .position import AttentionPosition, RelativePositionTerms, relative_geometry
+from ._common import ShapeCache, check_inputs, combine_masks, fused_attention, masked_softmax_
+from .base import AttentionOptions
+from .position import AttentionPosition, DecayForm, RelativePositionTerms, relative_geometry
 from .registry import register_attention
 from .residual import ResidualScores
 
-LAMBDA_MODES = ("scalar", "reparam")
-HEAD_LAYOUTS = ("paper", "wide")
+LambdaMode = choice("LambdaMode", ("scalar", "reparam"))
+HeadLayout = choice("HeadLayout", ("paper", "wide"))
+
+
+@dataclass
+class DiffOptions(AttentionOptions):
+    """`attention=diff`: the options above."""
+
+    bias: bool = False
+    block_size: int = option(0, count)  # 0 = full; else query block [i, i+bs) sees keys
+    # [i-bs, i+2bs); the `block_size` shorthand at the config's root sets it
+    head_layout: HeadLayout = HeadLayout.paper  # paper: each q/k half d_model/(2 n_heads)
+    # wide, vanilla's size | wide: each half d_model/n_heads wide (1.5x the projection weights)
+    lambda_mode: LambdaMode = LambdaMode.reparam  # reparam (paper) | scalar (one scalar)
+    lambda_init: float | None = None  # None = 0.8 - 0.6 * exp(-0.3 * (layer - 1))
+    head_norm: bool = True  # per-head RMSNorm scaled by (1 - lambda_init)
+    talking_heads: bool = False  # head mixing before and after the softmax
+    distance_decay: bool = False  # diff's own position terms (pos_encoding=relative: all)
+    past_bias: bool = False  # scores - b for past keys
+    decay_form: DecayForm = DecayForm.alibi  # alibi: scores - m_h|i-j|, m_h >= 0 per head |
+    # reciprocal: scores / (1 + a|i-j|)
+
+    def conflicts(self, d_model: int, n_heads: int) -> str | None:
+        """Why these options cannot build at this size, or None."""
+        if self.head_layout == "paper" and (d_model // n_heads) % 2:
+            return (f"the paper layout halves each head's q/k, and d_model/n_heads = "
+                    f"{d_model}/{n_heads} = {d_model // n_heads} is odd")
+        return None
 
 
 def default_lambda_init(layer: int) -> float:
@@ -78,78 +100,60 @@ def _mix_heads(x: Tensor, mixing: Tensor) -> Tensor:
     return torch.einsum("gh,bh...->bg...", mixing, x)
 
 
-@register_attention("diff")
+@register_attention("diff", DiffOptions)
 class DifferentialAttention(nn.Module):
     def __init__(
         self,
         d_model: int,
         n_heads: int,
-        dropout: float = 0.0,
-        bias: bool = False,
-        block_size: int = 0,
+        options: DiffOptions,
         cross_attention: bool = False,
-        lambda_mode: str = "reparam",
-        lambda_init: float | None = None,
         layer: int = 1,
-        head_norm: bool = True,
-        talking_heads: bool = False,
-        distance_decay: bool = False,
-        past_bias: bool = False,
-        decay_form: str = "alibi",
-        head_layout: str = "paper",
         position: AttentionPosition | None = None,
     ):
+        """`layer`: the 1-based depth within its stack (for lambda_init's schedule);
+        `cross_attention`: whether the layer attends to another sequence (no block windows)."""
         super().__init__()
-        if lambda_mode not in LAMBDA_MODES:
-            raise ValueError(f"lambda_mode={lambda_mode!r}; allowed: {', '.join(LAMBDA_MODES)}")
-        if head_layout not in HEAD_LAYOUTS:
-            raise ValueError(f"head_layout={head_layout!r}; allowed: {', '.join(HEAD_LAYOUTS)}")
-        if head_layout == "paper" and (d_model // n_heads) % 2:
-            raise ValueError(
-                f"head_layout='paper' splits each head's q/k in two: d_model / n_heads = "
-                f"{d_model // n_heads} must be even"
-            )
-        if not isinstance(block_size, int) or block_size < 0:
-            raise ValueError(f"block_size={block_size!r} must be an integer >= 0 (0 = full)")
-        if not isinstance(layer, int) or layer < 1:
-            raise ValueError(f"layer={layer!r} must be an integer >= 1 (counted from 1)")
-        check_dropout(dropout)
         self.d_model = d_model
         self.n_heads = n_heads
-        self.head_layout = head_layout
+        self.head_layout = options.head_layout
         self.head_dim = d_model // n_heads  # v and the output, per head
         # Width of each q/k half: the paper halves the head; the wide layout gives each a head.
-        self.half_dim = self.head_dim // 2 if head_layout == "paper" else self.head_dim
+        self.half_dim = self.head_dim // 2 if self.head_layout == "paper" else self.head_dim
         self.scale = 1.0 / math.sqrt(self.half_dim)
-        self.dropout = dropout
-        self.block_size = block_size
+        self.dropout = options.dropout
+        self.block_size = options.block_size
         self.cross_attention = cross_attention
-        self.lambda_mode = lambda_mode
+        self.lambda_mode = options.lambda_mode
+        lambda_init = options.lambda_init
         self.lambda_init = default_lambda_init(layer) if lambda_init is None else float(lambda_init)
 
         # q and k carry two halves per head: [E] -> [H, 2, half_dim].
         qk_width = 2 * n_heads * self.half_dim  # paper: d_model; wide: 2 d_model
+        bias = options.bias
         self.q_proj = nn.Linear(d_model, qk_width, bias=bias)
         self.k_proj = nn.Linear(d_model, qk_width, bias=bias)
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
-        if lambda_mode == "scalar":
+        if self.lambda_mode == "scalar":
             self.lambda_scalar = nn.Parameter(torch.tensor(self.lambda_init))
         else:
             self.lambda_q1, self.lambda_k1, self.lambda_q2, self.lambda_k2 = (
                 nn.Parameter(torch.randn(self.half_dim) * 0.1) for _ in range(4)
             )
-        self.head_norm = nn.RMSNorm(self.head_dim, eps=1e-5) if head_norm else None
-        if talking_heads:
+        self.head_norm = nn.RMSNorm(self.head_dim, eps=1e-5) if options.head_norm else None
+        if options.talking_heads:
             self.talk_before = nn.Parameter(torch.eye(n_heads))
             self.talk_after = nn.Parameter(torch.eye(n_heads))
         else:
             self.talk_before = self.talk_after = None
-        if (distance_decay or past_bias) and position is not None:
+        own_terms = options.distance_decay or options.past_bias
+        if own_terms and position is not None:
             raise ValueError("give either distance_decay/past_bias or position, not both")
-        if distance_decay or past_bias:
-            position = RelativePositionTerms(distance_decay, past_bias, decay_form, n_heads)
+        if own_terms:
+            position = RelativePositionTerms(options.distance_decay, options.past_bias,
+                                             options.decay_form, n_heads)
         self.position = position
         # Residual attention's halves ([B, 2H, L, w]) and v, windows and causality as a dense
         # mask: a fast kernel set once when the model is built (seqforecast/native), or None.

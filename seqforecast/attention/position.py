@@ -20,9 +20,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from ..options import choice
 from ._common import ShapeCache
 
-DECAY_FORMS = ("alibi", "reciprocal")
+DecayForm = choice("DecayForm", ("alibi", "reciprocal"))
 
 
 class AttentionPosition(nn.Module):
@@ -65,18 +66,18 @@ class RelativePositionTerms(AttentionPosition):
 
     def __init__(
         self,
-        distance_decay: bool = True,
-        past_bias: bool = True,
-        decay_form: str = "alibi",
-        n_heads: int = 1,
+        distance_decay: bool,
+        past_bias: bool,
+        decay_form: str,
+        n_heads: int,
         decay_init: float = 0.1,
         bias_init: float = 1.0,
     ):
+        """The options are pos_encoding=relative's (or diff's own terms): their defaults are
+        the config's (config/schema.py)."""
         super().__init__()
         if not (distance_decay or past_bias):
             raise ValueError("RelativePositionTerms needs distance_decay or past_bias")
-        if decay_form not in DECAY_FORMS:
-            raise ValueError(f"decay_form={decay_form!r}; allowed: {', '.join(DECAY_FORMS)}")
         self.decay_form = decay_form
         self.slope_raw = self.decay = None
         if distance_decay and decay_form == "alibi":
@@ -119,12 +120,11 @@ class RotaryEmbedding(AttentionPosition):
     chunk's (a backend's per-head q/k width); it must be even. No parameters.
     """
 
-    def __init__(self, head_dim: int | None = None, base: float = 10000.0):
+    def __init__(self, head_dim: int | None = None, *, base: float):
+        """`base`: pos_encoding=rope's (its default is the config's, config/schema.py)."""
         super().__init__()
         if head_dim is not None and head_dim % 2:
             raise ValueError(f"rope needs an even head_dim, got {head_dim}")
-        if base <= 1.0:
-            raise ValueError(f"rope base={base!r} must be > 1")
         self.head_dim = head_dim
         self.base = float(base)
         self._tables = ShapeCache()

@@ -1,21 +1,39 @@
-"""Name -> attention backend class, and the one builder every caller goes through."""
+"""Name -> attention backend (its class and its options), and the one builder every caller uses.
+
+A backend registers with the dataclass of its options (their types, defaults and checks: the
+options' one home, which the config's `attention=<name>` node is too) and is constructed as
+`cls(d_model, n_heads, options, **context)`, the context being what the model tells each layer
+(`layer`, `cross_attention`, `position`) where the class takes it.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+from typing import NamedTuple
 
 from torch import nn
 
-_BACKENDS: dict[str, type[nn.Module]] = {}
+from ..options import ConfigError, check_options
+
+CONTEXT = ("layer", "cross_attention", "position")
 
 
-def register_attention(name: str):
-    """Class decorator: make a backend buildable by `name`."""
+class Backend(NamedTuple):
+    cls: type[nn.Module]
+    options: type  # a dataclass (base.AttentionOptions or a subclass)
+
+
+_BACKENDS: dict[str, Backend] = {}
+
+
+def register_attention(name: str, options: type):
+    """Class decorator: make a backend buildable by `name`, with `options` (a dataclass)."""
 
     def decorate(cls: type[nn.Module]) -> type[nn.Module]:
         if name in _BACKENDS:
             raise ValueError(f"attention backend {name!r} is registered twice")
-        _BACKENDS[name] = cls
+        _BACKENDS[name] = Backend(cls, options)
         return cls
 
     return decorate
@@ -26,25 +44,36 @@ def available_attention() -> list[str]:
     return sorted(_BACKENDS)
 
 
-def attention_options(name: str) -> list[str]:
-    """The keyword options backend `name` accepts besides d_model and n_heads."""
-    cls = _lookup(name)
-    params = inspect.signature(cls.__init__).parameters
-    return [p for p in params if p not in ("self", "d_model", "n_heads")]
+def attention_schema(name: str) -> type:
+    """The dataclass of backend `name`'s options."""
+    return _lookup(name).options
+
+
+def attention_context(name: str) -> list[str]:
+    """The context values (CONTEXT) backend `name` takes."""
+    params = inspect.signature(_lookup(name).cls.__init__).parameters
+    return [p for p in CONTEXT if p in params]
 
 
 def build_attention(name: str, d_model: int, n_heads: int, **options) -> nn.Module:
-    """Build backend `name`. Unknown names and options raise ValueError naming what is allowed."""
-    cls = _lookup(name)
-    allowed = attention_options(name)
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise ValueError(
-            f"attention {name!r} has no option(s) {', '.join(unknown)}; "
-            f"allowed: {', '.join(allowed)}"
-        )
+    """Build backend `name` with its options (and context) as keywords, the rest at their
+    defaults. Unknown names or options, and values their checks refuse, raise ValueError
+    (ConfigError) in one line naming what is allowed."""
+    backend = _lookup(name)
     check_heads(d_model, n_heads)
-    return cls(d_model, n_heads, **options)
+    context = {k: options.pop(k) for k in attention_context(name) if k in options}
+    fields = [f.name for f in dataclasses.fields(backend.options) if f.name != "name"]
+    unknown = sorted(set(options) - set(fields) - {"name"})
+    if unknown:
+        raise ValueError(f"attention {name!r} has no option(s) {', '.join(unknown)}; "
+                         f"allowed: {', '.join([*fields, *attention_context(name)])}")
+    options.pop("name", None)
+    chosen = backend.options(name=name, **options)
+    check_options(backend.options, dataclasses.asdict(chosen))
+    why = chosen.conflicts(d_model, n_heads) if hasattr(chosen, "conflicts") else None
+    if why:
+        raise ConfigError(f"attention {name!r}: {why}")
+    return backend.cls(d_model, n_heads, chosen, **context)
 
 
 def check_heads(d_model: int, n_heads: int) -> None:
@@ -54,7 +83,7 @@ def check_heads(d_model: int, n_heads: int) -> None:
         raise ValueError(f"d_model={d_model!r} must be a positive multiple of n_heads={n_heads}")
 
 
-def _lookup(name: str) -> type[nn.Module]:
+def _lookup(name: str) -> Backend:
     try:
         return _BACKENDS[name]
     except KeyError:

@@ -7,11 +7,11 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ._common import masked_softmax_
-from .base import ProjectedAttention
+from .base import AttentionOptions, ProjectedAttention
 from .registry import register_attention
 
 
-@register_attention("vanilla")
+@register_attention("vanilla", AttentionOptions)
 class VanillaAttention(ProjectedAttention):
     def _attend(
         self, q, k, v, blocked, rows_may_be_empty, dropout, starts=(0, 0)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from ..config.validate import ConfigError
+from ..options import ConfigError
 from ..training.restore import RunError, saved_config
 from ..training.status import read_status
 

@@ -1,14 +1,20 @@
-"""Config schemas (types, for Hydra) and semantic validation (values)."""
+"""The training config: every option's schema (schema.py), the rules between options
+(rules.py), checking (check.py), saved runs' migrations (migrations.py), composing from Python
+(compose.py) and where runs go (rundir.py)."""
 
+from ..options import ConfigError
+from .check import validate_config
 from .compose import CONFIG_DIR, compose_config
-from .schema import TrainConfig, register_schemas
-from .validate import ConfigError, validate_config
+from .migrations import migrate
+from .schema import CONFIG_VERSION, TrainConfig, register_schemas
 
 __all__ = [
     "CONFIG_DIR",
+    "CONFIG_VERSION",
     "ConfigError",
     "TrainConfig",
     "compose_config",
+    "migrate",
     "register_schemas",
     "validate_config",
 ]

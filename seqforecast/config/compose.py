@@ -6,8 +6,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
 from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
 
+from ..options import ConfigError
+from .check import composition_error
 from .schema import register_schemas
 
 # The configs travel inside the package (seqforecast/configs links to the top-level configs/,
@@ -16,7 +20,11 @@ CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 
 
 def compose_config(overrides: Sequence[str] = (), config_name: str = "train") -> DictConfig:
-    """The composed config for `overrides` (e.g. ["attention=diff", "block_size=16"])."""
+    """The composed config for `overrides` (e.g. ["attention=diff", "block_size=16"]); a value
+    or key composition refuses is a ConfigError in one line."""
     register_schemas()
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        return compose(config_name, overrides=list(overrides))
+        try:
+            return compose(config_name, overrides=list(overrides))
+        except (HydraException, OmegaConfBaseException) as err:
+            raise ConfigError(composition_error(err)) from None

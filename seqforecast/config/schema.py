@@ -1,9 +1,15 @@
-"""Structured-config schemas: the type of every config value, registered with Hydra.
+"""Every option of the training config, each defined once: its type, its default, its check
+and what it does. An attention backend's options live in its own module (attention/diff.py's
+DiffOptions), registered with it; every other group's are here.
 
-The YAML files under configs/ hold the values; these dataclasses hold the types. Merging the
-two makes a wrong type or an unknown key Hydra's one-line error naming the key. Groups whose
-options differ in their keys (attention, pos_encoding, model, data) have one schema per option,
-stored as `schema/<group>/<option>` and pulled in by each option's YAML defaults list.
+A field with a fixed set of values is a Choice (seqforecast/options.py) made from the names the
+implementing module lists (e.g. model/layers.py's NORMS), so composition refuses any other
+value; a range is the field's Check, run by `validate_config`; rules between fields are in
+rules.py. The YAML files under configs/ hold no defaults: an option file names its option and
+sets what makes it that option (ffn/glu.yaml: a gated sigmoid), the shorthands' interpolations
+and a preset's recipe. Groups whose options differ in their keys (attention, pos_encoding,
+model, data, loss) have one schema per option, stored as `schema/<group>/<option>` and pulled in
+by each option's YAML defaults list.
 """
 
 from __future__ import annotations
@@ -14,232 +20,328 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
-# ---------------------------------------------------------------- attention
+from ..attention import DiffOptions, attention_schema, available_attention
+from ..attention.position import DecayForm
+from ..data import CHANNELS
+from ..data.gaps import FILLS
+from ..data.scaling import SCALERS
+from ..data.windows import PROTOCOLS
+from ..model.builder import ATTENTION_INITS, MODELS
+from ..model.embedding import EMBEDDINGS, PADDINGS
+from ..model.ffn import ACTIVATIONS
+from ..model.layers import NORMS
+from ..model.linear_path import LINEAR_INITS, LINEAR_PATH_INPUTS, LINEAR_PATHS
+from ..model.normalization import INSTANCE_NORMS
+from ..model.positional import LEARNED_INITS
+from ..model.transformer import DECODING
+from ..native import KERNELS
+from ..options import (
+    Check,
+    above,
+    at_least,
+    choice,
+    count,
+    option,
+    positive,
+    probability,
+    within,
+)
+from ..probabilistic.conformal import INTERVAL_METHODS
+from ..training.distributed import STRATEGIES
+from ..training.loop import OPTIMIZERS, PRECISIONS, SELECT_ON
+from ..training.schedule import SCHEDULES
 
+# A saved run's config is read through the migrations up to this version (migrations.py).
+CONFIG_VERSION = 1
 
-@dataclass
-class AttentionConfig:  # vanilla, einsum: what every backend takes
-    name: str = MISSING
-    dropout: float = MISSING
-    bias: bool = MISSING
+Model = choice("Model", MODELS)
+Norm = choice("Norm", NORMS)
+InstanceNorm = choice("InstanceNorm", INSTANCE_NORMS)
+LinearPath = choice("LinearPath", LINEAR_PATHS)
+LinearPathInput = choice("LinearPathInput", LINEAR_PATH_INPUTS)
+LinearInit = choice("LinearInit", LINEAR_INITS)
+Channels = choice("Channels", CHANNELS)
+Decoding = choice("Decoding", DECODING)
+AttentionInit = choice("AttentionInit", ATTENTION_INITS)
+Activation = choice("Activation", ACTIVATIONS)
+Embedding = choice("Embedding", EMBEDDINGS)
+Padding = choice("Padding", PADDINGS)
+LearnedInit = choice("LearnedInit", LEARNED_INITS)
+Protocol = choice("Protocol", PROTOCOLS)
+Scale = choice("Scale", SCALERS)
+Fill = choice("Fill", FILLS)
+Optimizer = choice("Optimizer", OPTIMIZERS)
+Schedule = choice("Schedule", SCHEDULES)
+SelectOn = choice("SelectOn", SELECT_ON)
+Strategy = choice("Strategy", STRATEGIES)
+Precision = choice("Precision", PRECISIONS)
+Kernels = choice("Kernels", KERNELS)
+IntervalMethod = choice("IntervalMethod", INTERVAL_METHODS)
 
+# The quantile levels a run scores (pinball, CRPS) and a quantile loss forecasts by default.
+QUANTILES = [0.025, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.975]
 
-@dataclass
-class DiffAttentionConfig(AttentionConfig):
-    block_size: int = MISSING
-    lambda_mode: str = MISSING
-    lambda_init: float | None = None
-    head_norm: bool = MISSING
-    talking_heads: bool = MISSING
-    distance_decay: bool = MISSING
-    past_bias: bool = MISSING
-    decay_form: str = MISSING
-    head_layout: str = MISSING
+device_name = Check(lambda v: v in ("auto", "cpu", "mps") or v == "cuda" or (
+    v.startswith("cuda:") and v[5:].isdigit()), "choose one of auto, cpu, cuda, cuda:N, mps")
+threads = Check(lambda v: v == "auto" or (isinstance(v, int) and not isinstance(v, bool)
+                                          and v >= 0),
+                "auto, 0 (torch's default) or a thread count")
+low_high = Check(lambda v: len(v) == 2 and v[0] <= v[1], "must be [low, high] with low <= high")
+blocks = Check(lambda v: v == 0 or v >= 3,
+               "0 (off) or at least 3 blocks (a paired interval needs a few)")
+column = Check(lambda v: bool(str(v).strip()), "a column name")
 
 
 # ---------------------------------------------------------------- positional encodings
 
 
 @dataclass
-class AddedEncodingConfig:  # sinusoidal, learned
-    name: str = MISSING
-    max_len: int = MISSING
-    dropout: float = MISSING
+class NoEncodingConfig:  # pos_encoding=none: no positional information (attention is then
+    # permutation-equivariant)
+    name: str = "none"
+    dropout: float = option(0.0, probability)  # on the embeddings, after the encoding
 
 
 @dataclass
-class LearnedEncodingConfig(AddedEncodingConfig):
-    init: str = MISSING
+class SinusoidalEncodingConfig(NoEncodingConfig):  # sine/cosine table added to the embeddings
+    name: str = "sinusoidal"
+    max_len: int = option(5000, positive)  # positions the table holds
 
 
 @dataclass
-class NoEncodingConfig:
-    name: str = MISSING
-    dropout: float = MISSING
+class LearnedEncodingConfig(SinusoidalEncodingConfig):  # one trained vector per position
+    name: str = "learned"
+    max_len: int = option(512, positive)
+    init: LearnedInit = LearnedInit.normal  # normal: N(0, 0.02^2) | uniform: U(-0.02, 0.02)
+    # (the published PatchTST's: pos_encoding=learned_uniform)
 
 
 @dataclass
-class RelativeEncodingConfig(NoEncodingConfig):
-    distance_decay: bool = MISSING
-    decay_form: str = MISSING
-    past_bias: bool = MISSING
+class RelativeEncodingConfig(NoEncodingConfig):  # terms inside every attention, on one axis
+    name: str = "relative"
+    distance_decay: bool = True  # see decay_form
+    decay_form: DecayForm = DecayForm.alibi  # alibi: scores - m_h |i-j|, a learnable slope
+    # m_h >= 0 per head (from ALiBi's 2^(-8h/H)): a farther key never gains weight.
+    # reciprocal: scores / (1 + a|i-j|), which for a negative score raises distant keys
+    past_bias: bool = True  # scores - b where the key is before the query, b learnable (1)
 
 
 @dataclass
-class RopeEncodingConfig(NoEncodingConfig):
-    base: float = MISSING
+class RopeEncodingConfig(NoEncodingConfig):  # rotary embeddings on every attention's q and k
+    name: str = "rope"
+    base: float = option(10000.0, above(1))
+
+
+# ---------------------------------------------------------------- the other model parts
+
+
+@dataclass
+class FFNConfig:  # position-wise feed-forward (model/ffn.py): ffn=relu|gelu|glu|geglu|swiglu
+    activation: Activation = Activation.relu
+    gated: bool = False  # true: act(up(x)) * gate(x)
+    d_ff: int | None = option(None, positive)  # None = 4 * d_model
+    bias: bool = True
+    bias_gate: bool = True
+    dropout: float = option(0.0, probability)  # on the hidden layer
+
+
+@dataclass
+class EmbeddingConfig:  # tokens (model/embedding.py): point (one per step) | patch
+    name: Embedding = Embedding.point
+    patch_len: int = option(16, positive)  # patch: steps a patch spans
+    stride: int = option(8, positive)  # patch: steps between patches; the decoder's tokens
+    # are chunks of stride steps (model.label_len a multiple of stride)
+    padding: Padding = Padding.start  # start: the first value repeated so the last patch
+    # ends at in_len | end: the last value repeated stride times after it (PatchTST's)
+
+
+@dataclass
+class SharedModelConfig:  # what every forecaster takes (model/forecaster.py)
+    name: Model = MISSING
+    d_model: int = option(MISSING, positive)  # ${d_model}: the root's shorthand
+    n_heads: int = option(MISSING, positive)
+    encoder_layers: int = option(2, positive)
+    norm_first: bool = True  # pre-norm (true) or post-norm (false) residual blocks
+    norm: Norm = Norm.layer  # layer (LayerNorm) | batch (BatchNorm over the batch's tokens)
+    dropout: float = option(0.0, probability)  # on the residual branches
+    instance_norm: InstanceNorm = InstanceNorm.last  # last: subtract the window's last value,
+    # add it back | revin | none
+    revin_affine: bool = True  # revin: a learned per-channel affine after the standardisation
+    linear_path: LinearPath = LinearPath.none  # none | nlinear | dlinear: a linear forecast of
+    # the window is added to the model's, which learns the rest (model/linear_path.py)
+    linear_path_input: LinearPathInput = LinearPathInput.normalized  # what the path reads:
+    # normalized (the instance-normalised window, as the model) | raw (NLinear exactly)
+    linear_path_trainable: bool = True  # false: the path stays at its start (its least-squares
+    # fit), only the Transformer learns (what the path misses)
+    linear_init: LinearInit = LinearInit.zero  # zero (forecast the last value) | least_squares
+    # (NLinear's fit on the training windows, so training starts from NLinear)
+    decomposition_kernel: int = option(25, positive)  # dlinear: the trend's moving average
+    channel_independent: bool = False  # each channel forecast from its own past, shared
+    # weights (PatchTST)
+    channels: Channels = Channels.independent  # wide CSV data (data.targets): each column its
+    # own series (own scaler, windows, metrics) | mixed: the joint channels of one series
+
+
+@dataclass
+class ModelConfig(SharedModelConfig):  # model=transformer: the encoder-decoder
+    name: Model = Model.transformer
+    decoder_layers: int = option(1, positive)
+    decoding: Decoding = Decoding.oneshot  # oneshot | autoregressive
+    label_len: int = option(8, count)  # observed steps the decoder starts from (<= in_len)
+
+
+@dataclass
+class PatchTSTModelConfig(SharedModelConfig):  # model=patchtst: encoder-only, flatten head
+    name: Model = Model.patchtst
+    encoder_layers: int = option(3, positive)
+    norm_first: bool = False  # post-norm, as PatchTST
+    norm: Norm = Norm.batch
+    instance_norm: InstanceNorm = InstanceNorm.revin
+    head_dropout: float = option(0.0, probability)  # on the flattened encoder output
+    attention_dropout: float = option(0.0, probability)  # on the attention's output, before
+    # the residual's dropout (the published model: = dropout)
+    attention_init: AttentionInit = AttentionInit.mha  # mha: xavier q/k/v, zero biases |
+    # linear: nn.Linear's own, every projection (the published PatchTST's)
+    res_attention: bool = False  # residual attention (RealFormer): each encoder layer adds the
+    # previous one's pre-softmax scores to its own (published: true)
+    official_weights: str | None = None  # an official PatchTST checkpoint.pth to start from
 
 
 # ---------------------------------------------------------------- data
 
 
 @dataclass
-class SigmoidPairDataConfig:
-    name: str = MISSING
-    in_len: int = MISSING
-    out_len: int = MISSING
-    train_size: int = MISSING
-    val_size: int = MISSING
-    val_seed: int = MISSING
-    test_size: int = MISSING
-    test_seed: int = MISSING
+class SigmoidPairDataConfig:  # data=sigmoid_pair: linspace(-10, 0) shifted by 0 or 1
+    name: str = "sigmoid_pair"
+    in_len: int = option(MISSING, positive)  # ${in_len}
+    out_len: int = option(MISSING, positive)  # ${out_len}
+    train_size: int = option(2048, positive)  # training series, drawn from `seed`
+    val_size: int = option(256, positive)  # the selection set: early stopping, search
+    val_seed: int = 1000003  # fixed, distinct from seed
+    test_size: int = option(8192, positive)  # the held-out test set (8192: one run's test MSE
+    # moves < 5% between test seeds; scripts/test_set_noise.py)
+    test_seed: int = 2000003  # fixed, distinct from seed and val_seed
 
 
 @dataclass
-class SigmoidDataConfig(SigmoidPairDataConfig):
-    slope_range: list[float] = MISSING
-    shift_range: list[float] = MISSING
-    amplitude_range: list[float] = MISSING
-    offset_range: list[float] = MISSING
-    noise: float = MISSING
+class SigmoidDataConfig(SigmoidPairDataConfig):  # data=sigmoid: random sigmoids on the test
+    # curve's grid (data/synthetic.py)
+    name: str = "sigmoid"
+    slope_range: list[float] = option([0.5, 2.0], low_high, factory=True)
+    shift_range: list[float] = option([-3.0, 3.0], low_high, factory=True)
+    amplitude_range: list[float] = option([0.5, 1.5], low_high, factory=True)
+    offset_range: list[float] = option([-0.5, 0.5], low_high, factory=True)
+    noise: float = option(0.0, at_least(0.0))  # std of Gaussian noise added to every value
 
 
 @dataclass
-class CsvDataConfig:
-    name: str = MISSING
-    path: str = MISSING
-    target: str | None = None
-    targets: Any = None  # wide format: a list of columns, or "all"
-    id_column: str | None = None  # long format: the column naming each row's series
-    features: list[str] = MISSING
-    time_column: str | None = None
-    in_len: int = MISSING
-    out_len: int = MISSING
-    stride: int = MISSING
-    protocol: str = MISSING
-    split: list[float] = MISSING
-    val_start: str | None = None
-    test_start: str | None = None
-    test_end: str | None = None
-    scale: str = MISSING
-    fill: str = MISSING
-    season: Any = MISSING  # a period in rows, or a list of periods
+class CsvDataConfig:  # data=csv: your own series (data/csv_data.py)
+    name: str = "csv"
+    path: str = option(MISSING, Check(lambda v: bool(str(v).strip()), "the CSV file to read"))
+    target: str | None = option(None, column)  # the column to forecast (or data.targets)
+    targets: Any = None  # wide panel: [col, ...] or all, one series per column
+    # (model.channels=mixed: the joint channels of one series)
+    id_column: str | None = option(None, column)  # long panel: the column naming each row's
+    # series
+    features: list[str] = option([], factory=True)  # further columns read (covariates)
+    time_column: str | None = None  # ISO 8601 timestamps: checked sorted and unique
+    in_len: int = option(MISSING, positive)
+    out_len: int = option(MISSING, positive)
+    stride: int = option(1, positive)  # rows between consecutive windows
+    protocol: Protocol = Protocol.standard  # standard: a split's windows forecast its rows,
+    # inputs may reach back into earlier rows; strict: windows lie wholly inside their split
+    split: list[float] = option([0.7, 0.15, 0.15], Check(
+        lambda v: len(v) == 3 and all(f > 0 for f in v) and abs(sum(v) - 1) < 1e-6,
+        "three positive fractions (train, val, test) summing to 1"), factory=True)
+    val_start: str | None = None  # or explicit borders: a row number or a timestamp (with
+    test_start: str | None = None  # test_start: both or none)
+    test_end: str | None = None  # ends the test split (exclusive); later rows unused
+    scale: Scale = Scale.standard  # none | standard | minmax, fit on the training rows only
+    fill: Fill = Fill.error  # empty/NaN cells: error | ffill | interpolate
+    season: Any = 0  # > 0: a seasonal naive with this period (rows); [48, 336]: one each
 
 
-# ---------------------------------------------------------------- single-schema groups
-
-
-@dataclass
-class FFNConfig:
-    activation: str = MISSING
-    gated: bool = MISSING
-    d_ff: int | None = None
-    bias: bool = MISSING
-    bias_gate: bool = MISSING
-    dropout: float = MISSING
+# ---------------------------------------------------------------- training and reporting
 
 
 @dataclass
-class SharedModelConfig:  # what every forecaster takes (forecaster.py)
-    name: str = MISSING
-    d_model: int = MISSING
-    n_heads: int = MISSING
-    encoder_layers: int = MISSING
-    norm_first: bool = MISSING
-    norm: str = MISSING
-    dropout: float = MISSING
-    instance_norm: str = MISSING
-    revin_affine: bool = MISSING
-    linear_path: str = MISSING
-    linear_path_input: str = MISSING
-    linear_path_trainable: bool = MISSING
-    linear_init: str = MISSING
-    decomposition_kernel: int = MISSING
-    channel_independent: bool = MISSING
-    channels: str = MISSING
+class TrainerConfig:  # the training loop (training/loop.py)
+    epochs: int = option(MISSING, count)  # ${epochs}; 0: evaluate the starting weights
+    batch_size: int = option(MISSING, positive)
+    drop_last: bool = False  # true: skip each epoch's last incomplete batch (DataLoader's)
+    lr: float = option(MISSING, above(0))
+    optimizer: Optimizer = Optimizer.adamw  # adamw (decoupled decay on matrices) | adam
+    weight_decay: float = option(0.01, at_least(0))  # adamw only
+    schedule: Schedule = Schedule.warmup_cosine  # warmup_cosine | type3 | constant |
+    # onecycle: the published PatchTST's (training/schedule.py, docs/patchtst.md)
+    pct_start: float = option(0.3, within(0, 1, closed="()"))  # onecycle: share rising to lr
+    warmup_frac: float = option(0.05, probability)  # share of all steps warming the LR up
+    min_lr_frac: float = option(0.05, within(0, 1))  # cosine decay floor, a share of lr
+    grad_clip: float = option(1.0, at_least(0))  # max global gradient norm; 0 = off
+    patience: int = option(10, count)  # epochs without a better val MSE before stopping
+    validate_initial: bool = False  # score the starting weights as epoch 0: they stay the
+    # result unless an epoch beats them on validation (model.linear_init=least_squares)
+    min_improvement: float = option(0.0, probability)  # "better": this fraction below the best
+    select_on: SelectOn = SelectOn.mse  # the validation error that picks the best epoch: mse
+    # (data units) | mse_scaled (CSV data, data.scale's units) | loss (the model's own)
+    selection_blocks: int = option(0, blocks)  # K > 0: better only beyond noise: the paired
+    # ratio to the best over K stretches of validation time has a 95% interval below 1
+    eval_batch_size: int = option(1024, positive)
+    log_every: int = option(10, positive)  # steps between train/* scalars (one host sync each)
+    device: str = option(MISSING, device_name)  # ${device}
+    num_threads: Any = option("auto", threads)  # torch CPU threads: auto (the cores no other
+    # process keeps busy, 1 for a tiny model) | 0 (torch's default) | N
+    strategy: Strategy = Strategy.single  # single | ddp (under torchrun)
+    compile: bool = False  # torch.compile the model (eager, with a warning, where unsupported)
+    kernels: Kernels = Kernels.auto  # the hot paths' code, chosen when the model is built:
+    # auto (native where it applies and builds) | torch (stock PyTorch) | native (the CPU's C
+    # kernels: seqforecast/native, docs/operations.md)
+    precision: Precision = Precision.fp32  # fp32 | bf16 (autocast on training forward passes)
 
 
 @dataclass
-class ModelConfig(SharedModelConfig):  # the encoder-decoder (transformer.py)
-    decoder_layers: int = MISSING
-    decoding: str = MISSING
-    label_len: int = MISSING
+class LogConfig:  # what a run shows (training/monitor.py)
+    attention_every: int = option(10, count)  # epochs between attention maps and forecast
+    # figures (also before and after)
+    figures: bool = True  # false: none of them (a sweep that needs only the numbers)
+    test_every: int = option(10, count)  # epochs between held-out test scalars (and the end)
 
 
 @dataclass
-class PatchTSTModelConfig(SharedModelConfig):  # encoder-only, flatten head (patchtst.py)
-    head_dropout: float = MISSING
-    res_attention: bool = MISSING
-    attention_dropout: float = MISSING
-    attention_init: str = MISSING
-    official_weights: str | None = None
+class IntervalsConfig:  # conformal intervals around every forecaster (probabilistic/)
+    method: IntervalMethod = IntervalMethod.split  # split | adaptive (CSV data) | none
+    levels: list[float] = option([0.8, 0.95], factory=True)  # central intervals scored
+    quantiles: list[float] = option(QUANTILES, factory=True)  # pinball, CRPS
+    gamma: float = option(0.005, within(0, 1, closed="()"))  # adaptive: the miss rate's step
+    # per arrived error (Gibbs and Candes: 0.005)
 
 
 @dataclass
-class EmbeddingConfig:
-    name: str = MISSING
-    patch_len: int = MISSING
-    stride: int = MISSING
-    padding: str = MISSING
-
-
-@dataclass
-class TrainerConfig:
-    epochs: int = MISSING
-    batch_size: int = MISSING
-    drop_last: bool = MISSING
-    lr: float = MISSING
-    optimizer: str = MISSING
-    weight_decay: float = MISSING
-    schedule: str = MISSING
-    pct_start: float = MISSING
-    warmup_frac: float = MISSING
-    min_lr_frac: float = MISSING
-    grad_clip: float = MISSING
-    patience: int = MISSING
-    validate_initial: bool = MISSING
-    min_improvement: float = MISSING
-    select_on: str = MISSING
-    selection_blocks: int = MISSING
-    eval_batch_size: int = MISSING
-    log_every: int = MISSING
-    device: str = MISSING
-    num_threads: Any = MISSING  # auto, or a count (0: torch's default)
-    strategy: str = MISSING
-    compile: bool = MISSING
-    kernels: str = MISSING
-    precision: str = MISSING
-
-
-@dataclass
-class LogConfig:
-    attention_every: int = MISSING
-    figures: bool = True  # False: no attention maps or forecast figures (PNG, npz, TensorBoard)
-    test_every: int = MISSING
-
-
-@dataclass
-class IntervalsConfig:  # seqforecast/probabilistic/
-    method: str = MISSING  # split | adaptive | none
-    levels: list[float] = MISSING
-    quantiles: list[float] = MISSING
-    gamma: float = 0.005  # adaptive: the miss rate's step per arrived error
-
-
-@dataclass
-class PointLossConfig:  # loss=mse|gaussian|poisson: seqforecast/probabilistic/outputs.py
+class PointLossConfig:  # loss=mse|gaussian|poisson (probabilistic/outputs.py)
     name: str = MISSING
 
 
 @dataclass
-class QuantileLossConfig(PointLossConfig):
-    quantiles: list[float] = MISSING
+class QuantileLossConfig(PointLossConfig):  # loss=quantile
+    name: str = "quantile"
+    quantiles: list[float] = option(QUANTILES, factory=True)
 
 
 @dataclass
 class TrainConfig:
+    config_version: int = CONFIG_VERSION  # what a run writes: migrations.py reads older ones
     # Shorthands users type at the root; the groups read them by interpolation.
-    seed: int = MISSING
-    block_size: int = MISSING
-    d_model: int = MISSING
-    n_heads: int = MISSING
-    epochs: int = MISSING
-    lr: float = MISSING
-    batch_size: int = MISSING
-    in_len: int = MISSING
-    out_len: int = MISSING
-    device: str = MISSING
-    resume: str | None = None
+    seed: int = option(0, count)
+    block_size: int = option(DiffOptions.block_size, count)  # diff attention's window
+    d_model: int = 64
+    n_heads: int = 4
+    epochs: int = 50
+    lr: float = 0.002
+    batch_size: int = 64
+    in_len: int = 24
+    out_len: int = 12
+    device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
+    resume: str | None = None  # <run_dir> or last: continue a stopped run, in its own dir
     # Groups: per-option schemas (Any here) or one schema for the whole group.
     attention: Any = MISSING
     pos_encoding: Any = MISSING
@@ -254,40 +356,40 @@ class TrainConfig:
 
 
 PER_OPTION_SCHEMAS = {
-    "attention": {
-        "vanilla": AttentionConfig,
-        "einsum": AttentionConfig,
-        "diff": DiffAttentionConfig,
-    },
     "pos_encoding": {
-        "sinusoidal": AddedEncodingConfig,
+        "sinusoidal": SinusoidalEncodingConfig,
         "learned": LearnedEncodingConfig,
         "none": NoEncodingConfig,
         "relative": RelativeEncodingConfig,
         "rope": RopeEncodingConfig,
     },
-    "model": {
-        "transformer": ModelConfig,
-        "patchtst": PatchTSTModelConfig,
-    },
-    "loss": {
-        "mse": PointLossConfig,
-        "quantile": QuantileLossConfig,
-        "gaussian": PointLossConfig,
-        "poisson": PointLossConfig,
-    },
-    "data": {
-        "sigmoid": SigmoidDataConfig,
-        "sigmoid_pair": SigmoidPairDataConfig,
-        "csv": CsvDataConfig,
-    },
+    "model": {"transformer": ModelConfig, "patchtst": PatchTSTModelConfig},
+    "loss": {"mse": PointLossConfig, "quantile": QuantileLossConfig,
+             "gaussian": PointLossConfig, "poisson": PointLossConfig},
+    "data": {"sigmoid": SigmoidDataConfig, "sigmoid_pair": SigmoidPairDataConfig,
+             "csv": CsvDataConfig},
 }
+ONE_SCHEMA = {"ffn": FFNConfig, "embedding": EmbeddingConfig, "trainer": TrainerConfig,
+              "log": LogConfig, "intervals": IntervalsConfig}
+
+
+def schema_of(group: str, node) -> type | None:
+    """The dataclass of a group's node (by its `name` where options differ), or None for a
+    name no option has."""
+    if group in ONE_SCHEMA:
+        return ONE_SCHEMA[group]
+    name = node.get("name") if hasattr(node, "get") else None
+    if group == "attention":
+        return attention_schema(name) if name in available_attention() else None
+    return PER_OPTION_SCHEMAS[group].get(name)
 
 
 def register_schemas() -> None:
     """Store every schema in Hydra's ConfigStore (idempotent)."""
     store = ConfigStore.instance()
     store.store(name="train_schema", node=TrainConfig)
-    for group, options in PER_OPTION_SCHEMAS.items():
-        for option, node in options.items():
-            store.store(group=f"schema/{group}", name=option, node=node)
+    options = {**PER_OPTION_SCHEMAS,
+               "attention": {name: attention_schema(name) for name in available_attention()}}
+    for group, nodes in options.items():
+        for option_name, node in nodes.items():
+            store.store(group=f"schema/{group}", name=option_name, node=node)

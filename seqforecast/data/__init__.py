@@ -12,6 +12,8 @@ from .splits import EVAL_SPLITS, ForecastData, Split, generator_options, synthet
 from .synthetic import GENERATORS, sigmoid, sigmoid_pair, test_curve
 
 DATASETS = (*GENERATORS, "csv")
+# wide CSV data: each column its own series, or the joint channels of one series
+CHANNELS = ("independent", "mixed")
 
 
 def is_panel(data_cfg: Mapping, channels: str = "independent") -> bool:

@@ -131,7 +131,7 @@ def panel_data(
         series_ids=panel.ids,
         series_shift=torch.from_numpy(shift[:, :n_targets]),
         series_scale=torch.from_numpy(scale[:, :n_targets]),
-        mase_scale=torch.from_numpy(mase_scales(panel, bounds, data_cfg.get("season", 0))),
+        mase_scale=torch.from_numpy(mase_scales(panel, bounds, data_cfg["season"])),
         scaled_by=None if data_cfg["scale"] == "none" else data_cfg["scale"],
         state={
             "kind": "panel",

@@ -16,9 +16,9 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from .. import native
-from ..attention import attention_options, build_attention, carries_residual
+from ..attention import attention_context, build_attention
 from ..probabilistic.outputs import build_output
-from .embedding import patch_padding, patch_shape
+from .embedding import patch_shape
 from .ffn import FeedForward
 from .forecaster import WindowForecaster
 from .layers import DecoderLayer, EncoderLayer
@@ -27,53 +27,46 @@ from .positional import attention_position_factory, build_input_encoding
 from .transformer import ForecastTransformer
 
 MODELS = ("transformer", "patchtst")
+# mha: xavier q/k/v, zero biases (nn.MultiheadAttention's) | linear: nn.Linear's own
+ATTENTION_INITS = ("mha", "linear")
 
 
 def _plain(cfg) -> dict:
-    return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
+    if isinstance(cfg, DictConfig):
+        return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    return dict(cfg)
 
 
 def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1, kernels: str = "torch"
                 ) -> WindowForecaster:
-    """Build the forecaster from a composed config (groups model, attention, pos_encoding,
-    ffn, embedding, data). `n_features`: input channels (targets first, then covariates);
-    `n_targets`: channels forecast (1 and 1 for the sigmoids). `kernels`: the set it runs,
-    `torch` (stock PyTorch) or `native` (the CPU's C kernels: `native.resolve` picks a run's)."""
+    """Build the forecaster from a composed, checked config (groups model, attention,
+    pos_encoding, ffn, embedding, data, loss: config/check.py). `n_features`: input
+    channels (targets first, then covariates); `n_targets`: channels forecast (1 and 1 for the
+    sigmoids). `kernels`: the set it runs, `torch` (stock PyTorch) or `native` (the CPU's C
+    kernels: `native.resolve` picks a run's)."""
     cfg = _plain(cfg)
     model, attention, ffn_cfg = cfg["model"], cfg["attention"], cfg["ffn"]
-    kind = model.get("name", "transformer")  # configs saved before model= had a name
-    if kind not in MODELS:
-        raise ValueError(f"model={kind!r}; allowed: {', '.join(MODELS)}")
+    kind = model["name"]
     patch_len, stride = patch_shape(cfg)
     d_model, n_heads = model["d_model"], model["n_heads"]
-    dropout, norm_first = model["dropout"], model["norm_first"]
-    norm = model.get("norm", "layer")
-    padding = patch_padding(cfg)
-    if padding == "end" and kind != "patchtst":
-        raise ValueError(
-            "embedding.padding=end (patches past the window's end) is for model=patchtst: the "
-            "encoder-decoder's time axis needs patches ending at in_len (padding=start)"
-        )
+    dropout, norm_first, norm = model["dropout"], model["norm_first"], model["norm"]
     # PatchTST's published options (the encoder-decoder has neither).
-    res_attention = kind == "patchtst" and model.get("res_attention", False)
-    attention_dropout = model.get("attention_dropout", 0.0) if kind == "patchtst" else 0.0
+    encoder_only = kind == "patchtst"
+    res_attention = encoder_only and model["res_attention"]
+    attention_dropout = model["attention_dropout"] if encoder_only else 0.0
     # `linear`: every attention projection keeps nn.Linear's own initialisation, as the
     # published PatchTST's do (the backends' default is nn.MultiheadAttention's).
-    linear_init = kind == "patchtst" and model.get("attention_init", "mha") == "linear"
+    linear_init = encoder_only and model["attention_init"] == "linear"
 
     attn_name = attention["name"]
-    accepted = set(attention_options(attn_name))
+    accepted = set(attention_context(attn_name))
     attn_options = {k: v for k, v in attention.items() if k != "name"}
-    if res_attention and (why := carries_residual(attn_name, cfg["pos_encoding"]["name"],
-                                                  attn_options)):  # fmt: skip
-        raise ValueError(f"model.res_attention=true: {why}")
     new_position = attention_position_factory(cfg["pos_encoding"], n_heads)
 
     def make_attention(layer: int, cross: bool) -> nn.Module:
-        options = dict(attn_options)
         context = {"layer": layer, "cross_attention": cross, "position": new_position()}
-        options.update({k: v for k, v in context.items() if k in accepted and v is not None})
-        attn = build_attention(attn_name, d_model, n_heads, **options)
+        context = {k: v for k, v in context.items() if k in accepted and v is not None}
+        attn = build_attention(attn_name, d_model, n_heads, **attn_options, **context)
         if linear_init:
             for module in attn.modules():
                 if isinstance(module, nn.Linear):
@@ -81,35 +74,23 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1, kernels: 
         return attn
 
     def make_ffn() -> FeedForward:
-        return FeedForward(
-            d_model,
-            ffn_cfg["d_ff"] or 4 * d_model,
-            activation=ffn_cfg["activation"],
-            gated=ffn_cfg["gated"],
-            bias=ffn_cfg["bias"],
-            bias_gate=ffn_cfg["bias_gate"],
-            dropout=ffn_cfg["dropout"],
-        )
+        return FeedForward(d_model, ffn_cfg["d_ff"] or 4 * d_model,
+                           activation=ffn_cfg["activation"], gated=ffn_cfg["gated"],
+                           bias=ffn_cfg["bias"], bias_gate=ffn_cfg["bias_gate"],
+                           dropout=ffn_cfg["dropout"])
 
     encoder = [
         EncoderLayer(make_attention(i, False), make_ffn(), d_model, dropout, norm_first, norm,
-                     attention_dropout)  # fmt: skip
+                     attention_dropout)
         for i in range(1, model["encoder_layers"] + 1)
     ]
     # The decoder's layers are drawn before the input encoding (a learned one draws too): a
     # seed gives the weights it gave before PatchTST shared this builder.
-    decoder = [
-        DecoderLayer(
-            make_attention(i, False),
-            make_attention(i, True),
-            make_ffn(),
-            d_model,
-            dropout,
-            norm_first,
-            norm,
-        )
+    decoder = [] if encoder_only else [
+        DecoderLayer(make_attention(i, False), make_attention(i, True), make_ffn(), d_model,
+                     dropout, norm_first, norm)
         for i in range(1, model["decoder_layers"] + 1)
-    ] if kind == "transformer" else []  # fmt: skip
+    ]
     shared = dict(
         n_features=n_features,
         n_targets=n_targets,
@@ -123,21 +104,19 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1, kernels: 
         norm=norm,
         patch_len=patch_len,
         stride=stride,
-        linear_path=model.get("linear_path", "none"),
-        linear_path_input=model.get("linear_path_input", "normalized"),
-        linear_path_trainable=model.get("linear_path_trainable", True),
-        decomposition_kernel=model.get("decomposition_kernel", 25),
-        channel_independent=model.get("channel_independent", False),
-        padding=padding,
+        linear_path=model["linear_path"],
+        linear_path_input=model["linear_path_input"],
+        linear_path_trainable=model["linear_path_trainable"],
+        decomposition_kernel=model["decomposition_kernel"],
+        channel_independent=model["channel_independent"],
+        padding=cfg["embedding"]["padding"],
         res_attention=res_attention,
-        revin_affine=model.get("revin_affine", True),
-        output=build_output(cfg.get("loss")),  # loss=mse|quantile|gaussian (None: saved runs)
+        revin_affine=model["revin_affine"],
+        output=build_output(cfg["loss"]),  # loss=mse|quantile|gaussian|poisson
     )
-    if kind == "patchtst":
+    if encoder_only:
         forecaster = PatchTST(head_dropout=model["head_dropout"], **shared)
     else:
         forecaster = ForecastTransformer(label_len=model["label_len"], decoding=model["decoding"],
                                          decoder_layers=decoder, **shared)
-    if kernels not in native.SETS:
-        raise ValueError(f"kernels={kernels!r}; allowed: {', '.join(native.SETS)}")
     return native.install(forecaster) if kernels == "native" else forecaster

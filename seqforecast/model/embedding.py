@@ -33,18 +33,11 @@ PADDINGS = ("start", "end")
 
 
 def patch_shape(cfg: Mapping) -> tuple[int, int]:
-    """(patch_len, stride) of a composed config; point tokens are patches of one step
-    (configs written before patches carry no embedding group)."""
-    embedding = cfg.get("embedding", {"name": "point"})
+    """(patch_len, stride) of a composed config; point tokens are patches of one step."""
+    embedding = cfg["embedding"]
     if embedding["name"] == "point":
         return 1, 1
     return embedding["patch_len"], embedding["stride"]
-
-
-def patch_padding(cfg: Mapping) -> str:
-    """Where a composed config pads the input for patching (configs saved before the option
-    padded the start)."""
-    return cfg.get("embedding", {}).get("padding", "start")
 
 
 class Tokenizer:
@@ -57,10 +50,8 @@ class Tokenizer:
         out_len: int,
         patch_len: int,
         stride: int,
-        padding: str = "start",
+        padding: str,
     ):
-        if padding not in PADDINGS:
-            raise ValueError(f"embedding.padding={padding!r}; allowed: {', '.join(PADDINGS)}")
         if not 1 <= stride <= patch_len <= in_len:
             raise ValueError(
                 f"patch_len={patch_len}, stride={stride}: need 1 <= stride <= patch_len <= "

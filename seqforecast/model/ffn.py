@@ -18,21 +18,10 @@ ACTIVATIONS: dict[str, type[nn.Module]] = {
 
 
 class FeedForward(nn.Module):
-    def __init__(
-        self,
-        d_model: int,
-        d_ff: int,
-        activation: str = "relu",
-        gated: bool = False,
-        bias: bool = True,
-        bias_gate: bool = True,
-        dropout: float = 0.0,
-    ):
+    def __init__(self, d_model: int, d_ff: int, *, activation: str, gated: bool, bias: bool,
+                 bias_gate: bool, dropout: float):
+        """The options are the ffn group's (config/schema.py's FFNConfig)."""
         super().__init__()
-        if activation not in ACTIVATIONS:
-            raise ValueError(
-                f"unknown activation {activation!r}; allowed: {', '.join(ACTIVATIONS)}"
-            )
         self.up = nn.Linear(d_model, d_ff, bias=bias)
         self.gate = nn.Linear(d_model, d_ff, bias=bias_gate) if gated else None
         self.down = nn.Linear(d_ff, d_model, bias=bias)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .embedding import Tokenizer, patch_padding, patch_shape
+from .embedding import Tokenizer, patch_shape
 
 
 def block_pairs(length: int, block_size: int, causal: bool, pairs: str = "seen") -> int:
@@ -64,28 +64,28 @@ def forward_flops(
     """Forward FLOPs of one window by part (embeddings, attention projections, attention
     cores, FFN, head, linear path) and their `total`, for a composed, resolved config."""
     model, attn, ffn, data = cfg["model"], cfg["attention"], cfg["ffn"], cfg["data"]
-    patchtst = model.get("name", "transformer") == "patchtst"  # encoder-only, flatten head
+    patchtst = model["name"] == "patchtst"  # encoder-only, flatten head
     if not patchtst and model["decoding"] != "oneshot":
         raise ValueError("forward_flops counts one-shot decoding (model.decoding=oneshot)")
     d, heads = model["d_model"], model["n_heads"]
     patch_len, stride = patch_shape(cfg)
     label_len = 0 if patchtst else model["label_len"]
     tokens = Tokenizer(data["in_len"], label_len, data["out_len"], patch_len, stride,
-                       patch_padding(cfg))
+                       cfg["embedding"]["padding"])
     enc_len = tokens.encoder_tokens
     dec_len = 0 if patchtst else tokens.label_tokens + tokens.output_tokens  # one-shot
-    independent = model.get("channel_independent", False)
+    independent = model["channel_independent"]
     inner_f, inner_t = (1, 1) if independent else (n_features, n_targets)
     channels = n_targets if independent else 1  # windows per window the model runs
 
     d_head = d // heads
     diff = attn["name"] == "diff"
-    wide = diff and attn.get("head_layout", "paper") == "wide"
+    wide = diff and attn["head_layout"] == "wide"
     half = (d_head if wide else d_head // 2) if diff else d_head
     qk_width = 2 * heads * half if diff else d
     # Residual attention (PatchTST's encoder): layer l scores with the l layers' q and k so far.
-    residual = patchtst and model.get("res_attention", False)
-    block_size = attn.get("block_size", 0) or 0  # only diff has windows (vanilla ignores it)
+    residual = patchtst and model["res_attention"]
+    block_size = attn["block_size"] if diff else 0  # only diff has windows
 
     def attention(q_len: int, k_len: int, causal: bool, cross: bool, carried: int = 1):
         projections = 2 * d * (q_len * qk_width + k_len * qk_width + k_len * d + q_len * d)
@@ -121,7 +121,7 @@ def forward_flops(
         parts["head"] = 2 * enc_len * d * data["out_len"] * inner_t
     else:
         parts["head"] = 2 * dec_len * d * stride * inner_t
-    maps = {"none": 0, "nlinear": 1, "dlinear": 2}[model.get("linear_path", "none")]
+    maps = {"none": 0, "nlinear": 1, "dlinear": 2}[model["linear_path"]]
     parts["linear_path"] = 2 * maps * data["in_len"] * data["out_len"] * inner_t
     parts = {name: value * channels for name, value in parts.items()}
     parts["total"] = sum(parts.values())

@@ -32,7 +32,7 @@ from ..attention import ResidualScores
 from ..probabilistic.outputs import PointOutput
 from .embedding import Tokenizer
 from .layers import EncoderLayer, make_norm
-from .linear_path import LINEAR_PATH_INPUTS, LinearPath
+from .linear_path import LinearPath
 from .normalization import build_instance_norm
 
 
@@ -50,27 +50,24 @@ class WindowForecaster(nn.Module):
         encoder_layers: list[EncoderLayer],
         input_encoding: nn.Module,
         norm_first: bool,
-        patch_len: int = 1,
-        stride: int = 1,
-        linear_path: str = "none",
-        decomposition_kernel: int = 25,
-        channel_independent: bool = False,
-        norm: str = "layer",
-        linear_path_input: str = "normalized",
-        linear_path_trainable: bool = True,
-        padding: str = "start",
-        res_attention: bool = False,
-        revin_affine: bool = True,
-        output: PointOutput | None = None,
+        patch_len: int,
+        stride: int,
+        linear_path: str,
+        decomposition_kernel: int,
+        channel_independent: bool,
+        norm: str,
+        linear_path_input: str,
+        linear_path_trainable: bool,
+        padding: str,
+        res_attention: bool,
+        revin_affine: bool,
+        output: PointOutput,
     ):
+        """The options are the model group's (config/schema.py), passed by the builder;
+        `n_features` and `n_targets` are the data's (targets first, then covariates)."""
         super().__init__()
         if not 1 <= n_targets <= n_features:
             raise ValueError(f"n_targets={n_targets} must be in [1, n_features={n_features}]")
-        if channel_independent and n_features != n_targets:
-            raise ValueError(
-                f"channel_independent forecasts every channel from its own past: "
-                f"n_features={n_features} must equal n_targets={n_targets} (no covariates)"
-            )
         self.n_features = n_features
         self.n_targets = n_targets
         self.channel_independent = channel_independent
@@ -79,7 +76,7 @@ class WindowForecaster(nn.Module):
         self.inner_targets = inner_targets
         # What the model forecasts per step and target (the `loss` group): its head gives
         # output.n_params values for each (1: a point).
-        self.output = output if output is not None else PointOutput()
+        self.output = output
         self.inner_outputs = inner_targets * self.output.n_params
         self.in_len = in_len
         self.out_len = out_len
@@ -94,10 +91,6 @@ class WindowForecaster(nn.Module):
         self.encoder = nn.ModuleList(encoder_layers)
         # Pre-norm stacks end un-normalised; close the stack with a norm (as nn.Transformer).
         self.encoder_norm = make_norm(norm, d_model) if norm_first else nn.Identity()
-        if linear_path_input not in LINEAR_PATH_INPUTS:
-            raise ValueError(
-                f"linear_path_input={linear_path_input!r}; allowed: {', '.join(LINEAR_PATH_INPUTS)}"
-            )
         self.linear_path_input = linear_path_input
         self._linear_path_args = (linear_path, decomposition_kernel, linear_path_trainable)
         self.linear_path: LinearPath | None = None  # built by `_attach_linear_path`

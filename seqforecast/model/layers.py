@@ -33,15 +33,12 @@ class TokenBatchNorm(nn.BatchNorm1d):
 
 
 def make_norm(kind: str, d_model: int) -> nn.Module:
-    if kind == "layer":
-        return nn.LayerNorm(d_model)
-    if kind == "batch":
-        return TokenBatchNorm(d_model)
-    raise ValueError(f"norm={kind!r}; allowed: {', '.join(NORMS)}")
+    """kind: one of NORMS."""
+    return nn.LayerNorm(d_model) if kind == "layer" else TokenBatchNorm(d_model)
 
 
 class Residual(nn.Module):
-    def __init__(self, d_model: int, dropout: float, norm_first: bool, norm: str = "layer"):
+    def __init__(self, d_model: int, dropout: float, norm_first: bool, norm: str):
         super().__init__()
         self.norm = make_norm(norm, d_model)
         self.dropout = nn.Dropout(dropout)
@@ -61,8 +58,8 @@ class EncoderLayer(nn.Module):
         d_model: int,
         dropout: float,
         norm_first: bool,
-        norm: str = "layer",
-        attention_dropout: float = 0.0,
+        norm: str,
+        attention_dropout: float,
     ):
         super().__init__()
         self.self_attn = self_attn
@@ -102,7 +99,7 @@ class DecoderLayer(nn.Module):
         d_model: int,
         dropout: float,
         norm_first: bool,
-        norm: str = "layer",
+        norm: str,
     ):
         super().__init__()
         self.self_attn = self_attn

@@ -98,7 +98,7 @@ class RevIN(NoNorm):
         return (values - self.bias[:t]) / weight * std[..., :t]
 
 
-def build_instance_norm(name: str, n_features: int, revin_affine: bool = True) -> NoNorm:
+def build_instance_norm(name: str, n_features: int, revin_affine: bool) -> NoNorm:
     if name == "none":
         return NoNorm()
     if name == "last":

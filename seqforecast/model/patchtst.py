@@ -22,7 +22,7 @@ from .forecaster import WindowForecaster
 
 
 class PatchTST(WindowForecaster):
-    def __init__(self, *, d_model: int, head_dropout: float = 0.0, **shared):
+    def __init__(self, *, d_model: int, head_dropout: float, **shared):
         """`shared`: WindowForecaster's arguments (n_features, in_len, encoder layers, ...);
         PatchTST has no decoder, so its label_len is 0."""
         super().__init__(d_model=d_model, label_len=0, **shared)

@@ -60,7 +60,7 @@ class _AddedEncoding(nn.Module):
 
 
 class SinusoidalEncoding(_AddedEncoding):
-    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0):
+    def __init__(self, d_model: int, max_len: int, dropout: float):
         super().__init__(max_len, dropout)
         self.register_buffer("encodings", sinusoidal_table(max_len, d_model), persistent=False)
 
@@ -75,10 +75,8 @@ class LearnedEncoding(_AddedEncoding):
     """A trained table, initialised N(0, 0.02²) (`normal`) or U(-0.02, 0.02) (`uniform`: the
     published PatchTST's `pe='zeros'` table)."""
 
-    def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0, init="normal"):
+    def __init__(self, d_model: int, max_len: int, dropout: float, init: str):
         super().__init__(max_len, dropout)
-        if init not in LEARNED_INITS:
-            raise ValueError(f"pos_encoding.init={init!r}; allowed: {', '.join(LEARNED_INITS)}")
         if init == "normal":
             self.embedding = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
         else:
@@ -91,7 +89,7 @@ class LearnedEncoding(_AddedEncoding):
 class NoEncoding(nn.Module):
     """Nothing added (the inside-attention kinds and `none`); dropout only."""
 
-    def __init__(self, dropout: float = 0.0):
+    def __init__(self, dropout: float):
         super().__init__()
         self.dropout = nn.Dropout(dropout)
 
@@ -102,16 +100,12 @@ class NoEncoding(nn.Module):
 def build_input_encoding(pos_cfg: Mapping, d_model: int) -> nn.Module:
     """The module applied to the embeddings: `forward(x, offset=0)`."""
     name = pos_cfg["name"]
-    dropout = pos_cfg.get("dropout", 0.0)
+    dropout = pos_cfg["dropout"]
     if name == "sinusoidal":
         return SinusoidalEncoding(d_model, pos_cfg["max_len"], dropout)
     if name == "learned":
-        return LearnedEncoding(
-            d_model, pos_cfg["max_len"], dropout, pos_cfg.get("init", "normal")
-        )
-    if name in POSITIONAL_ENCODINGS:
-        return NoEncoding(dropout)
-    raise ValueError(f"unknown pos_encoding {name!r}; allowed: {', '.join(POSITIONAL_ENCODINGS)}")
+        return LearnedEncoding(d_model, pos_cfg["max_len"], dropout, pos_cfg["init"])
+    return NoEncoding(dropout)  # none, or positions inside attention
 
 
 def attention_position_factory(

@@ -34,7 +34,7 @@ class ForecastTransformer(WindowForecaster):
         decoding: str,
         decoder_layers: list[DecoderLayer],
         norm_first: bool,
-        norm: str = "layer",
+        norm: str,
         **shared,
     ):
         """`shared`: WindowForecaster's arguments (n_features, in_len, label_len, ...)."""

@@ -32,6 +32,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+INTERVAL_METHODS = ("split", "adaptive", "none")  # intervals.method
+
 
 class SplitConformal:
     """Quantiles and intervals around point forecasts from calibration errors.

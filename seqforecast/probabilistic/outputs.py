@@ -191,9 +191,9 @@ class PoissonOutput(PointOutput):
         return None
 
 
-def build_output(loss: Mapping | None) -> PointOutput:
-    """The output of a `loss` config (None: runs saved before the group existed, mse)."""
-    name = "mse" if loss is None else loss["name"]
+def build_output(loss: Mapping) -> PointOutput:
+    """The output of a `loss` config."""
+    name = loss["name"]
     if name == "mse":
         return PointOutput()
     if name == "quantile":

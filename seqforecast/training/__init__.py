@@ -1,10 +1,10 @@
-"""Training: the loop, checkpoints, metrics, baselines and one whole run."""
+"""Training: the loop, checkpoints, metrics and baselines; run.py (one whole run) and
+restore.py (a run loaded back) read configs, so they are imported where used."""
 
 from .baselines import NLinear, drift, fit_baselines, last_value
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .loop import TrainResult, train_model
 from .metrics import forecast_metrics, predict
-from .run import run_training
 
 __all__ = [
     "CheckpointError",
@@ -16,7 +16,6 @@ __all__ = [
     "last_value",
     "load_checkpoint",
     "predict",
-    "run_training",
     "save_checkpoint",
     "train_model",
 ]

@@ -14,6 +14,10 @@ FORMAT = "seqforecast-checkpoint-2"
 UPGRADES = {"seqforecast-checkpoint-1": ("seqforecast-checkpoint-2", {"kernels": None})}
 
 
+class RunError(RuntimeError):
+    """A run dir that cannot be loaded; str(err) is the one line to show."""
+
+
 class CheckpointError(RuntimeError):
     """str(err) names the file and what is wrong with it."""
 

@@ -27,6 +27,8 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
+STRATEGIES = ("single", "ddp")  # trainer.strategy: one process, or DDP under torchrun
+
 
 @dataclass(frozen=True)
 class Distributed:

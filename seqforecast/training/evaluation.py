@@ -43,7 +43,7 @@ class Evaluator:
     @classmethod
     def for_run(cls, data: ForecastData, config: Mapping) -> Evaluator:
         """Baselines fitted on the run's training windows (with its `data.season`)."""
-        season = config["data"].get("season", 0)
+        season = config["data"].get("season", 0)  # CSV data's only
         baselines = fit_baselines(data.train, season)
         return cls(data, baselines, config["trainer"]["eval_batch_size"])
 
@@ -109,7 +109,7 @@ class Evaluator:
             self.calibration = conformal  # the model's is what predict draws its bands from
             sums = {name: IntervalSums(levels, coverages, self.n_series) for name in forecasters}
             if intervals["method"] == "adaptive":
-                self._adaptive_sums(forecasters, residuals, sums, intervals.get("gamma", 0.005))
+                self._adaptive_sums(forecasters, residuals, sums, intervals["gamma"])
             else:
                 for _, src, _, series, truth, scale in self._batches("test"):
                     for name, forecast in forecasters.items():

@@ -26,16 +26,14 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from ..config.validate import OPTIMIZERS
 from ..data import ForecastData
 from ..probabilistic.outputs import PointOutput
 from ..stats import paired_ratio
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import RunError, load_checkpoint, save_checkpoint
 from .distributed import SINGLE, Distributed, unwrap
 from .evaluation import Evaluator
 from .interrupts import TrainingInterrupted, stop_on_signals
 from .monitor import Monitor
-from .restore import RunError
 from .rng import capture_rng, restore_rng
 from .schedule import build_schedule
 from .tally import Interval, StepTally
@@ -43,6 +41,9 @@ from .tally import Interval, StepTally
 log = logging.getLogger(__name__)
 
 BEST, LAST = "best.pt", "last.pt"
+OPTIMIZERS = ("adamw", "adam")  # make_optimizer
+SELECT_ON = ("mse", "mse_scaled", "loss")  # the validation number that picks the best epoch
+PRECISIONS = ("fp32", "bf16")  # bf16: autocast on training forward passes
 
 
 class NonFiniteLoss(RuntimeError):
@@ -81,15 +82,12 @@ class LoopState:
     seen: int = 0
 
 
-def make_optimizer(
-    model: nn.Module, lr: float, weight_decay: float, kind: str = "adamw"
-) -> torch.optim.Optimizer:
+def make_optimizer(model: nn.Module, lr: float, weight_decay: float, kind: str
+                   ) -> torch.optim.Optimizer:
     """AdamW with decay on matrices only: biases, norms and scalars (lambda, position terms)
     are not pulled towards zero. `adam`: plain Adam, no decay (the published PatchTST's)."""
     if kind == "adam":
         return torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
-    if kind != "adamw":
-        raise ValueError(f"trainer.optimizer={kind!r}; allowed: {', '.join(OPTIMIZERS)}")
     decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
     groups = [
@@ -128,7 +126,7 @@ def train_model(
                  evaluator or Evaluator(data, {}, trainer_cfg["eval_batch_size"]), kernels)
     if resume is not None:
         loop.restore(resume)
-    elif trainer_cfg.get("validate_initial", False):
+    elif trainer_cfg["validate_initial"]:
         loop.score_start()
     hide_bars = None if progress else True  # tqdm's disable=None: bars only on a terminal
     epochs = trainer_cfg["epochs"]
@@ -168,7 +166,7 @@ class _Loop:
         self.global_batch = cfg["batch_size"] * ctx.world_size
         # drop_last: the last incomplete batch of each epoch's order is left out (as the
         # published PatchTST's loader; BatchNorm then never sees a batch of a few windows).
-        rounding = math.floor if cfg.get("drop_last", False) else math.ceil
+        rounding = math.floor if cfg["drop_last"] else math.ceil
         self.steps_per_epoch = rounding(len(data.train) / self.global_batch)
         if self.steps_per_epoch == 0:
             raise RunError(
@@ -176,19 +174,18 @@ class _Loop:
                 f"{len(data.train)} training windows leaves no batch: lower trainer.batch_size "
                 f"or set trainer.drop_last=false"
             )
-        self.log_every = max(1, cfg.get("log_every", 1))
-        self.optimizer = make_optimizer(model, cfg["lr"], cfg["weight_decay"],
-                                        cfg.get("optimizer", "adamw"))  # fmt: skip
+        self.log_every = cfg["log_every"]
+        self.optimizer = make_optimizer(model, cfg["lr"], cfg["weight_decay"], cfg["optimizer"])
         self.scheduler = build_schedule(self.optimizer, cfg, self.steps_per_epoch)
         self.bf16 = cfg["precision"] == "bf16"
         # The validation metric that picks the best epoch and stops early: MSE in the data's
         # units, or in the scaled units (CSV data; the long-horizon tables' units), or the
         # model's own training loss (`loss`: a probabilistic model's proper score).
-        self.select_on = cfg.get("select_on", "mse")
+        self.select_on = cfg["select_on"]
         # the validation loss is logged where it says more than the MSE does
         self.log_loss = self.output.probabilistic or self.select_on == "loss"
         # > 0: an epoch counts as better only if it is lower beyond noise, block by block.
-        self.blocks = cfg.get("selection_blocks", 0)
+        self.blocks = cfg["selection_blocks"]
         self.shuffle = torch.Generator().manual_seed(seed)  # batch order: CPU, any device
         self.state, self.best_weights = LoopState(), None
         self.tally = StepTally(self.device, ctx)
@@ -380,7 +377,7 @@ class _Loop:
         state.epoch, state.order = epoch, None
         # An epoch counts as better only by a margin (trainer.min_improvement, relative):
         # on a small validation set, a 0.1% dip is noise, and "best" should not be luck.
-        improved = value < state.best_mse * (1.0 - cfg.get("min_improvement", 0.0))
+        improved = value < state.best_mse * (1.0 - cfg["min_improvement"])
         blocks = self._block_mse()
         if improved and blocks and state.best_blocks:
             # Lower overall is not enough: lower beyond noise over stretches of time.

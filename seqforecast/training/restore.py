@@ -12,19 +12,14 @@ from omegaconf.errors import OmegaConfBaseException
 from torch import nn
 
 from .. import native
-from ..config.upgrade import upgrade_config
-from ..config.validate import validate_config
+from ..config import migrate, validate_config
 from ..data import ForecastData, build_data
 from ..model import build_model
 from ..probabilistic.bands import FILE, Bands, read_bands
-from .checkpoint import load_checkpoint
+from .checkpoint import RunError, load_checkpoint
 from .runtime import resolve_device, seed_everything
 
 CHECKPOINTS = ("best", "last")
-
-
-class RunError(RuntimeError):
-    """A run dir that cannot be loaded; str(err) is the one line to show."""
 
 
 @dataclass
@@ -48,7 +43,8 @@ class LoadedRun:
 
 
 def saved_config(run_dir: Path) -> DictConfig:
-    """The composed config a run saved in .hydra/config.yaml (interpolations kept)."""
+    """The composed config a run saved in .hydra/config.yaml (interpolations kept), migrated
+    to the current version (config/migrations.py)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise RunError(f"run_dir={str(run_dir)!r}: no such directory")
@@ -60,8 +56,12 @@ def saved_config(run_dir: Path) -> DictConfig:
         OmegaConf.to_container(config, resolve=True)  # every interpolation resolves
     except OmegaConfBaseException as err:
         raise RunError(f"{config_path}: unreadable config: {str(err).splitlines()[0]}") from None
-    upgrade_config(config)  # a run saved with a former option name reads as the current one
-    return config
+    return migrated(config)
+
+
+def migrated(config: DictConfig) -> DictConfig:
+    """A saved config (interpolations kept) as the current version."""
+    return OmegaConf.create(migrate(OmegaConf.to_container(config, resolve=False)))
 
 
 def run_choices(choices: Mapping) -> dict[str, str]:
@@ -96,7 +96,7 @@ def load_run(
     config_path = run_dir / ".hydra" / "config.yaml"
     saved = saved_config(run_dir)
     validate_config(saved)
-    config = OmegaConf.to_container(saved, resolve=True)
+    config = OmegaConf.to_container(saved, resolve=True, enum_to_str=True)
 
     ckpt_path = run_dir / "checkpoints" / f"{checkpoint}.pt"
     if not ckpt_path.is_file():
@@ -113,14 +113,14 @@ def load_run(
             torch_device,
             saved=state.get("data_state"),
             allow_changed=allow_changed_data,
-            channels=config["model"].get("channels", "independent"),
+            channels=config["model"]["channels"],
         )
     data_state = state.get("data_state") or {}
     n_features = len(data_state.get("columns", [None]))
     n_targets = data_state.get("n_targets", 1)
     # The kernels the run asked for, on this device (a run evaluated where it trained scores
     # what it scored then).
-    kernels = native.resolve(config["trainer"].get("kernels", "auto"), torch_device)
+    kernels = native.resolve(config["trainer"]["kernels"], torch_device)
     model = build_model(config, n_features, n_targets, kernels).to(torch_device)
     try:
         model.load_state_dict(state["model"])

@@ -15,11 +15,10 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from .. import native
-from ..config.upgrade import upgrade_config
-from ..config.validate import ConfigError
 from ..data import DataError, build_data
 from ..model import build_model
 from ..model.official import OfficialWeightsError, load_official_weights
+from ..options import ConfigError
 from ..probabilistic.bands import write_bands
 from .baselines import FIT_WINDOWS
 from .checkpoint import error_line
@@ -35,7 +34,7 @@ from .report import (
     write_metrics,
     write_per_series,
 )
-from .restore import RunError
+from .restore import RunError, migrated
 from .runtime import (
     compile_model,
     configure_threads,
@@ -48,10 +47,8 @@ log = logging.getLogger(__name__)
 
 
 def _current(config_yaml: str) -> str:
-    """A saved config's YAML with former option names rewritten (upgrade.py)."""
-    saved = OmegaConf.create(config_yaml)
-    upgrade_config(saved)
-    return OmegaConf.to_yaml(saved, resolve=True)
+    """A checkpoint's config YAML as the current version (config/migrations.py)."""
+    return OmegaConf.to_yaml(migrated(OmegaConf.create(config_yaml)), resolve=True)
 
 
 def load_official_checkpoint(model, path: str) -> None:
@@ -88,7 +85,7 @@ def run_training(
     from; under torchrun `ctx` is this rank (only rank 0 writes).
     Returns the best validation MSE (what a sweeper minimises)."""
     run_dir = Path(run_dir)
-    plain = OmegaConf.to_container(cfg, resolve=True)
+    plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     trainer_cfg = plain["trainer"]
     if ctx.enabled and trainer_cfg["strategy"] != "ddp":
         raise ConfigError(
@@ -106,7 +103,7 @@ def run_training(
 
     # A resumed CSV run scores the rows it was trained on, or stops if the file changed.
     saved = None if resume is None else resume.get("data_state")
-    channels = plain["model"].get("channels", "independent")
+    channels = plain["model"]["channels"]
     data = build_data(plain["data"], cfg.seed, device, saved=saved, channels=channels)
     kernels = native.resolve(trainer_cfg["kernels"], device, trainer_cfg["precision"])
     trained_with = None if resume is None else resume["kernels"]  # None: not recorded
@@ -120,7 +117,8 @@ def run_training(
         raise DataError(problem)
     n_params = sum(p.numel() for p in model.parameters())
     configure_threads(trainer_cfg["num_threads"], n_params)
-    if plain["model"].get("official_weights") and resume is None:
+    if plain["model"]["name"] == "patchtst" and plain["model"]["official_weights"] and (
+            resume is None):
         load_official_checkpoint(model, plain["model"]["official_weights"])
     if plain["model"]["linear_init"] == "least_squares" and resume is None:
         # Training starts from NLinear's fit on the training windows (no other split read).
@@ -157,7 +155,7 @@ def run_training(
             signed_maps=plain["attention"]["name"] == "diff",
             purge_step=None if resume is None else resume["step"] + 1,
             test_every=plain["log"]["test_every"],
-            figures=plain["log"].get("figures", True),  # runs saved before the key drew them
+            figures=plain["log"]["figures"],
         )
     try:  # the writer is closed (and its events readable) even when the run fails
         if resume is None:
@@ -180,7 +178,7 @@ def run_training(
         digests = ctx.gather(parameter_digest(model))  # collective: every rank
         if not ctx.is_main:
             return result.best_val_mse
-        results = evaluator.evaluate(model, plain.get("intervals"))
+        results = evaluator.evaluate(model, plain["intervals"])
         run_info = {
             "best_epoch": result.best_epoch,
             "epochs_run": result.epochs_run,

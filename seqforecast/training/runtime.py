@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..config.validate import ConfigError
+from ..options import ConfigError
 
 log = logging.getLogger(__name__)
 

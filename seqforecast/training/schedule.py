@@ -20,7 +20,8 @@ import math
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LambdaLR, LRScheduler, OneCycleLR
 
-from ..config.validate import SCHEDULES
+SCHEDULES = ("warmup_cosine", "type3", "constant", "onecycle")  # build_schedule
+
 
 ONECYCLE_DIV = 25.0  # OneCycleLR's default div_factor: its first rate is lr / 25
 
@@ -72,7 +73,7 @@ def warmup_cosine(
 
 def build_schedule(optimizer: Optimizer, cfg: dict, steps_per_epoch: int) -> LRScheduler:
     """The scheduler `cfg["schedule"]` names (trainer config), over cfg["epochs"] epochs."""
-    kind = cfg.get("schedule", "warmup_cosine")
+    kind = cfg["schedule"]
     total = cfg["epochs"] * steps_per_epoch
     if kind == "warmup_cosine":
         return warmup_cosine(optimizer, total, cfg["warmup_frac"], cfg["min_lr_frac"])

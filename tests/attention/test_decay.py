@@ -41,7 +41,7 @@ def _equal_score_weights(name, terms, raw_score, **options):
 @pytest.mark.parametrize("raw_score", [-3.0, -0.5, 0.0, 2.0])
 @pytest.mark.parametrize("past_bias", [False, True])
 def test_alibi_weights_never_grow_with_distance(name, raw_score, past_bias):
-    terms = randomize_(RelativePositionTerms(past_bias=past_bias, n_heads=4))
+    terms = randomize_(RelativePositionTerms(True, past_bias, "alibi", n_heads=4))
     options = {"lambda_mode": "scalar", "lambda_init": 0.0} if name == "diff" else {}
     weights = _equal_score_weights(name, terms, raw_score, **options)  # [H, L, L]
     assert (terms.slopes() >= 0).all()
@@ -53,7 +53,7 @@ def test_alibi_weights_never_grow_with_distance(name, raw_score, past_bias):
 
 
 def test_a_negative_slope_cannot_be_learnt():
-    terms = RelativePositionTerms(n_heads=4)
+    terms = RelativePositionTerms(True, True, "alibi", n_heads=4)
     with torch.no_grad():
         terms.slope_raw.fill_(-30.0)  # as far negative as an optimizer could push it
     assert (terms.slopes() >= 0).all()
@@ -62,11 +62,11 @@ def test_a_negative_slope_cannot_be_learnt():
 def test_the_seed_form_raises_distant_keys_for_negative_scores():
     """The documented caveat, in the numbers the issue found: a raw score of -2 under
     1 / (1 + 0.1 |i - j|) gives weights 0.148 / 0.289 / 0.563 at distances 0 / 5 / 20."""
-    terms = RelativePositionTerms(past_bias=False, decay_form="reciprocal")
+    terms = RelativePositionTerms(True, False, "reciprocal", 1)
     scores = torch.full((1, 1, 1, 3), -2.0)
     distance = torch.tensor([0.0, 5.0, 20.0])
     weights = terms.score_terms(scores, distance, torch.zeros(3)).softmax(-1)[0, 0, 0]
     torch.testing.assert_close(weights, torch.tensor([0.148, 0.289, 0.563]), atol=1e-3, rtol=0)
-    alibi = RelativePositionTerms(past_bias=False, n_heads=1)
+    alibi = RelativePositionTerms(True, False, "alibi", n_heads=1)
     decayed = alibi.score_terms(scores, distance, torch.zeros(3)).softmax(-1)[0, 0, 0]
     assert decayed[0] > decayed[1] > decayed[2]

@@ -118,5 +118,5 @@ def test_the_layouts_differ_only_in_the_q_k_width():
     assert (paper.half_dim, seed.half_dim) == (E // H // 2, E // H)
     assert paper.v_proj.weight.shape == seed.v_proj.weight.shape == (E, E)
     assert paper.q_proj.weight.shape == (E, E) and seed.q_proj.weight.shape == (2 * E, E)
-    with pytest.raises(ValueError, match="must be even"):
+    with pytest.raises(ValueError, match="is odd"):
         build_attention("diff", 12, 4)  # head width 3 cannot be halved

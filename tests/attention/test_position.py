@@ -22,13 +22,13 @@ def _rotary_reference(x, base=10000.0):
 
 
 def test_rotary_matches_complex_rotation():
-    rope = RotaryEmbedding(head_dim=8)
+    rope = RotaryEmbedding(head_dim=8, base=10000.0)
     x = torch.randn(2, 11, 3, 8)
     torch.testing.assert_close(rope.rotate(x), _rotary_reference(x), atol=1e-6, rtol=1e-5)
 
 
 def test_rotary_scores_depend_on_offset_only():
-    rope = RotaryEmbedding(head_dim=8)
+    rope = RotaryEmbedding(head_dim=8, base=10000.0)
     q = torch.randn(8).expand(1, 20, 1, 8)  # the same vector at every position
     k = torch.randn(8).expand(1, 20, 1, 8)
     scores = torch.einsum("bqhd,bkhd->qk", rope.rotate(q), rope.rotate(k))
@@ -38,7 +38,7 @@ def test_rotary_scores_depend_on_offset_only():
 
 def test_rotary_rejects_odd_head_dim():
     with pytest.raises(ValueError, match="even head_dim"):
-        RotaryEmbedding(head_dim=5)
+        RotaryEmbedding(head_dim=5, base=10000.0)
 
 
 def _vanilla_reference(attn, x, causal, terms=None, rope=None):
@@ -67,10 +67,10 @@ def _vanilla_reference(attn, x, causal, terms=None, rope=None):
 @pytest.mark.parametrize("causal", [False, True])
 def test_projected_backends_apply_position_modules(name, kind, need_weights, causal):
     if kind == "rope":
-        position = RotaryEmbedding(head_dim=4)
+        position = RotaryEmbedding(head_dim=4, base=10000.0)
     else:
         form = kind.split("-")[1]
-        position = randomize_(RelativePositionTerms(decay_form=form, n_heads=4))
+        position = randomize_(RelativePositionTerms(True, True, form, n_heads=4))
     attn = build_attention(name, 16, 4, position=position).eval()
     x = torch.randn(2, 9, 16)
     out, weights = attn(x, x, causal=causal, need_weights=need_weights)
@@ -88,7 +88,7 @@ def test_projected_backends_apply_position_modules(name, kind, need_weights, cau
 @pytest.mark.parametrize("block_size", [0, 3])
 @pytest.mark.parametrize("layout", ["paper", "wide"])
 def test_diff_applies_rotary_to_both_halves(block_size, layout):
-    rope = RotaryEmbedding()
+    rope = RotaryEmbedding(base=10000.0)
     options = dict(block_size=block_size, head_layout=layout)
     attn = randomize_(build_attention("diff", 16, 4, position=rope, **options)).eval()
     plain = build_attention("diff", 16, 4, **options).eval()
@@ -113,7 +113,8 @@ def test_diff_applies_rotary_to_both_halves(block_size, layout):
 
 def test_relative_terms_change_the_function():
     attn = build_attention("vanilla", 16, 4).eval()
-    with_terms = build_attention("vanilla", 16, 4, position=RelativePositionTerms()).eval()
+    terms = RelativePositionTerms(True, True, "alibi", 1)
+    with_terms = build_attention("vanilla", 16, 4, position=terms).eval()
     with_terms.load_state_dict(attn.state_dict(), strict=False)
     x = torch.randn(2, 9, 16)
     assert not torch.allclose(attn(x, x)[0], with_terms(x, x)[0])
@@ -121,13 +122,14 @@ def test_relative_terms_change_the_function():
 
 def test_diff_position_shorthand_conflicts_with_a_module():
     with pytest.raises(ValueError, match="not both"):
-        build_attention("diff", 16, 4, distance_decay=True, position=RotaryEmbedding(4))
+        build_attention("diff", 16, 4, distance_decay=True,
+                        position=RotaryEmbedding(4, base=10000.0))
 
 
 def test_fused_path_used_with_rotary_only(sdpa_calls):
     """rope keeps the fused kernel; relative terms need the explicit scores."""
     x = torch.randn(1, 6, 16)
-    build_attention("vanilla", 16, 4, position=RotaryEmbedding(4))(x, x)
+    build_attention("vanilla", 16, 4, position=RotaryEmbedding(4, base=10000.0))(x, x)
     assert len(sdpa_calls) == 1
-    build_attention("vanilla", 16, 4, position=RelativePositionTerms())(x, x)
+    build_attention("vanilla", 16, 4, position=RelativePositionTerms(True, True, "alibi", 1))(x, x)
     assert len(sdpa_calls) == 1

@@ -35,9 +35,9 @@ def _build(config_id, d_model=16, heads=4, **extra):
     name, options = CONFIGS[config_id]
     options = dict(options)
     if options.get("position") == "rope":
-        options["position"] = RotaryEmbedding()
+        options["position"] = RotaryEmbedding(base=10000.0)
     elif options.get("position") == "relative":
-        options["position"] = RelativePositionTerms()
+        options["position"] = RelativePositionTerms(True, True, "alibi", 1)
     return randomize_(build_attention(name, d_model, heads, **options, **extra)).eval()
 
 

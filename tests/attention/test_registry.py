@@ -1,5 +1,7 @@
 """Building backends by name, and the errors a caller sees for bad options and inputs."""
 
+from dataclasses import fields
+
 import pytest
 import torch
 
@@ -7,7 +9,8 @@ from seqforecast.attention import (
     DifferentialAttention,
     EinsumAttention,
     VanillaAttention,
-    attention_options,
+    attention_context,
+    attention_schema,
     available_attention,
     build_attention,
 )
@@ -36,10 +39,12 @@ def test_projection_names_match_multihead_attention():
         ("vanilla", 30, 4, {}, "d_model=30 must be a positive multiple of n_heads=4"),
         ("vanilla", 8, 0, {}, "n_heads=0 must be a positive integer"),
         ("vanilla", 8, 2, {"block_size": 4}, "has no option.*block_size; allowed: dropout, bias"),
-        ("diff", 8, 2, {"lambda_mode": "exp"}, "lambda_mode='exp'; allowed: scalar, reparam"),
-        ("diff", 8, 2, {"block_size": -1}, "block_size=-1 must be an integer >= 0"),
-        ("diff", 8, 2, {"layer": 0}, "layer=0 must be an integer >= 1"),
-        ("einsum", 8, 2, {"dropout": 1.0}, r"dropout=1.0 must be in \[0, 1\)"),
+        ("diff", 8, 2, {"lambda_mode": "exp"},
+         "lambda_mode='exp' is not allowed: choose one of scalar, reparam"),
+        ("diff", 8, 2, {"block_size": -1}, "block_size=-1 is not allowed: must be >= 0"),
+        ("diff", 12, 4, {}, "the paper layout halves each head's q/k, and d_model/n_heads = "
+                            "12/4 = 3 is odd"),
+        ("einsum", 8, 2, {"dropout": 1.0}, r"dropout=1.0 is not allowed: must be in \[0, 1\)"),
     ],
 )
 def test_bad_options_name_the_key_and_what_is_allowed(name, d_model, heads, options, message):
@@ -47,11 +52,22 @@ def test_bad_options_name_the_key_and_what_is_allowed(name, d_model, heads, opti
         build_attention(name, d_model, heads, **options)
 
 
-def test_options_are_listed():
-    assert "block_size" in attention_options("diff")
-    assert "talking_heads" in attention_options("diff")
-    assert attention_options("vanilla") == ["dropout", "bias", "position"]
-    assert "position" in attention_options("diff")
+def test_options_are_the_backends_dataclass_and_context_its_signature():
+    diff = {f.name for f in fields(attention_schema("diff"))}
+    assert {"block_size", "talking_heads", "dropout", "bias"} <= diff
+    assert [f.name for f in fields(attention_schema("vanilla"))] == ["name", "dropout", "bias"]
+    assert attention_context("vanilla") == ["position"]
+    assert attention_context("diff") == ["layer", "cross_attention", "position"]
+
+
+def test_the_python_api_defaults_are_the_configs():
+    """build_attention's defaults are the options' dataclass, which the config composes."""
+    from seqforecast.config import compose_config
+
+    composed = compose_config(["attention=diff"]).attention
+    built = build_attention("diff", 16, 4)
+    assert built.block_size == composed.block_size and built.lambda_mode == composed.lambda_mode
+    assert (built.q_proj.bias is None) == (not composed.bias)
 
 
 @pytest.mark.parametrize("name", ["vanilla", "einsum", "diff"])

@@ -65,7 +65,8 @@ def _run(stack, x, need_weights, causal=False):
 @pytest.mark.parametrize("rope", [False, True])
 @pytest.mark.parametrize("kernels", KERNELS)
 def test_projected_backends_equal_the_summed_scores(name, need_weights, causal, rope, kernels):
-    stack = _stack(name, kernels=kernels, position=RotaryEmbedding(E // H) if rope else None)
+    rotary = RotaryEmbedding(E // H, base=10000.0) if rope else None
+    stack = _stack(name, kernels=kernels, position=rotary)
     x = torch.randn(B, L, E)
     expected, expected_maps = _projected_reference(stack, x, causal)
     got, maps = _run(stack, x, need_weights, causal)
@@ -175,7 +176,7 @@ def test_what_cannot_be_carried_is_refused_in_one_line():
     assert carries_residual("vanilla", "rope", {}) is None
     assert "pos_encoding=relative" in carries_residual("vanilla", "relative", {})
     assert "attention.talking_heads" in carries_residual("diff", "none", {"talking_heads": True})
-    attn = build_attention("vanilla", E, H, position=RelativePositionTerms())
+    attn = build_attention("vanilla", E, H, position=RelativePositionTerms(True, True, "alibi", 1))
     x = torch.randn(B, L, E)
     with pytest.raises(ValueError, match="cannot carry"):
         attn(x, x, residual=ResidualScores())

@@ -120,7 +120,7 @@ def test_generation_keeps_the_steps_of_teacher_forcing():
 def test_diff_cross_attention_terms_read_time_steps(layout, block_size):
     """diff with zero q/k projections: both softmaxes equal the position terms' softmax, so
     the map is (1 - lambda) softmax(-m_h |t_q - t_k| - b [t_k < t_q])."""
-    terms = randomize_(RelativePositionTerms(n_heads=4))
+    terms = randomize_(RelativePositionTerms(True, True, "alibi", n_heads=4))
     attn = build_attention("diff", 16, 4, cross_attention=True, block_size=block_size,
                            head_layout=layout, position=terms).eval()  # fmt: skip
     with torch.no_grad():

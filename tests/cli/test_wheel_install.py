@@ -4,6 +4,7 @@ never its editable seqforecast), and its four console scripts run from an empty 
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -30,8 +31,13 @@ def installed(tmp_path_factory):
     """bin/ of a fresh venv holding the wheel of this tree."""
     root = tmp_path_factory.mktemp("wheel")
     dist = root / "dist"
+    # A copy of the tree as a clone has it (setuptools would reuse a build/ left in the tree;
+    # the configs link is copied as a link).
+    source = root / "source"
+    shutil.copytree(REPO, source, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "outputs", "*.egg-info", "__pycache__", ".*_cache"))
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-          "-w", str(dist), str(REPO)], cwd=root)
+          "-w", str(dist), str(source)], cwd=root)
     (wheel,) = dist.glob("seqforecast-*.whl")
     env_dir = root / "env"
     venv.EnvBuilder(with_pip=False).create(env_dir)

@@ -2,9 +2,7 @@
 
 import pytest
 import torch
-from hydra.errors import HydraException
 from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from seqforecast import build_model
 from seqforecast.config import ConfigError, compose_config, validate_config
@@ -154,9 +152,8 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
 def test_bad_values_name_the_key(overrides, message):
     if CSV_ARGS in overrides:
         overrides = ["data=csv", "data.path=x.csv", "data.target=y", *overrides[1:]]
-    cfg = compose_config(overrides)
-    with pytest.raises(ConfigError) as err:
-        validate_config(cfg)
+    with pytest.raises(ConfigError) as err:  # composition refuses a type or a Choice itself
+        validate_config(compose_config(overrides))
     assert message in str(err.value)
     assert "\n" not in str(err.value)
 
@@ -183,9 +180,10 @@ def test_the_default_config_is_valid():
     ],
 )
 def test_types_and_keys_are_the_schemas_job(override, key):
-    with pytest.raises((HydraException, OmegaConfBaseException)) as err:
+    with pytest.raises(ConfigError) as err:
         compose_config([override])
-    assert key in str(err.value) + str(err.value.__cause__)
+    assert str(err.value).startswith(key) and "is not allowed" in str(err.value)
+    assert "\n" not in str(err.value)
 
 
 def _combinations():
@@ -233,13 +231,3 @@ def test_whatever_validation_accepts_builds_and_runs_and_the_rest_is_one_line():
         assert out.shape == (1, cfg.data.out_len, 1) and out.isfinite().all()
         accepted += 1
     assert accepted > 100 and refused > 20
-
-
-@pytest.mark.parametrize("missing", ["embedding", "model.linear_path", "model.channel_independent"])
-def test_a_config_from_before_a_key_existed_is_one_line_naming_it(missing):
-    """Run dirs written before patches and the linear path: refused in one line, no KeyError."""
-    cfg = OmegaConf.to_container(compose_config([]), resolve=True)
-    node, _, key = missing.rpartition(".")
-    del (cfg[node] if node else cfg)[key]
-    with pytest.raises(ConfigError, match=r"the config has no .*written by an older seqforecast"):
-        validate_config(cfg)

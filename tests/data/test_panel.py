@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqforecast.config import compose_config
-from seqforecast.config.validate import ConfigError, validate_config
+from seqforecast.config import ConfigError, compose_config, validate_config
 from seqforecast.data import DataError, build_data, panel_data
 from seqforecast.data.panel_read import read_long
 from seqforecast.model import build_model

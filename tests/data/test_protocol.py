@@ -9,8 +9,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from seqforecast.config import compose_config
-from seqforecast.config.validate import ConfigError, validate_config
+from seqforecast.config import ConfigError, compose_config, validate_config
 from seqforecast.data import DataError, build_data
 from seqforecast.data.windows import split_ranges
 from seqforecast.model import build_model

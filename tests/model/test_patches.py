@@ -31,7 +31,7 @@ def patch_cfg(*overrides, patch=(6, 4), label_len=8):
 def test_patches_are_the_padded_input_cut_every_stride_and_end_at_the_forecast(
     in_len, patch_len, stride
 ):
-    tok = Tokenizer(in_len, 0, 5, patch_len, stride)
+    tok = Tokenizer(in_len, 0, 5, patch_len, stride, "start")
     src = torch.randn(2, in_len, 3)
     tokens = tok.encoder_input(src)
     padded = torch.cat([src[:, :1].expand(-1, tok.pad, -1), src], dim=1)
@@ -48,7 +48,7 @@ def test_patches_are_the_padded_input_cut_every_stride_and_end_at_the_forecast(
 
 
 def test_decoder_chunks_round_trip_and_sit_on_the_encoders_time_axis():
-    tok = Tokenizer(30, 8, 10, 6, 4)
+    tok = Tokenizer(30, 8, 10, 6, 4, "start")
     values = torch.randn(3, 12, 2)
     chunks = tok.chunk(values)
     assert chunks.shape == (3, 3, 8)
@@ -60,7 +60,7 @@ def test_decoder_chunks_round_trip_and_sit_on_the_encoders_time_axis():
 
 
 def test_point_tokens_are_the_time_steps():
-    tok = Tokenizer(12, 4, 3, 1, 1)
+    tok = Tokenizer(12, 4, 3, 1, 1, "start")
     src = torch.randn(2, 12, 3)
     assert torch.equal(tok.encoder_input(src), src)
     assert tok.encoder_spans() == [(t, t) for t in range(12)]

@@ -73,7 +73,7 @@ def test_training_on_known_noise_learns_its_quantiles(output):
 
 
 def test_build_output_names_what_is_allowed():
-    assert isinstance(build_output(None), PointOutput)  # runs saved before the group
+    assert isinstance(build_output({"name": "mse"}), PointOutput)
     assert build_output({"name": "quantile", "quantiles": [0.1, 0.5, 0.9]}).n_params == 3
     assert isinstance(build_output({"name": "poisson"}), PoissonOutput)
     with pytest.raises(ValueError, match="loss='tweedie'; allowed: mse, quantile, gaussian, "

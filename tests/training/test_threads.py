@@ -7,8 +7,7 @@ import time
 import pytest
 import torch
 
-from seqforecast.config import compose_config
-from seqforecast.config.validate import ConfigError, validate_config
+from seqforecast.config import ConfigError, compose_config, validate_config
 from seqforecast.training.runtime import TINY_MODEL, busy_cores, choose_threads, usable_cores
 
 

@@ -1,0 +1,127 @@
+"""Checking a config, composed or saved: every failure one line naming the key, the value and
+what is allowed (ConfigError), whether composition refused it (a type, a Choice, a key no
+schema has: `composition_error` words Hydra's and OmegaConf's errors so) or the checks below.
+
+`validate_config` takes a current config (a composed one, or a saved one after
+migrations.migrate): each node typed by its schema (schema.py), each group's options checked
+(their Checks), then the rules between them (rules.py), group by group in ORDER.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import fields
+
+from hydra.errors import MissingConfigException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from ..options import ConfigError, check_options
+from .migrations import former_name
+from .rules import RULES
+from .schema import CONFIG_VERSION, TrainConfig, schema_of
+
+ORDER = ("model", "embedding", "attention", "pos_encoding", "ffn", "data", "trainer", "log",
+         "intervals", "loss")
+# What a required key (??? in the schema) is for, in the line that says it is missing.
+REQUIRED_HINTS = {"data.path": "the CSV file to read", "data.target": "the column to forecast"}
+
+
+def validate_config(cfg: DictConfig | Mapping) -> None:
+    """Raise ConfigError for the first value out of range, or the first rule broken."""
+    if isinstance(cfg, DictConfig):
+        missing = sorted(OmegaConf.missing_keys(cfg))
+        if missing:
+            key = missing[0]
+            hint = f" ({REQUIRED_HINTS[key]})" if key in REQUIRED_HINTS else ""
+            raise ConfigError(f"{key} is required{hint}: set {key}=<value>")
+    plain = resolved(cfg)
+    version = plain.get("config_version")
+    if version != CONFIG_VERSION:
+        raise ConfigError(f"config_version={version!r} is not allowed: a saved config is read "
+                          f"through migrations.migrate first (this seqforecast writes "
+                          f"{CONFIG_VERSION})")
+    typed(plain)
+    check_options(TrainConfig, {k: v for k, v in plain.items() if k not in ORDER})
+    for group in ORDER:
+        check_options(schema_of(group, plain[group]), plain[group], f"{group}.")
+        for check in RULES.get(group, []):
+            check(plain)
+
+
+def resolved(cfg: DictConfig | Mapping) -> dict:
+    """A config as plain dicts, interpolations resolved, Choices as their names."""
+    if not isinstance(cfg, DictConfig):
+        cfg = OmegaConf.create(dict(cfg))
+    try:
+        return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    except OmegaConfBaseException as err:
+        raise ConfigError(str(err).splitlines()[0]) from None
+
+
+def typed(plain: Mapping) -> DictConfig:
+    """The config merged into its schemas (the root's and each group's by its option), so a
+    saved value of the wrong type, a name no option has or a key no schema has is one line."""
+    for group in ORDER:
+        if group not in plain:
+            raise ConfigError(f"the config has no {group} (config_version={CONFIG_VERSION} "
+                              f"configs have every group)")
+        if schema_of(group, plain[group]) is None:
+            name = plain[group].get("name") if isinstance(plain[group], Mapping) else None
+            raise ConfigError(f"{group}={name!r} is not allowed: no such option")
+    nodes = {}
+    try:
+        for group in ORDER:
+            node = OmegaConf.structured(schema_of(group, plain[group]))
+            nodes[group] = OmegaConf.merge(node, plain[group])
+        root = OmegaConf.merge(OmegaConf.structured(TrainConfig),
+                               {k: v for k, v in plain.items() if k not in ORDER})
+    except OmegaConfBaseException as err:
+        raise ConfigError(composition_error(err)) from None
+    for group in ORDER:  # a current config has every key (migrations fill older ones)
+        absent = [f.name for f in fields(schema_of(group, plain[group]))
+                  if f.name not in plain[group]]
+        if absent:
+            raise ConfigError(f"the config has no {group}.{absent[0]} (written by an older "
+                              f"seqforecast without its config_version?)")
+    return OmegaConf.merge(root, nodes)
+
+
+_TYPES = {"Integer": "an integer", "Float": "a number", "Boolean": "true or false",
+          "String": "a string"}
+
+
+def composition_error(err: BaseException) -> str:
+    """Hydra's or OmegaConf's refusal of a config as one line: `key=value is not allowed:
+    what is allowed`, or `key ...` for a key no schema has."""
+    if isinstance(err, MissingConfigException) and err.options is not None:
+        group = (err.missing_cfg_file or "").rpartition("/")[0]
+        wanted = (err.missing_cfg_file or "").rpartition("/")[2]
+        return f"{group}={wanted} is not allowed: choose one of {', '.join(err.options)}"
+    chain, cause = [], err
+    while cause is not None:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    found = next((e for e in chain if isinstance(e, OmegaConfBaseException)
+                  and getattr(e, "full_key", None)), None)
+    if found is None:
+        return str(err).strip().splitlines()[0]
+    key, message = found.full_key, str(getattr(found, "msg", found)).strip().splitlines()[0]
+    value = getattr(found, "value", None)
+    choices = re.search(r"expected one of \[(.*)\]", message)
+    if choices:
+        hint = former_name(key, value)
+        allowed = f"choose one of {choices.group(1)}" + (
+            f" ({value} is now called {hint})" if hint else "")
+        return f"{key}={value!r} is not allowed: {allowed}"
+    converted = re.search(r"could not be converted to (\w+)|is not a valid (bool)", message)
+    if converted:
+        kind = converted.group(1) or "Boolean"
+        return f"{key}={value!r} is not allowed: {_TYPES.get(kind, kind)}"
+    unknown = re.search(r"Key '(.+)' not in '(\w+)'", message)
+    if unknown:
+        node = key.rpartition(".")[0] or "the config's root"
+        return (f"{key} is not allowed: {node} has no key {unknown.group(1)} (its keys: "
+                f"--cfg job prints them)")
+    return f"{key}: {message}"

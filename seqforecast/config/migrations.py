@@ -1,0 +1,118 @@
+"""Saved runs' configs, read as the current version: one ordered list of migrations.
+
+Every run writes `config_version` (schema.py's CONFIG_VERSION) into its saved config. A saved
+config is migrated once, when it is loaded (training/restore.py's `saved_config`, a resumed
+checkpoint's config): each migration from its version on rewrites it to the next version, so
+every other module reads only current configs. A config without the key is version 0: it
+was written before versions were counted, by one of the releases whose keys version 1 fills in.
+
+A migration fills a key with the behaviour runs had before the key existed (not today's
+default, where the two differ) and renames former option values; each renaming is reported once
+a process, in one line.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable
+
+from ..options import ConfigError
+from .schema import CONFIG_VERSION
+
+log = logging.getLogger("seqforecast")
+
+# (key, former value) -> current value (version 0 -> 1)
+RENAMED = {
+    ("data.name", "sigmoid_seed"): "sigmoid_pair",
+    ("attention.head_layout", "seed"): "wide",
+    ("attention.decay_form", "seed"): "reciprocal",
+    ("pos_encoding.decay_form", "seed"): "reciprocal",
+}
+
+# What a version-0 config lacks where it was written before the key existed: the behaviour
+# runs had then. `None` as a group's value: the group itself was missing.
+BEFORE_THE_KEY = {
+    "model.name": "transformer",
+    "model.norm": "layer",
+    "model.revin_affine": True,
+    "model.linear_path": "none",
+    "model.linear_path_input": "normalized",
+    "model.linear_path_trainable": True,
+    "model.linear_init": "zero",
+    "model.decomposition_kernel": 25,
+    "model.channel_independent": False,
+    "model.channels": "independent",
+    "embedding": {"name": "point", "patch_len": 1, "stride": 1, "padding": "start"},
+    "embedding.padding": "start",
+    "trainer.drop_last": False,
+    "trainer.log_every": 1,  # synced every step
+    "trainer.selection_blocks": 0,
+    "trainer.select_on": "mse",
+    "trainer.schedule": "warmup_cosine",
+    "trainer.optimizer": "adamw",
+    "trainer.pct_start": 0.3,
+    "trainer.validate_initial": False,
+    "trainer.min_improvement": 0.0,
+    "trainer.kernels": "auto",  # the C kernels where they built, as those runs had them
+    "log.figures": True,
+    "intervals": {"method": "none", "levels": [], "quantiles": [], "gamma": 0.005},
+    "intervals.gamma": 0.005,
+    "loss": {"name": "mse"},
+}
+# Keys only some options have: filled where the option is the one named.
+BEFORE_THE_KEY_OF = {
+    ("model", "patchtst"): {"attention_dropout": 0.0, "attention_init": "mha",
+                            "res_attention": False, "official_weights": None},
+    ("pos_encoding", "learned"): {"init": "normal"},
+    ("data", "csv"): {"targets": None, "id_column": None},
+}
+
+_said: set[tuple[str, str]] = set()  # each renaming is reported once per process
+
+
+def _version_0_to_1(cfg: dict) -> None:
+    for (key, former), current in RENAMED.items():
+        group, _, name = key.partition(".")
+        node = cfg.get(group)
+        if isinstance(node, dict) and node.get(name) == former:
+            node[name] = current
+            shown = group if name == "name" else key  # data.name is the group option data=...
+            if (key, former) not in _said:
+                _said.add((key, former))
+                log.warning("%s=%s is now called %s=%s; read as %s", shown, former, shown,
+                            current, current)
+    for key, value in BEFORE_THE_KEY.items():
+        group, _, name = key.partition(".")
+        if not name:
+            cfg.setdefault(group, copy.deepcopy(value))
+        elif isinstance(cfg.get(group), dict):
+            cfg[group].setdefault(name, value)
+    for (group, option), values in BEFORE_THE_KEY_OF.items():
+        node = cfg.get(group)
+        if isinstance(node, dict) and node.get("name") == option:
+            for name, value in values.items():
+                node.setdefault(name, value)
+
+
+# MIGRATIONS[v] turns a version-v config into version v + 1.
+MIGRATIONS: list[Callable[[dict], None]] = [_version_0_to_1]
+assert len(MIGRATIONS) == CONFIG_VERSION
+
+
+def migrate(cfg: dict) -> dict:
+    """A saved config (a plain dict, resolved or not) as the current version: a new dict."""
+    cfg = copy.deepcopy(cfg)
+    version = cfg.get("config_version", 0)
+    if not isinstance(version, int) or not 0 <= version <= CONFIG_VERSION:
+        raise ConfigError(f"config_version={version!r} is not allowed: this seqforecast reads "
+                          f"versions 0 to {CONFIG_VERSION} (a newer one wrote it?)")
+    for step in MIGRATIONS[version:]:
+        step(cfg)
+    cfg["config_version"] = CONFIG_VERSION
+    return cfg
+
+
+def former_name(key: str, value) -> str | None:
+    """The current name of a former option value, if `value` is one for `key`."""
+    return RENAMED.get((key, value))

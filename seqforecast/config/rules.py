@@ -1,0 +1,284 @@
+"""The rules between options: each one a combination that every value allows alone but the
+model, the data or the loop would reject together, refused in one line naming both keys. A
+single option's type, allowed values and range are its own (schema.py), checked before these.
+`cfg` is a resolved, current config as plain dicts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..attention import carries_residual
+from ..model.embedding import Tokenizer
+from ..model.positional import INSIDE_ATTENTION
+from ..options import ConfigError
+from ..probabilistic.quantiles import QuantileError, check_quantiles, interval_bounds
+
+# group -> its rules, run right after that group's own options are checked (validate.py), in
+# the order written: a rule may read any group, but reports on the first key it names.
+RULES: dict[str, list[Callable[[dict], None]]] = {}
+
+
+def rule(group: str) -> Callable:
+    def register(check: Callable[[dict], None]) -> Callable[[dict], None]:
+        RULES.setdefault(group, []).append(check)
+        return check
+
+    return register
+
+
+def _refuse(key: str, value, allowed: str) -> None:
+    raise ConfigError(f"{key}={value!r} is not allowed: {allowed}")
+
+
+def _conflict(key: str, value, other: str, other_value, why: str) -> None:
+    raise ConfigError(f"{key}={value} conflicts with {other}={other_value}: {why}")
+
+
+def _encoder_decoder(cfg: dict) -> bool:
+    return cfg["model"]["name"] == "transformer"
+
+
+# ---------------------------------------------------------------- the model's shape
+
+
+@rule("model")
+def heads_divide_the_width(cfg: dict) -> None:
+    d_model, n_heads = cfg["model"]["d_model"], cfg["model"]["n_heads"]
+    if d_model % n_heads:
+        _refuse("model.d_model", d_model, f"must be a multiple of model.n_heads={n_heads}")
+
+
+@rule("model")
+def the_decoder_starts_inside_the_window(cfg: dict) -> None:
+    if not _encoder_decoder(cfg):
+        return
+    model, in_len = cfg["model"], cfg["data"]["in_len"]
+    low = 1 if model["decoding"] == "autoregressive" else 0
+    if not low <= model["label_len"] <= in_len:
+        _refuse("model.label_len", model["label_len"], f"must be in [{low}, data.in_len={in_len}]"
+                + (" for autoregressive decoding" if low else ""))
+
+
+@rule("model")
+def residual_attention_can_carry_the_scores(cfg: dict) -> None:
+    if cfg["model"]["name"] == "patchtst" and cfg["model"]["res_attention"]:
+        attn = cfg["attention"]
+        why = carries_residual(attn["name"], cfg["pos_encoding"]["name"], attn)
+        if why:
+            raise ConfigError(f"model.res_attention=true conflicts: {why}")
+
+
+@rule("embedding")
+def patches_fit_the_window(cfg: dict) -> None:
+    emb, data = cfg["embedding"], cfg["data"]
+    if emb["name"] == "point":  # one token per step: patch_len and stride do not apply
+        return
+    patch_len, stride = emb["patch_len"], emb["stride"]
+    if patch_len > data["in_len"]:
+        _refuse("embedding.patch_len", patch_len, f"must be in [1, data.in_len={data['in_len']}]")
+    if stride > patch_len:
+        _refuse("embedding.stride", stride,
+                f"must be in [1, embedding.patch_len={patch_len}] (no input step skipped)")
+    if emb["padding"] == "end" and _encoder_decoder(cfg):
+        _conflict("embedding.padding", "end", "model.name", "transformer",
+                  "patches past the window's end are PatchTST's; the encoder-decoder's time "
+                  "axis needs patches ending at in_len (embedding.padding=start)")
+    if _encoder_decoder(cfg) and cfg["model"]["label_len"] % stride:
+        _conflict("model.label_len", cfg["model"]["label_len"], "embedding.stride", stride,
+                  "the decoder reads the last label_len steps in chunks of stride steps; "
+                  "make label_len a multiple of stride")
+
+
+@rule("pos_encoding")
+def the_position_table_covers_the_tokens(cfg: dict) -> None:
+    pos, data, emb = cfg["pos_encoding"], cfg["data"], cfg["embedding"]
+    if "max_len" not in pos:
+        return
+    needed, what = data["in_len"] + data["out_len"], "data.in_len + data.out_len"
+    if not _encoder_decoder(cfg):  # the encoder-only model positions its tokens alone
+        patch = (1, 1) if emb["name"] == "point" else (emb["patch_len"], emb["stride"])
+        needed = Tokenizer(data["in_len"], 0, data["out_len"], *patch,
+                           emb["padding"]).encoder_tokens
+        what = "the encoder's tokens"
+    if pos["max_len"] < needed:
+        _refuse("pos_encoding.max_len", pos["max_len"], f"must be >= {what} = {needed}")
+
+
+@rule("pos_encoding")
+def attention_and_positions_agree(cfg: dict) -> None:
+    attn, pos, model = cfg["attention"], cfg["pos_encoding"], cfg["model"]
+    head_dim = model["d_model"] // model["n_heads"]
+    shape = f"model.d_model/model.n_heads = {model['d_model']}/{model['n_heads']}"
+    qk_width, qk_what = head_dim, shape
+    if attn["name"] == "diff":
+        if attn["head_layout"] == "paper":
+            if head_dim % 2:
+                _conflict("attention.head_layout", "paper", "model.d_model", model["d_model"],
+                          f"the paper layout halves each head's q/k, and {shape} = {head_dim} "
+                          f"is odd; use an even head width or attention.head_layout=wide")
+            qk_width, qk_what = head_dim // 2, f"half of {shape} (attention.head_layout=paper)"
+        own = [key for key in ("distance_decay", "past_bias") if attn[key]]
+        if own and pos["name"] in INSIDE_ATTENTION:
+            _conflict(f"attention.{own[0]}", "true", "pos_encoding", pos["name"],
+                      "both would put a position module inside diff attention; use "
+                      "pos_encoding=relative alone (it has distance_decay and past_bias) or set "
+                      f"attention.{own[0]}=false")
+    if pos["name"] == "rope" and qk_width % 2:
+        _conflict("pos_encoding", "rope", "model.d_model", model["d_model"],
+                  f"rope rotates pairs of q/k channels, and the q/k width per head, {qk_what} = "
+                  f"{qk_width}, is odd")
+
+
+@rule("embedding")
+def a_linear_path_to_fit_and_no_covariates_to_ignore(cfg: dict) -> None:
+    model = cfg["model"]
+    if model["linear_init"] == "least_squares" and model["linear_path"] == "none":
+        _conflict("model.linear_init", "least_squares", "model.linear_path", "none",
+                  "there is no linear path to fit; set model.linear_path=nlinear or dlinear")
+    features = cfg["data"].get("features") or []  # CSV data's only
+    if model["channel_independent"] and features:
+        _conflict("model.channel_independent", "true", "data.features", features,
+                  "each channel is forecast from its own past, so covariates would be ignored; "
+                  "drop data.features or set model.channel_independent=false")
+
+
+# ---------------------------------------------------------------- data
+
+
+@rule("data")
+def three_disjoint_synthetic_draws(cfg: dict) -> None:
+    data, seed = cfg["data"], cfg["seed"]
+    if data["name"] == "csv":
+        return
+    # Training from seed, selection from val_seed, test from test_seed.
+    if data["val_seed"] == seed:
+        _refuse("data.val_seed", data["val_seed"],
+                f"must differ from seed={seed} (validation series differ from training)")
+    if data["test_seed"] in (seed, data["val_seed"]):
+        _refuse("data.test_seed", data["test_seed"],
+                f"must differ from seed={seed} and data.val_seed={data['val_seed']} "
+                f"(test series differ from training and validation)")
+
+
+@rule("data")
+def csv_columns_and_borders(cfg: dict) -> None:
+    """One series (data.target), a long panel (+ data.id_column) or a wide one (data.targets);
+    seasons inside the window; explicit borders both or neither."""
+    data = cfg["data"]
+    if data["name"] != "csv":
+        return
+    target, targets, id_column = data["target"], data["targets"], data["id_column"]
+    channels = cfg["model"]["channels"]
+    if targets is None:
+        if target is None:
+            raise ConfigError(
+                "data.target is required (the column to forecast): set data.target=<value>, or "
+                "data.targets=[a, b] / data.targets=all for one series per column")
+        if target in data["features"]:
+            _refuse("data.features", data["features"], f"must not repeat the target {target!r}")
+    else:
+        if not (targets == "all" or (isinstance(targets, list) and targets and len(set(targets))
+                                     == len(targets) and all(str(t).strip() for t in targets))):
+            _refuse("data.targets", targets, "a list of distinct column names, or all")
+        if target is not None:
+            _conflict("data.target", target, "data.targets", targets,
+                      "name the columns to forecast once: data.targets for several")
+        if id_column:
+            _conflict("data.id_column", id_column, "data.targets", targets,
+                      "a long panel (id column) forecasts data.target; wide format names its "
+                      "series in data.targets")
+    if id_column:
+        if id_column == target or id_column in data["features"]:
+            _conflict("data.id_column", id_column, "data.target/features",
+                      [target, *data["features"]],
+                      "the id column names each row's series; it cannot be forecast or read")
+        if channels == "mixed":
+            _conflict("model.channels", "mixed", "data.id_column", id_column,
+                      "a long panel has one target; mixed channels are wide columns "
+                      "(data.targets)")
+        if data["time_column"] is None:
+            _refuse("data.time_column", None,
+                    "a long panel (data.id_column) needs the time column ordering each series")
+    if (id_column or (targets and channels == "independent")) and data["fill"] == "interpolate":
+        _conflict("data.fill", "interpolate", "data.id_column/targets", id_column or targets,
+                  "a panel's windows share one buffer of rows; use data.fill=ffill")
+    season = data["season"]
+    periods = season if isinstance(season, list) else [season]
+    if not (all(isinstance(p, int) and not isinstance(p, bool) for p in periods)
+            and (periods == [0] or (periods and all(1 <= p <= data["in_len"] for p in periods)))
+            and len(set(periods)) == len(periods)):
+        _refuse("data.season", season,
+                f"a period in rows in [1, data.in_len={data['in_len']}], or a list of distinct "
+                f"periods (e.g. [48, 336]: a seasonal naive each); 0 = no seasonal baseline")
+    if (data["val_start"] is None) != (data["test_start"] is None):
+        _refuse("data.val_start", data["val_start"],
+                "give data.val_start and data.test_start together, or neither")
+
+
+@rule("trainer")
+def scaled_units_need_scaled_data(cfg: dict) -> None:
+    data = cfg["data"]
+    if cfg["trainer"]["select_on"] == "mse_scaled" and (
+            data["name"] != "csv" or data["scale"] == "none"):
+        _conflict("trainer.select_on", "mse_scaled", "data.name/data.scale",
+                  [data["name"], data.get("scale")],
+                  "only CSV data scaled on its training rows (data.scale=standard or minmax) "
+                  "has scaled units; select on mse")
+
+
+# ---------------------------------------------------------------- intervals and the loss
+
+
+def check_intervals(intervals: dict, data_name: str) -> None:
+    """intervals' levels (valid quantiles holding every interval level asked for) and the
+    adaptive method's needs; ConfigError in one line (evaluate's intervals= uses it too)."""
+    if intervals["method"] == "none":
+        return
+    if intervals["method"] == "adaptive" and data_name != "csv":
+        _conflict("intervals.method", "adaptive", "data.name", data_name,
+                  "adaptive intervals learn from the test windows in time order; synthetic "
+                  "series are independent draws: use intervals=split")
+    try:
+        levels = check_quantiles(intervals["quantiles"])  # "quantiles: ..." on bad levels
+    except QuantileError as err:
+        raise ConfigError(f"intervals.{err}") from None
+    if not intervals["levels"]:
+        _refuse("intervals.levels", intervals["levels"],
+                "give at least one central interval level, e.g. [0.8, 0.95]")
+    for level in intervals["levels"]:
+        try:
+            interval_bounds(levels, level)
+        except QuantileError as err:
+            raise ConfigError(f"intervals.levels: {err}") from None
+    if intervals["method"] == "adaptive":
+        unpaired = [q for q in levels if not any(abs(q + p - 1.0) < 1e-9 for p in levels)]
+        if unpaired:
+            _refuse("intervals.quantiles", list(levels),
+                    f"intervals.method=adaptive adapts central intervals: each level needs its "
+                    f"mirror 1 - q ({unpaired[0]} has none)")
+
+
+@rule("intervals")
+def intervals_hold_their_levels(cfg: dict) -> None:
+    check_intervals(cfg["intervals"], cfg["data"]["name"])
+
+
+@rule("loss")
+def quantiles_hold_the_median_and_the_intervals(cfg: dict) -> None:
+    loss, intervals = cfg["loss"], cfg["intervals"]
+    if loss["name"] != "quantile":
+        return
+    try:
+        levels = check_quantiles(loss["quantiles"])
+    except QuantileError as err:
+        raise ConfigError(f"loss.{err}") from None
+    if 0.5 not in levels:
+        _refuse("loss.quantiles", list(levels), "include 0.5: the median is the point forecast")
+    if intervals["method"] == "none":
+        return
+    for level in intervals["levels"]:
+        try:
+            interval_bounds(levels, level)
+        except QuantileError as err:
+            raise ConfigError(f"loss.quantiles: {err} (intervals.levels asks for it; add the "
+                              f"levels to loss.quantiles or change intervals.levels)") from None

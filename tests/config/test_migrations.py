@@ -1,0 +1,105 @@
+"""Saved runs' configs read as the current version: one ordered list of migrations, keyed by
+the config_version every run writes; former option values renamed (each said once), keys a
+run was written without filled with the behaviour it had; nothing else reads old configs."""
+
+import logging
+from dataclasses import fields
+
+import pytest
+from omegaconf import OmegaConf
+
+from seqforecast.config import (
+    CONFIG_VERSION,
+    ConfigError,
+    compose_config,
+    migrate,
+    validate_config,
+)
+from seqforecast.config import migrations as migrations_module
+from seqforecast.config.check import resolved
+from seqforecast.config.schema import schema_of
+from seqforecast.training.run import _current
+
+
+def _version_0(overrides=()) -> dict:
+    """A config as the releases before config_version wrote it: no version, none of the keys
+    version 1 fills in."""
+    cfg = resolved(compose_config(list(overrides)))
+    del cfg["config_version"]
+    for key in migrations_module.BEFORE_THE_KEY:
+        group, _, name = key.partition(".")
+        if name:
+            cfg[group].pop(name, None)
+    return cfg
+
+
+def test_every_run_writes_the_current_version():
+    assert compose_config().config_version == CONFIG_VERSION == len(migrations_module.MIGRATIONS)
+
+
+def test_a_version_0_config_reads_with_the_behaviour_it_had(caplog, monkeypatch):
+    monkeypatch.setattr(migrations_module, "_said", set())
+    old = _version_0(["attention=diff", "pos_encoding=relative", "attention.head_layout=wide"])
+    old["attention"]["head_layout"] = "seed"
+    old["pos_encoding"]["decay_form"] = "seed"
+    del old["intervals"], old["loss"], old["embedding"]
+    with caplog.at_level(logging.WARNING, logger="seqforecast"):
+        current = migrate(old)
+        migrate(old)  # said once a process
+    validate_config(current)
+    assert current["config_version"] == CONFIG_VERSION
+    assert current["attention"]["head_layout"] == "wide"
+    assert current["pos_encoding"]["decay_form"] == "reciprocal"
+    assert current["trainer"]["log_every"] == 1  # they synced every step
+    assert current["model"]["norm"] == "layer" and current["trainer"]["kernels"] == "auto"
+    assert current["intervals"]["method"] == "none" and current["loss"] == {"name": "mse"}
+    assert current["embedding"]["name"] == "point"
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == ["attention.head_layout=seed is now called attention.head_layout=wide; "
+                     "read as wide", "pos_encoding.decay_form=seed is now called "
+                     "pos_encoding.decay_form=reciprocal; read as reciprocal"]
+    assert "config_version" not in old  # the saved config itself is left as it was
+
+
+def test_the_keys_version_1_fills_are_the_schemas_keys():
+    for key in migrations_module.BEFORE_THE_KEY:
+        group, _, name = key.partition(".")
+        node = resolved(compose_config(["model=patchtst"]))[group]
+        assert not name or name in {f.name for f in fields(schema_of(group, node))}, key
+    for (group, option), values in migrations_module.BEFORE_THE_KEY_OF.items():
+        assert set(values) <= {f.name for f in fields(schema_of(group, {"name": option}))}
+
+
+def test_a_newer_or_unmigrated_config_is_one_line():
+    newer = resolved(compose_config())
+    newer["config_version"] = CONFIG_VERSION + 1
+    with pytest.raises(ConfigError, match=r"config_version=2 is not allowed: this seqforecast "
+                                          r"reads versions 0 to 1"):
+        migrate(newer)
+    old = _version_0()
+    with pytest.raises(ConfigError, match="read through migrations.migrate first"):
+        validate_config(old)
+
+
+@pytest.mark.parametrize("missing", ["embedding", "model.linear_path", "trainer.kernels"])
+def test_a_current_config_missing_a_key_is_one_line_naming_it(missing):
+    cfg = resolved(compose_config())
+    node, _, key = missing.rpartition(".")
+    del (cfg[node] if node else cfg)[key]
+    with pytest.raises(ConfigError, match=f"the config has no {missing}"):
+        validate_config(cfg)
+
+
+def test_a_former_value_on_the_command_line_names_the_current_one():
+    with pytest.raises(ConfigError, match=r"attention.head_layout='seed' is not allowed: choose "
+                                          r"one of paper, wide \(seed is now called wide\)"):
+        compose_config(["attention=diff", "attention.head_layout=seed"])
+
+
+def test_a_checkpoint_saved_under_a_former_name_matches_its_migrated_config():
+    """Resume compares the checkpoint's config with the run's: an older run's checkpoint says
+    head_layout=seed where its migrated config says wide, and still resumes."""
+    old = _version_0(["attention=diff", "attention.head_layout=wide"])
+    old["attention"]["head_layout"] = "seed"
+    current = OmegaConf.to_yaml(OmegaConf.create(migrate(old)), resolve=True)
+    assert _current(OmegaConf.to_yaml(OmegaConf.create(old))) == current
