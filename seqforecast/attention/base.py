@@ -36,6 +36,28 @@ class AttentionOptions:
     dropout: float = option(0.0, probability)  # on the attention weights, in training
     bias: bool = True  # in the q, k, v and output projections
 
+    # What a backend says of itself, for the rules between its options and the model's
+    # (config/rules.py, residual.carries_residual): a backend whose options change these
+    # overrides them, so no rule elsewhere names a backend.
+
+    def shape_conflict(self, d_model: int, n_heads: int) -> tuple[str, str] | None:
+        """(the option, why) if these options cannot build at this width, else None."""
+        return None
+
+    def qk_width(self, head_dim: int) -> tuple[int, str]:
+        """Each head's q/k width (rope rotates its pairs), and how it follows from the head
+        width, a phrase in which `{head}` stands for how the head width is set."""
+        return head_dim, "{head}"
+
+    def position_terms(self) -> list[str]:
+        """The options set that put the backend's own position terms in its scores."""
+        return []
+
+    def score_terms(self) -> list[str]:
+        """The options set that add to or mix the pre-softmax scores (residual attention
+        cannot carry them)."""
+        return self.position_terms()
+
 
 class ProjectedAttention(nn.Module):
     def __init__(

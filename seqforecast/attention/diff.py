@@ -74,12 +74,24 @@ class DiffOptions(AttentionOptions):
     decay_form: DecayForm = DecayForm.alibi  # alibi: scores - m_h|i-j|, m_h >= 0 per head |
     # reciprocal: scores / (1 + a|i-j|)
 
-    def conflicts(self, d_model: int, n_heads: int) -> str | None:
-        """Why these options cannot build at this size, or None."""
+    def shape_conflict(self, d_model: int, n_heads: int) -> tuple[str, str] | None:
         if self.head_layout == "paper" and (d_model // n_heads) % 2:
-            return (f"the paper layout halves each head's q/k, and d_model/n_heads = "
-                    f"{d_model}/{n_heads} = {d_model // n_heads} is odd")
+            return "head_layout", (
+                f"the paper layout halves each head's q/k, and d_model/n_heads = "
+                f"{d_model}/{n_heads} = {d_model // n_heads} is odd; use an even head width or "
+                f"attention.head_layout=wide")
         return None
+
+    def qk_width(self, head_dim: int) -> tuple[int, str]:
+        if self.head_layout == "paper":
+            return head_dim // 2, "half of {head} (attention.head_layout=paper)"
+        return head_dim, "{head}"
+
+    def position_terms(self) -> list[str]:
+        return [key for key in ("distance_decay", "past_bias") if getattr(self, key)]
+
+    def score_terms(self) -> list[str]:
+        return self.position_terms() + (["talking_heads"] if self.talking_heads else [])
 
 
 def default_lambda_init(layer: int) -> float:

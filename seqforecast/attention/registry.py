@@ -70,9 +70,10 @@ def build_attention(name: str, d_model: int, n_heads: int, **options) -> nn.Modu
     options.pop("name", None)
     chosen = backend.options(name=name, **options)
     check_options(backend.options, dataclasses.asdict(chosen))
-    why = chosen.conflicts(d_model, n_heads) if hasattr(chosen, "conflicts") else None
-    if why:
-        raise ConfigError(f"attention {name!r}: {why}")
+    conflict = chosen.shape_conflict(d_model, n_heads)
+    if conflict:
+        key, why = conflict
+        raise ConfigError(f"attention {name!r}: {key}={getattr(chosen, key)}: {why}")
     return backend.cls(d_model, n_heads, chosen, **context)
 
 

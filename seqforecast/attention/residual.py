@@ -65,14 +65,14 @@ def concatenated(pieces: Sequence[Tensor]) -> Tensor:
     return pieces[0] if len(pieces) == 1 else torch.cat(list(pieces), dim=-1)
 
 
-def carries_residual(attention: str, pos_encoding: str, options: dict) -> str | None:
-    """None if backend `attention` with `pos_encoding` and its `options` can carry residual
-    scores; otherwise why not, in one line."""
+def carries_residual(options, pos_encoding: str) -> str | None:
+    """None if a backend with these `options` (its AttentionOptions) and `pos_encoding` can
+    carry residual scores; otherwise why not, in one line."""
     if pos_encoding == "relative":
         return ("pos_encoding=relative adds its terms to the scores, which residual attention "
-                "cannot carry; use sinusoidal, learned, rope or none")  # fmt: skip
-    for key in ("distance_decay", "past_bias", "talking_heads"):
-        if options.get(key):
-            return (f"attention.{key}=true acts on the scores, which residual attention cannot "
-                    f"carry; set it false or model.res_attention=false")  # fmt: skip
+                "cannot carry; use sinusoidal, learned, rope or none")
+    terms = options.score_terms()
+    if terms:
+        return (f"attention.{terms[0]}=true acts on the scores, which residual attention "
+                f"cannot carry; set it false or model.res_attention=false")
     return None

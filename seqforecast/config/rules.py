@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..attention import carries_residual
+from ..attention import AttentionOptions, attention_schema, carries_residual
 from ..model.embedding import Tokenizer
 from ..model.positional import INSIDE_ATTENTION
 from ..options import ConfigError
 from ..probabilistic.quantiles import QuantileError, check_quantiles, interval_bounds
 
-# group -> its rules, run right after that group's own options are checked (validate.py), in
+# group -> its rules, run right after that group's own options are checked (check.py), in
 # the order written: a rule may read any group, but reports on the first key it names.
 RULES: dict[str, list[Callable[[dict], None]]] = {}
 
@@ -36,6 +36,11 @@ def _conflict(key: str, value, other: str, other_value, why: str) -> None:
 
 def _encoder_decoder(cfg: dict) -> bool:
     return cfg["model"]["name"] == "transformer"
+
+
+def _attention(cfg: dict) -> AttentionOptions:
+    """The attention's options as its backend's dataclass."""
+    return attention_schema(cfg["attention"]["name"])(**cfg["attention"])
 
 
 # ---------------------------------------------------------------- the model's shape
@@ -62,8 +67,7 @@ def the_decoder_starts_inside_the_window(cfg: dict) -> None:
 @rule("model")
 def residual_attention_can_carry_the_scores(cfg: dict) -> None:
     if cfg["model"]["name"] == "patchtst" and cfg["model"]["res_attention"]:
-        attn = cfg["attention"]
-        why = carries_residual(attn["name"], cfg["pos_encoding"]["name"], attn)
+        why = carries_residual(_attention(cfg), cfg["pos_encoding"]["name"])
         if why:
             raise ConfigError(f"model.res_attention=true conflicts: {why}")
 
@@ -106,27 +110,26 @@ def the_position_table_covers_the_tokens(cfg: dict) -> None:
 
 @rule("pos_encoding")
 def attention_and_positions_agree(cfg: dict) -> None:
-    attn, pos, model = cfg["attention"], cfg["pos_encoding"], cfg["model"]
-    head_dim = model["d_model"] // model["n_heads"]
-    shape = f"model.d_model/model.n_heads = {model['d_model']}/{model['n_heads']}"
-    qk_width, qk_what = head_dim, shape
-    if attn["name"] == "diff":
-        if attn["head_layout"] == "paper":
-            if head_dim % 2:
-                _conflict("attention.head_layout", "paper", "model.d_model", model["d_model"],
-                          f"the paper layout halves each head's q/k, and {shape} = {head_dim} "
-                          f"is odd; use an even head width or attention.head_layout=wide")
-            qk_width, qk_what = head_dim // 2, f"half of {shape} (attention.head_layout=paper)"
-        own = [key for key in ("distance_decay", "past_bias") if attn[key]]
-        if own and pos["name"] in INSIDE_ATTENTION:
-            _conflict(f"attention.{own[0]}", "true", "pos_encoding", pos["name"],
-                      "both would put a position module inside diff attention; use "
-                      "pos_encoding=relative alone (it has distance_decay and past_bias) or set "
-                      f"attention.{own[0]}=false")
-    if pos["name"] == "rope" and qk_width % 2:
-        _conflict("pos_encoding", "rope", "model.d_model", model["d_model"],
-                  f"rope rotates pairs of q/k channels, and the q/k width per head, {qk_what} = "
-                  f"{qk_width}, is odd")
+    """What the backend says of its options (attention/base.py's AttentionOptions) against
+    the model's width and the positional encoding."""
+    attention, pos, model = _attention(cfg), cfg["pos_encoding"]["name"], cfg["model"]
+    d_model, n_heads = model["d_model"], model["n_heads"]
+    conflict = attention.shape_conflict(d_model, n_heads)
+    if conflict:
+        key, why = conflict
+        _conflict(f"attention.{key}", getattr(attention, key), "model.d_model", d_model, why)
+    own = attention.position_terms()
+    if own and pos in INSIDE_ATTENTION:
+        _conflict(f"attention.{own[0]}", "true", "pos_encoding", pos,
+                  f"both would put a position module inside {attention.name} attention; use "
+                  f"pos_encoding=relative alone (it has distance_decay and past_bias) or set "
+                  f"attention.{own[0]}=false")
+    width, how = attention.qk_width(d_model // n_heads)
+    if pos == "rope" and width % 2:
+        head = f"model.d_model/model.n_heads = {d_model}/{n_heads}"
+        _conflict("pos_encoding", "rope", "model.d_model", d_model,
+                  f"rope rotates pairs of q/k channels, and the q/k width per head, "
+                  f"{how.format(head=head)} = {width}, is odd")
 
 
 @rule("embedding")
@@ -177,9 +180,6 @@ def csv_columns_and_borders(cfg: dict) -> None:
         if target in data["features"]:
             _refuse("data.features", data["features"], f"must not repeat the target {target!r}")
     else:
-        if not (targets == "all" or (isinstance(targets, list) and targets and len(set(targets))
-                                     == len(targets) and all(str(t).strip() for t in targets))):
-            _refuse("data.targets", targets, "a list of distinct column names, or all")
         if target is not None:
             _conflict("data.target", target, "data.targets", targets,
                       "name the columns to forecast once: data.targets for several")
@@ -202,11 +202,8 @@ def csv_columns_and_borders(cfg: dict) -> None:
     if (id_column or (targets and channels == "independent")) and data["fill"] == "interpolate":
         _conflict("data.fill", "interpolate", "data.id_column/targets", id_column or targets,
                   "a panel's windows share one buffer of rows; use data.fill=ffill")
-    season = data["season"]
-    periods = season if isinstance(season, list) else [season]
-    if not (all(isinstance(p, int) and not isinstance(p, bool) for p in periods)
-            and (periods == [0] or (periods and all(1 <= p <= data["in_len"] for p in periods)))
-            and len(set(periods)) == len(periods)):
+    season = data["season"]  # its form checked by its schema; here, inside the window
+    if any(p > data["in_len"] for p in (season if isinstance(season, list) else [season])):
         _refuse("data.season", season,
                 f"a period in rows in [1, data.in_len={data['in_len']}], or a list of distinct "
                 f"periods (e.g. [48, 336]: a seasonal naive each); 0 = no seasonal baseline")
@@ -238,18 +235,12 @@ def check_intervals(intervals: dict, data_name: str) -> None:
         _conflict("intervals.method", "adaptive", "data.name", data_name,
                   "adaptive intervals learn from the test windows in time order; synthetic "
                   "series are independent draws: use intervals=split")
-    try:
-        levels = check_quantiles(intervals["quantiles"])  # "quantiles: ..." on bad levels
-    except QuantileError as err:
-        raise ConfigError(f"intervals.{err}") from None
+    levels = _quantile_rule("intervals.", check_quantiles, intervals["quantiles"])
     if not intervals["levels"]:
         _refuse("intervals.levels", intervals["levels"],
                 "give at least one central interval level, e.g. [0.8, 0.95]")
     for level in intervals["levels"]:
-        try:
-            interval_bounds(levels, level)
-        except QuantileError as err:
-            raise ConfigError(f"intervals.levels: {err}") from None
+        _quantile_rule("intervals.levels: ", interval_bounds, levels, level)
     if intervals["method"] == "adaptive":
         unpaired = [q for q in levels if not any(abs(q + p - 1.0) < 1e-9 for p in levels)]
         if unpaired:
@@ -268,17 +259,20 @@ def quantiles_hold_the_median_and_the_intervals(cfg: dict) -> None:
     loss, intervals = cfg["loss"], cfg["intervals"]
     if loss["name"] != "quantile":
         return
-    try:
-        levels = check_quantiles(loss["quantiles"])
-    except QuantileError as err:
-        raise ConfigError(f"loss.{err}") from None
+    levels = _quantile_rule("loss.", check_quantiles, loss["quantiles"])
     if 0.5 not in levels:
         _refuse("loss.quantiles", list(levels), "include 0.5: the median is the point forecast")
     if intervals["method"] == "none":
         return
     for level in intervals["levels"]:
-        try:
-            interval_bounds(levels, level)
-        except QuantileError as err:
-            raise ConfigError(f"loss.quantiles: {err} (intervals.levels asks for it; add the "
-                              f"levels to loss.quantiles or change intervals.levels)") from None
+        _quantile_rule("loss.quantiles: ", interval_bounds, levels, level, then=(
+            " (intervals.levels asks for it; add the levels to loss.quantiles or change "
+            "intervals.levels)"))
+
+
+def _quantile_rule(key: str, check: Callable, *args, then: str = ""):
+    """check(*args) (probabilistic/quantiles.py); its refusal as one line, `key` before it."""
+    try:
+        return check(*args)
+    except QuantileError as err:
+        raise ConfigError(f"{key}{err}{then}") from None

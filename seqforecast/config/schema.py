@@ -90,6 +90,14 @@ low_high = Check(lambda v: len(v) == 2 and v[0] <= v[1], "must be [low, high] wi
 blocks = Check(lambda v: v == 0 or v >= 3,
                "0 (off) or at least 3 blocks (a paired interval needs a few)")
 column = Check(lambda v: bool(str(v).strip()), "a column name")
+seasons = Check(lambda v: (type(v) is int and v == 0) or (
+    (periods := v if isinstance(v, list) else [v]) and len(set(periods)) == len(periods)
+    and all(isinstance(p, int) and not isinstance(p, bool) and p >= 1 for p in periods)),
+    "a period in rows (>= 1), or a list of distinct periods (e.g. [48, 336]: a seasonal naive "
+    "each); 0 = no seasonal baseline")
+columns = Check(lambda v: v == "all" or (isinstance(v, list) and bool(v) and len(set(v)) == len(v)
+                                         and all(str(c).strip() for c in v)),
+                "a list of distinct column names, or all")
 
 
 # ---------------------------------------------------------------- positional encodings
@@ -239,7 +247,7 @@ class CsvDataConfig:  # data=csv: your own series (data/csv_data.py)
     name: str = "csv"
     path: str = option(MISSING, Check(lambda v: bool(str(v).strip()), "the CSV file to read"))
     target: str | None = option(None, column)  # the column to forecast (or data.targets)
-    targets: Any = None  # wide panel: [col, ...] or all, one series per column
+    targets: Any = option(None, columns)  # wide panel: [col, ...] or all, one series per column
     # (model.channels=mixed: the joint channels of one series)
     id_column: str | None = option(None, column)  # long panel: the column naming each row's
     # series
@@ -258,7 +266,8 @@ class CsvDataConfig:  # data=csv: your own series (data/csv_data.py)
     test_end: str | None = None  # ends the test split (exclusive); later rows unused
     scale: Scale = Scale.standard  # none | standard | minmax, fit on the training rows only
     fill: Fill = Fill.error  # empty/NaN cells: error | ffill | interpolate
-    season: Any = 0  # > 0: a seasonal naive with this period (rows); [48, 336]: one each
+    season: Any = option(0, seasons)  # > 0: a seasonal naive with this period (rows);
+    # [48, 336]: one each
 
 
 # ---------------------------------------------------------------- training and reporting

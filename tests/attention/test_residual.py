@@ -7,7 +7,14 @@ import pytest
 import torch
 
 from seqforecast import native
-from seqforecast.attention import ResidualScores, block_local, build_attention, carries_residual
+from seqforecast.attention import (
+    AttentionOptions,
+    DiffOptions,
+    ResidualScores,
+    block_local,
+    build_attention,
+    carries_residual,
+)
 from seqforecast.attention.position import RelativePositionTerms, RotaryEmbedding
 from seqforecast.native import attention as native_attention
 
@@ -173,9 +180,12 @@ def test_block_windows_as_a_dense_mask(lookahead):
 
 
 def test_what_cannot_be_carried_is_refused_in_one_line():
-    assert carries_residual("vanilla", "rope", {}) is None
-    assert "pos_encoding=relative" in carries_residual("vanilla", "relative", {})
-    assert "attention.talking_heads" in carries_residual("diff", "none", {"talking_heads": True})
+    vanilla, diff = AttentionOptions("vanilla"), DiffOptions("diff")
+    assert carries_residual(vanilla, "rope") is None and carries_residual(diff, "rope") is None
+    assert "pos_encoding=relative" in carries_residual(vanilla, "relative")
+    for key in ("talking_heads", "distance_decay", "past_bias"):
+        options = DiffOptions("diff", **{key: True})
+        assert f"attention.{key}=true acts on the scores" in carries_residual(options, "none")
     attn = build_attention("vanilla", E, H, position=RelativePositionTerms(True, True, "alibi", 1))
     x = torch.randn(B, L, E)
     with pytest.raises(ValueError, match="cannot carry"):
