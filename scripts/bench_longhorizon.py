@@ -68,10 +68,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import REPO, run_facts, train_run, write_report  # noqa: E402
 
+from seqforecast.runs.loading import load_run  # noqa: E402
 from seqforecast.stats import paired_ratio  # noqa: E402
 from seqforecast.training.evaluation import Evaluator  # noqa: E402
 from seqforecast.training.metrics import evaluation  # noqa: E402
-from seqforecast.training.restore import load_run  # noqa: E402
 
 ETT_HOURLY = ("8640", "11520", "14400")  # 12, 4 and 4 months of 30 days, in hours
 HORIZONS = (96, 192, 336, 720)

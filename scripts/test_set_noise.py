@@ -22,8 +22,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from seqforecast.data import build_data  # noqa: E402
+from seqforecast.runs.loading import load_run  # noqa: E402
 from seqforecast.training.evaluation import Evaluator  # noqa: E402
-from seqforecast.training.restore import load_run  # noqa: E402
 
 FIRST_SEED = 7_000_001  # away from the seeds runs use for training, validation and test
 

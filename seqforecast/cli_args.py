@@ -14,8 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from .data.csv_series import DataError
 from .native import KernelsUnavailable
 from .options import ConfigError
-from .training.checkpoint import CheckpointError
-from .training.restore import RunError
+from .training.checkpoint import CheckpointError, RunError
 
 
 class UsageError(ValueError):

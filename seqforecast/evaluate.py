@@ -27,6 +27,7 @@ from .config.check import resolved
 from .config.rules import check_intervals
 from .options import ConfigError
 from .probabilistic.conformal import INTERVAL_METHODS
+from .runs.loading import LoadedRun, load_run
 from .training.evaluation import Evaluator
 from .training.monitor import save_visuals
 from .training.report import (
@@ -36,7 +37,6 @@ from .training.report import (
     write_metrics,
     write_per_series,
 )
-from .training.restore import LoadedRun, load_run
 from .training.runtime import configure_threads
 
 USAGE = " ".join(line.strip() for line in __doc__.strip().splitlines()[:2])

@@ -35,11 +35,12 @@ from .data.scaling import Scaler, fit_scaler
 from .data.windows import window_rows
 from .probabilistic.bands import is_open
 from .probabilistic.sums import level_name
+from .runs.loading import LoadedRun, load_run
+from .training.checkpoint import RunError
 from .training.files import atomic_write_text
 from .training.metrics import predict as model_forecast
 from .training.metrics import predict_quantiles
 from .training.report import csv_cell
-from .training.restore import LoadedRun, RunError, load_run
 
 USAGE = " ".join(line.strip() for line in __doc__.strip().splitlines()[:2])
 DEFAULTS = {

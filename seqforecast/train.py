@@ -33,12 +33,12 @@ from .cli_args import BAD_INPUT
 from .config import CONFIG_DIR, ConfigError, register_schemas, validate_config
 from .config.check import composition_error
 from .config.rundir import new_run_dir, register_resolvers, resume_target
+from .config.saved import run_choices, saved_choices, saved_config
+from .runs.training import run_training
 from .training.checkpoint import load_checkpoint
 from .training.distributed import Distributed, from_env, init_from_env, shutdown
 from .training.interrupts import TrainingInterrupted
 from .training.loop import LAST, NonFiniteLoss
-from .training.restore import run_choices, saved_choices, saved_config
-from .training.run import run_training
 from .training.status import write_status
 
 log = logging.getLogger("seqforecast.train")

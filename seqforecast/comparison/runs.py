@@ -22,8 +22,9 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from ..config import saved_config
 from ..options import ConfigError
-from ..training.restore import RunError, saved_config
+from ..training.checkpoint import RunError
 from ..training.status import read_status
 
 RUN_MARKER = Path(".hydra") / "config.yaml"

@@ -1,7 +1,7 @@
 """Saved runs' configs, read as the current version: one ordered list of migrations.
 
 Every run writes `config_version` (schema.py's CONFIG_VERSION) into its saved config. A saved
-config is migrated once, when it is loaded (training/restore.py's `saved_config`, a resumed
+config is migrated once, when it is loaded (saved.py's `saved_config`, a resumed
 checkpoint's config): each migration from its version on rewrites it to the next version, so
 every other module reads only current configs. A config without the key is version 0: it
 was written before versions were counted, by one of the releases whose keys version 1 fills in.

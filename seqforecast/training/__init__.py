@@ -1,5 +1,5 @@
-"""Training: the loop, checkpoints, metrics and baselines; run.py (one whole run) and
-restore.py (a run loaded back) read configs, so they are imported where used."""
+"""Training: the loop, checkpoints, metrics and baselines, from plain values (a whole run,
+which reads configs, is seqforecast/runs)."""
 
 from .baselines import NLinear, drift, fit_baselines, last_value
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint

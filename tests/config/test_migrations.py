@@ -18,7 +18,7 @@ from seqforecast.config import (
 from seqforecast.config import migrations as migrations_module
 from seqforecast.config.check import resolved
 from seqforecast.config.schema import schema_of
-from seqforecast.training.run import _current
+from seqforecast.runs.training import _current
 
 
 def _version_0(overrides=()) -> dict:

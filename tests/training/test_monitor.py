@@ -5,7 +5,7 @@ import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-import seqforecast.training.run as run_module
+import seqforecast.runs.training as run_module
 from seqforecast.config import compose_config
 from seqforecast.training.figures import attention_figure, forecast_figure, render
 from seqforecast.training.monitor import flatten

@@ -1,23 +1,22 @@
-"""Load a finished (or stopped) run back: its saved config, its data, a checkpoint's weights."""
+"""Load a finished (or stopped) run back: its saved config (config/saved.py), its data, a
+checkpoint's weights."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf import OmegaConf
 from torch import nn
 
 from .. import native
-from ..config import migrate, validate_config
+from ..config import saved_config, validate_config
 from ..data import ForecastData, build_data
 from ..model import build_model
 from ..probabilistic.bands import FILE, Bands, read_bands
-from .checkpoint import RunError, load_checkpoint
-from .runtime import resolve_device, seed_everything
+from ..training.checkpoint import RunError, load_checkpoint
+from ..training.runtime import resolve_device, seed_everything
 
 CHECKPOINTS = ("best", "last")
 
@@ -40,42 +39,6 @@ class LoadedRun:
         except (ValueError, KeyError, TypeError) as err:  # json's errors are ValueErrors
             raise RunError(f"{self.run_dir / FILE}: not readable ({err}); delete it to "
                            f"predict without bands, or retrain") from None  # fmt: skip
-
-
-def saved_config(run_dir: Path) -> DictConfig:
-    """The composed config a run saved in .hydra/config.yaml (interpolations kept), migrated
-    to the current version (config/migrations.py)."""
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise RunError(f"run_dir={str(run_dir)!r}: no such directory")
-    config_path = run_dir / ".hydra" / "config.yaml"
-    if not config_path.is_file():
-        raise RunError(f"{config_path}: missing; is {run_dir} a seqforecast run dir?")
-    try:
-        config = OmegaConf.load(config_path)
-        OmegaConf.to_container(config, resolve=True)  # every interpolation resolves
-    except OmegaConfBaseException as err:
-        raise RunError(f"{config_path}: unreadable config: {str(err).splitlines()[0]}") from None
-    return migrated(config)
-
-
-def migrated(config: DictConfig) -> DictConfig:
-    """A saved config (interpolations kept) as the current version."""
-    return OmegaConf.create(migrate(OmegaConf.to_container(config, resolve=False)))
-
-
-def run_choices(choices: Mapping) -> dict[str, str]:
-    """Group -> option of the run's own groups, from Hydra's `runtime.choices` (Hydra's
-    internal groups and the schema groups left out)."""
-    return {g: str(o) for g, o in choices.items() if not g.startswith(("hydra", "schema"))}
-
-
-def saved_choices(run_dir: Path) -> dict[str, str]:
-    """Group -> option the run was composed from (from .hydra/hydra.yaml; empty if absent)."""
-    path = Path(run_dir) / ".hydra" / "hydra.yaml"
-    if not path.is_file():
-        return {}
-    return run_choices(OmegaConf.load(path).hydra.runtime.choices)
 
 
 def load_run(

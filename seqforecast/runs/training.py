@@ -15,18 +15,19 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from .. import native
+from ..config.saved import migrated
 from ..data import DataError, build_data
 from ..model import build_model
 from ..model.official import OfficialWeightsError, load_official_weights
 from ..options import ConfigError
 from ..probabilistic.bands import write_bands
-from .baselines import FIT_WINDOWS
-from .checkpoint import error_line
-from .distributed import SINGLE, Distributed, parameter_digest, wrap
-from .evaluation import Evaluator, ratios
-from .loop import train_model
-from .monitor import Monitor, RunMonitor, flatten
-from .report import (
+from ..training.baselines import FIT_WINDOWS
+from ..training.checkpoint import RunError, error_line
+from ..training.distributed import SINGLE, Distributed, parameter_digest, wrap
+from ..training.evaluation import Evaluator, ratios
+from ..training.loop import train_model
+from ..training.monitor import Monitor, RunMonitor, flatten
+from ..training.report import (
     describe_split,
     format_intervals,
     format_table,
@@ -34,8 +35,7 @@ from .report import (
     write_metrics,
     write_per_series,
 )
-from .restore import RunError, migrated
-from .runtime import (
+from ..training.runtime import (
     compile_model,
     configure_threads,
     keep_freed_memory,
