@@ -21,7 +21,7 @@ from .registry import (
     build_attention,
     register_attention,
 )
-from .residual import ResidualScores, carries_residual
+from .residual import ResidualQK, carries_residual
 from .vanilla import VanillaAttention
 
 __all__ = [
@@ -30,7 +30,7 @@ __all__ = [
     "DifferentialAttention",
     "EinsumAttention",
     "RelativePositionTerms",
-    "ResidualScores",
+    "ResidualQK",
     "VanillaAttention",
     "AttentionOptions",
     "DiffOptions",

@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from ..options import option, probability
 from ._common import ShapeCache, check_inputs, combine_masks, fused_attention
 from .position import AttentionPosition, relative_geometry
-from .residual import ResidualScores
+from .residual import ResidualQK
 
 
 @dataclass
@@ -103,7 +103,7 @@ class ProjectedAttention(nn.Module):
         need_weights: bool = False,
         query_start: int = 0,
         key_start: int = 0,
-        residual: ResidualScores | None = None,
+        residual: ResidualQK | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """`query_start`, `key_start`: the time steps of the first query and key (position
         modules read them; masks do not). `residual`: the stack's carried scores (residual
@@ -222,7 +222,7 @@ class ProjectedAttention(nn.Module):
             batch, q_len, self.d_model
         )
 
-    def _short(self, residual: ResidualScores, v: Tensor) -> Tensor | None:
+    def _short(self, residual: ResidualQK, v: Tensor) -> Tensor | None:
         """Residual attention by `short_attention` over the stack's q and k pieces and v
         [B, Lk, E] -> [B, Lq, E]; None where there is none or it does not take these shapes."""
         if self.short_attention is None:

@@ -50,7 +50,7 @@ from ._common import ShapeCache, check_inputs, combine_masks, fused_attention, m
 from .base import AttentionOptions
 from .position import AttentionPosition, DecayForm, RelativePositionTerms, relative_geometry
 from .registry import register_attention
-from .residual import ResidualScores
+from .residual import ResidualQK
 
 LambdaMode = choice("LambdaMode", ("scalar", "reparam"))
 HeadLayout = choice("HeadLayout", ("paper", "wide"))
@@ -191,7 +191,7 @@ class DifferentialAttention(nn.Module):
         need_weights: bool = False,
         query_start: int = 0,
         key_start: int = 0,
-        residual: ResidualScores | None = None,
+        residual: ResidualQK | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """`query_start`, `key_start`: the time steps of the first query and key.
         `residual`: the stack's carried scores (residual attention), extended by this layer's."""

@@ -26,7 +26,7 @@ import torch
 from torch import Tensor
 
 
-class ResidualScores:
+class ResidualQK:
     """One stack's carried q and k; pass the same object to each layer's attention, in order.
     They are kept as the layers' pieces (`q_pieces`, `k_pieces`): the C kernel
     (seqforecast/native/attention.py) reads the pieces where they lie, the other paths

@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..attention import ResidualScores
+from ..attention import ResidualQK
 from ..probabilistic.outputs import PointOutput
 from .embedding import Tokenizer
 from .layers import EncoderLayer, make_norm
@@ -182,7 +182,7 @@ class WindowForecaster(nn.Module):
         """src [B, in_len, F'] -> [B, encoder_tokens, d_model], tokens 0..encoder_tokens-1 on
         the time axis."""
         x = self.input_encoding(self.src_embed(self.tokens.encoder_input(src)))
-        carry = {"residual": ResidualScores()} if self.res_attention else {}
+        carry = {"residual": ResidualQK()} if self.res_attention else {}
         for layer in self.encoder:
             x, weights = layer(x, need_weights=need_weights, start=0, **carry)
             maps["encoder"].append(weights)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from torch import Tensor, nn
 
-from ..attention import ResidualScores
+from ..attention import ResidualQK
 
 NORMS = ("layer", "batch")
 
@@ -73,7 +73,7 @@ class EncoderLayer(nn.Module):
         x: Tensor,
         need_weights: bool = False,
         start: int = 0,
-        residual: ResidualScores | None = None,
+        residual: ResidualQK | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """x [B, L, d_model] at time steps start.. -> (x, self-attention weights [B, H, L, L]
         or None). `residual`: the stack's carried scores (residual attention), or None."""

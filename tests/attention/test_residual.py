@@ -10,7 +10,7 @@ from seqforecast import native
 from seqforecast.attention import (
     AttentionOptions,
     DiffOptions,
-    ResidualScores,
+    ResidualQK,
     block_local,
     build_attention,
     carries_residual,
@@ -58,7 +58,7 @@ def _projected_reference(stack, x, causal=False):
 
 
 def _run(stack, x, need_weights, causal=False):
-    residual, outs, maps = ResidualScores(), [], []
+    residual, outs, maps = ResidualQK(), [], []
     for attn in stack:
         x, weights = attn(x, x, causal=causal, need_weights=need_weights, residual=residual)
         outs.append(x)
@@ -150,7 +150,7 @@ def test_diff_on_the_short_attention_path_equals_its_explicit_path(monkeypatch, 
         for attn in stack:
             attn.zero_grad()
         leaf = x.clone().requires_grad_()
-        carried = ResidualScores()
+        carried = ResidualQK()
         h, outs = leaf, []
         for attn in stack:
             h, _ = attn(h, h, causal=causal, need_weights=need_weights, residual=carried)
@@ -189,7 +189,7 @@ def test_what_cannot_be_carried_is_refused_in_one_line():
     attn = build_attention("vanilla", E, H, position=RelativePositionTerms(True, True, "alibi", 1))
     x = torch.randn(B, L, E)
     with pytest.raises(ValueError, match="cannot carry"):
-        attn(x, x, residual=ResidualScores())
+        attn(x, x, residual=ResidualQK())
     talking = build_attention("diff", E, H, talking_heads=True)
     with pytest.raises(ValueError, match="cannot carry"):
-        talking(x, x, residual=ResidualScores())
+        talking(x, x, residual=ResidualQK())
