@@ -1,4 +1,5 @@
-"""seqforecast: config-driven encoder-decoder Transformer forecasting."""
+"""seqforecast: config-driven Transformer forecasting (encoder-decoder or encoder-only) with
+swappable attention backends, scored beside baselines on held-out data."""
 
 from .model import build_model
 

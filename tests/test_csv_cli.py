@@ -16,7 +16,7 @@ from .cli_helpers import REPO, TINY, run_cli, run_cli_in_process
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 
 EXAMPLE = REPO / "data" / "example.csv"
-SMALL = ["epochs=2", "in_len=24", "out_len=12", "model.label_len=12", "data.stride=4",
+SMALL = ["epochs=2", "in_len=24", "out_len=12", "model.label_len=12", "data.window_stride=4",
          "log.figures=false"]
 
 

@@ -357,14 +357,14 @@ def test_the_defaults_the_pages_list_are_the_schemas():
     pairs = _page_defaults(config)
     assert len(pairs) > 30
     default = compose_config()
-    # where the table names a model=patchtst or embedding=patch key, that option's default
-    option = {"model": compose_config(["model=patchtst"]),
+    # where the table names a model=encoder, embedding=patch or data=csv key, that option's default
+    option = {"model": compose_config(["model=encoder"]), "data": compose_config(["data=csv"]),
               "embedding": compose_config(["embedding=patch"])}
     for key, shown in pairs:
         group, _, name = key.partition(".")
         cfg = default if name in default[group] and group != "embedding" else option[group]
-        if group == "model" and name in ("head_dropout", "res_attention", "attention_dropout",
-                                         "attention_init", "official_weights"):
+        if group == "model" and name in ("head_dropout", "res_attention", "attention_init",
+                                         "attention_output_dropout", "official_weights"):
             cfg = option["model"]
         expected = _shown(cfg[group][name] if name else cfg[group])
         assert shown == expected, f"{key}: the page says {shown}, the schema {expected}"

@@ -179,7 +179,7 @@ def test_a_bad_panel_gets_one_line_and_exit_2(tmp_path):
     assert "line 3: series 'a': duplicate time" in proc.stderr
 
 
-def test_wide_format_as_independent_series_or_mixed_channels(tmp_path):
+def test_wide_format_as_series_or_as_channels_of_one_series(tmp_path):
     path = tmp_path / "wide.csv"
     days = [date(2024, 1, 1) + timedelta(days=k) for k in range(90)]
     lines = ["date,north,south"] + [
@@ -202,7 +202,7 @@ def test_wide_format_as_independent_series_or_mixed_channels(tmp_path):
     }
 
     mixed = tmp_path / "mixed"
-    run_cli([*common, "model.channels=mixed", f"hydra.run.dir={mixed}"], tmp_path)
+    run_cli([*common, "data.columns=channels", f"hydra.run.dir={mixed}"], tmp_path)
     assert not (mixed / "per_series.csv").exists()  # one series with two channels
     out = tmp_path / "mixed.csv"
     run_cli([f"run_dir={mixed}", f"input={path}", f"output={out}"], tmp_path,

@@ -47,8 +47,7 @@ def test_a_preset_composes_and_trains_one_step(preset, tmp_path, monkeypatch):
     cfg = compose_config(overrides)
     validate_config(cfg)
     plain = OmegaConf.to_container(cfg, resolve=True)
-    channels = plain["model"].get("channels", "independent")
-    data = build_data(plain["data"], 0, torch.device("cpu"), channels=channels)
+    data = build_data(plain["data"], 0, torch.device("cpu"))
     model = build_model(plain, data.n_features, data.n_targets)
     trainer = dict(plain["trainer"], epochs=1, log_every=1, validate_initial=False)
     with pytest.raises(OneStep):

@@ -14,7 +14,7 @@ from .cli_helpers import REPO, TINY, run_cli
 
 EXAMPLE = REPO / "data" / "example.csv"
 CSV = ["experiment=csv_example", f"data.path={EXAMPLE}", "epochs=2", "in_len=24", "out_len=12",
-       "model.label_len=12", "data.stride=4", "log.figures=false"]  # fmt: skip
+       "model.label_len=12", "data.window_stride=4", "log.figures=false"]  # fmt: skip
 
 
 def _own(row: dict) -> dict:
@@ -110,7 +110,7 @@ def test_a_poisson_run_forecasts_counts_and_refuses_data_that_are_not(tmp_path, 
     path.write_text("hour,arrivals\n" + "".join(f"{h},{c}\n" for h, c in enumerate(counts)))
     run_dir = tmp_path / "run"
     common = ["data=csv", f"data.path={path}", "data.target=arrivals", "in_len=48",
-              "out_len=12", "model.label_len=12", "epochs=2", "data.stride=4"]  # fmt: skip
+              "out_len=12", "model.label_len=12", "epochs=2", "data.window_stride=4"]  # fmt: skip
     run_cli([*common, "data.scale=none", "loss=poisson", f"hydra.run.dir={run_dir}"], cwd)
     model = json.loads((run_dir / "metrics.json").read_text())["test"]["model"]
     assert math.isfinite(model["own_crps"]) and 0.0 < model["own_coverage_80"] <= 1.0

@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ..options import ConfigError, check_options
-from .migrations import former_name
+from .migrations import former_name, moved_key
 from .rules import RULES
 from .schema import CONFIG_VERSION, TrainConfig, schema_of
 
@@ -96,9 +96,10 @@ def composition_error(err: BaseException) -> str:
     """Hydra's or OmegaConf's refusal of a config as one line: `key=value is not allowed:
     what is allowed`, or `key ...` for a key no schema has."""
     if isinstance(err, MissingConfigException) and err.options is not None:
-        group = (err.missing_cfg_file or "").rpartition("/")[0]
-        wanted = (err.missing_cfg_file or "").rpartition("/")[2]
-        return f"{group}={wanted} is not allowed: choose one of {', '.join(err.options)}"
+        group, _, wanted = (err.missing_cfg_file or "").rpartition("/")
+        hint = former_name(f"{group}.name", wanted)
+        return (f"{group}={wanted} is not allowed: choose one of {', '.join(err.options)}"
+                + (f" ({wanted} is now called {hint})" if hint else ""))
     chain, cause = [], err
     while cause is not None:
         chain.append(cause)
@@ -122,6 +123,7 @@ def composition_error(err: BaseException) -> str:
     unknown = re.search(r"Key '(.+)' not in '(\w+)'", message)
     if unknown:
         node = key.rpartition(".")[0] or "the config's root"
-        return (f"{key} is not allowed: {node} has no key {unknown.group(1)} (its keys: "
-                f"--cfg job prints them)")
+        moved = moved_key(key)
+        return (f"{key} is not allowed: {node} has no key {unknown.group(1)} ("
+                + (f"it is now {moved})" if moved else "its keys: --cfg job prints them)"))
     return f"{key}: {message}"

@@ -7,8 +7,8 @@ every other module reads only current configs. A config without the key is versi
 was written before versions were counted, by one of the releases whose keys version 1 fills in.
 
 A migration fills a key with the behaviour runs had before the key existed (not today's
-default, where the two differ) and renames former option values; each renaming is reported once
-a process, in one line.
+default, where the two differ), and renames former keys and option values; each renamed value
+is reported once a process, in one line (a moved key is not: the run meant the same thing).
 """
 
 from __future__ import annotations
@@ -25,9 +25,17 @@ log = logging.getLogger("seqforecast")
 # (key, former value) -> current value (version 0 -> 1)
 RENAMED = {
     ("data.name", "sigmoid_seed"): "sigmoid_pair",
+    ("model.name", "patchtst"): "encoder",  # the published PatchTST is experiment=patchtst
     ("attention.head_layout", "seed"): "wide",
     ("attention.decay_form", "seed"): "reciprocal",
     ("pos_encoding.decay_form", "seed"): "reciprocal",
+}
+
+# Former key -> (current key, current names of former values) (version 0 -> 1).
+MOVED = {
+    "model.attention_dropout": ("model.attention_output_dropout", {}),
+    "data.stride": ("data.window_stride", {}),
+    "model.channels": ("data.columns", {"independent": "series", "mixed": "channels"}),
 }
 
 # What a version-0 config lacks where it was written before the key existed: the behaviour
@@ -42,7 +50,6 @@ BEFORE_THE_KEY = {
     "model.linear_init": "zero",
     "model.decomposition_kernel": 25,
     "model.channel_independent": False,
-    "model.channels": "independent",
     "embedding": {"name": "point", "patch_len": 1, "stride": 1, "padding": "start"},
     "embedding.padding": "start",
     "trainer.drop_last": False,
@@ -62,16 +69,23 @@ BEFORE_THE_KEY = {
 }
 # Keys only some options have: filled where the option is the one named.
 BEFORE_THE_KEY_OF = {
-    ("model", "patchtst"): {"attention_dropout": 0.0, "attention_init": "mha",
+    ("model", "encoder"): {"attention_output_dropout": 0.0, "attention_init": "mha",
                             "res_attention": False, "official_weights": None},
     ("pos_encoding", "learned"): {"init": "normal"},
-    ("data", "csv"): {"targets": None, "id_column": None},
+    ("data", "csv"): {"targets": None, "id_column": None, "columns": "series"},
 }
 
 _said: set[tuple[str, str]] = set()  # each renaming is reported once per process
 
 
 def _version_0_to_1(cfg: dict) -> None:
+    for former, (key, names) in MOVED.items():
+        group, _, name = former.partition(".")
+        if isinstance(cfg.get(group), dict) and name in cfg[group]:
+            value = cfg[group].pop(name)
+            new_group, _, new_name = key.partition(".")
+            if new_group != "data" or cfg["data"].get("name") == "csv":  # only CSV data's
+                cfg[new_group][new_name] = names.get(value, value)
     for (key, former), current in RENAMED.items():
         group, _, name = key.partition(".")
         node = cfg.get(group)
@@ -116,3 +130,8 @@ def migrate(cfg: dict) -> dict:
 def former_name(key: str, value) -> str | None:
     """The current name of a former option value, if `value` is one for `key`."""
     return RENAMED.get((key, value))
+
+
+def moved_key(key: str) -> str | None:
+    """The current name of a former key, if `key` is one."""
+    return MOVED[key][0] if key in MOVED else None

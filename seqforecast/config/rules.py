@@ -66,7 +66,7 @@ def the_decoder_starts_inside_the_window(cfg: dict) -> None:
 
 @rule("model")
 def residual_attention_can_carry_the_scores(cfg: dict) -> None:
-    if cfg["model"]["name"] == "patchtst" and cfg["model"]["res_attention"]:
+    if cfg["model"]["name"] == "encoder" and cfg["model"]["res_attention"]:
         why = carries_residual(_attention(cfg), cfg["pos_encoding"]["name"])
         if why:
             raise ConfigError(f"model.res_attention=true conflicts: {why}")
@@ -171,7 +171,6 @@ def csv_columns_and_borders(cfg: dict) -> None:
     if data["name"] != "csv":
         return
     target, targets, id_column = data["target"], data["targets"], data["id_column"]
-    channels = cfg["model"]["channels"]
     if targets is None:
         if target is None:
             raise ConfigError(
@@ -192,14 +191,14 @@ def csv_columns_and_borders(cfg: dict) -> None:
             _conflict("data.id_column", id_column, "data.target/features",
                       [target, *data["features"]],
                       "the id column names each row's series; it cannot be forecast or read")
-        if channels == "mixed":
-            _conflict("model.channels", "mixed", "data.id_column", id_column,
-                      "a long panel has one target; mixed channels are wide columns "
+        if data["columns"] == "channels":
+            _conflict("data.columns", "channels", "data.id_column", id_column,
+                      "a long panel has one target; channels of one series are wide columns "
                       "(data.targets)")
         if data["time_column"] is None:
             _refuse("data.time_column", None,
                     "a long panel (data.id_column) needs the time column ordering each series")
-    if (id_column or (targets and channels == "independent")) and data["fill"] == "interpolate":
+    if (id_column or (targets and data["columns"] == "series")) and data["fill"] == "interpolate":
         _conflict("data.fill", "interpolate", "data.id_column/targets", id_column or targets,
                   "a panel's windows share one buffer of rows; use data.fill=ffill")
     season = data["season"]  # its form checked by its schema; here, inside the window

@@ -22,7 +22,7 @@ from omegaconf import MISSING
 
 from ..attention import DiffOptions, attention_schema, available_attention
 from ..attention.position import DecayForm
-from ..data import CHANNELS
+from ..data import COLUMNS
 from ..data.gaps import FILLS
 from ..data.scaling import SCALERS
 from ..data.windows import PROTOCOLS
@@ -60,7 +60,7 @@ InstanceNorm = choice("InstanceNorm", INSTANCE_NORMS)
 LinearPath = choice("LinearPath", LINEAR_PATHS)
 LinearPathInput = choice("LinearPathInput", LINEAR_PATH_INPUTS)
 LinearInit = choice("LinearInit", LINEAR_INITS)
-Channels = choice("Channels", CHANNELS)
+Columns = choice("Columns", COLUMNS)
 Decoding = choice("Decoding", DECODING)
 AttentionInit = choice("AttentionInit", ATTENTION_INITS)
 Activation = choice("Activation", ACTIVATIONS)
@@ -186,8 +186,6 @@ class SharedModelConfig:  # what every forecaster takes (model/forecaster.py)
     decomposition_kernel: int = option(25, positive)  # dlinear: the trend's moving average
     channel_independent: bool = False  # each channel forecast from its own past, shared
     # weights (PatchTST)
-    channels: Channels = Channels.independent  # wide CSV data (data.targets): each column its
-    # own series (own scaler, windows, metrics) | mixed: the joint channels of one series
 
 
 @dataclass
@@ -199,14 +197,14 @@ class ModelConfig(SharedModelConfig):  # model=transformer: the encoder-decoder
 
 
 @dataclass
-class PatchTSTModelConfig(SharedModelConfig):  # model=patchtst: encoder-only, flatten head
-    name: Model = Model.patchtst
+class EncoderModelConfig(SharedModelConfig):  # model=encoder: encoder-only, flatten head
+    name: Model = Model.encoder
     encoder_layers: int = option(3, positive)
     norm_first: bool = False  # post-norm, as PatchTST
     norm: Norm = Norm.batch
     instance_norm: InstanceNorm = InstanceNorm.revin
     head_dropout: float = option(0.0, probability)  # on the flattened encoder output
-    attention_dropout: float = option(0.0, probability)  # on the attention's output, before
+    attention_output_dropout: float = option(0.0, probability)  # on the attention's output, before
     # the residual's dropout (the published model: = dropout)
     attention_init: AttentionInit = AttentionInit.mha  # mha: xavier q/k/v, zero biases |
     # linear: nn.Linear's own, every projection (the published PatchTST's)
@@ -247,15 +245,16 @@ class CsvDataConfig:  # data=csv: your own series (data/csv_data.py)
     name: str = "csv"
     path: str = option(MISSING, Check(lambda v: bool(str(v).strip()), "the CSV file to read"))
     target: str | None = option(None, column)  # the column to forecast (or data.targets)
-    targets: Any = option(None, columns)  # wide panel: [col, ...] or all, one series per column
-    # (model.channels=mixed: the joint channels of one series)
+    targets: Any = option(None, columns)  # wide: [col, ...] or all, the columns to forecast
+    columns: Columns = Columns.series  # wide (data.targets): series: each column its own series
+    # (own scaler, windows, metrics) | channels: the channels of one series, windows carrying all
     id_column: str | None = option(None, column)  # long panel: the column naming each row's
     # series
     features: list[str] = option([], factory=True)  # further columns read (covariates)
     time_column: str | None = None  # ISO 8601 timestamps: checked sorted and unique
     in_len: int = option(MISSING, positive)
     out_len: int = option(MISSING, positive)
-    stride: int = option(1, positive)  # rows between consecutive windows
+    window_stride: int = option(1, positive)  # rows between consecutive windows
     protocol: Protocol = Protocol.standard  # standard: a split's windows forecast its rows,
     # inputs may reach back into earlier rows; strict: windows lie wholly inside their split
     split: list[float] = option([0.7, 0.15, 0.15], Check(
@@ -372,7 +371,7 @@ PER_OPTION_SCHEMAS = {
         "relative": RelativeEncodingConfig,
         "rope": RopeEncodingConfig,
     },
-    "model": {"transformer": ModelConfig, "patchtst": PatchTSTModelConfig},
+    "model": {"transformer": ModelConfig, "encoder": EncoderModelConfig},
     "loss": {"mse": PointLossConfig, "quantile": QuantileLossConfig,
              "gaussian": PointLossConfig, "poisson": PointLossConfig},
     "data": {"sigmoid": SigmoidDataConfig, "sigmoid_pair": SigmoidPairDataConfig,

@@ -12,15 +12,15 @@ from .splits import EVAL_SPLITS, ForecastData, Split, generator_options, synthet
 from .synthetic import GENERATORS, sigmoid, sigmoid_pair, test_curve
 
 DATASETS = (*GENERATORS, "csv")
-# wide CSV data: each column its own series, or the joint channels of one series
-CHANNELS = ("independent", "mixed")
+# wide CSV data (data.columns): each column its own series, or the channels of one series
+COLUMNS = ("series", "channels")
 
 
-def is_panel(data_cfg: Mapping, channels: str = "independent") -> bool:
+def is_panel(data_cfg: Mapping) -> bool:
     """Many series in one file: long format (`data.id_column`), or wide format
-    (`data.targets`) read as independent series."""
+    (`data.targets`) read as series (`data.columns=series`)."""
     return data_cfg["name"] == "csv" and bool(
-        data_cfg.get("id_column") or (data_cfg.get("targets") and channels == "independent")
+        data_cfg["id_column"] or (data_cfg["targets"] and data_cfg["columns"] == "series")
     )
 
 
@@ -30,14 +30,12 @@ def build_data(
     device: torch.device,
     saved: dict | None = None,
     allow_changed: bool = False,
-    channels: str = "independent",
 ) -> ForecastData:
     """The data a config names: a synthetic generator (seeded), a CSV series, or a CSV panel
     of many series (`is_panel`). `saved` (a checkpoint's data_state) makes a CSV run score the
     same rows with the same scalers again (see csv_data, panel_data); synthetic data is
-    regenerated from its seeds. `channels` (model.channels): wide-format targets as
-    independent series, or as the joint channels of one series (`mixed`)."""
-    if is_panel(data_cfg, channels):
+    regenerated from its seeds."""
+    if is_panel(data_cfg):
         return panel_data(data_cfg, device, saved, allow_changed)
     if data_cfg["name"] == "csv":
         return csv_data(data_cfg, device, saved, allow_changed)

@@ -39,7 +39,7 @@ def csv_data(
     n_targets = len(targets)
     series = read_series(path, columns, data_cfg["time_column"], data_cfg["fill"])
     in_len, out_len = data_cfg["in_len"], data_cfg["out_len"]
-    stride, protocol = data_cfg["stride"], data_cfg["protocol"]
+    stride, protocol = data_cfg["window_stride"], data_cfg["protocol"]
     rows, notes = len(series.values), []
     if rows < in_len + out_len:
         raise DataError(

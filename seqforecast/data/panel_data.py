@@ -52,7 +52,7 @@ def read_panel(data_cfg: Mapping) -> Panel:
     if data_cfg["features"]:
         raise DataError(
             "data.features with data.targets: each column is its own series, which has no "
-            "covariates; read them as joint channels with model.channels=mixed"
+            "covariates; read them as channels of one series with data.columns=channels"
         )
     return read_wide(
         data_cfg["path"], data_cfg["time_column"], data_cfg["targets"], data_cfg["fill"]
@@ -64,7 +64,7 @@ def panel_data(
 ) -> ForecastData:
     panel = read_panel(data_cfg)
     in_len, out_len = data_cfg["in_len"], data_cfg["out_len"]
-    stride, protocol = data_cfg["stride"], data_cfg["protocol"]
+    stride, protocol = data_cfg["window_stride"], data_cfg["protocol"]
     notes = list(panel.notes)
     hashes = [series_hash(panel, s) for s in range(len(panel))]
     if saved is None:
@@ -164,7 +164,7 @@ def split_windows(
     for s in np.flatnonzero(keep):
         span = range(0 if k == 0 else int(bounds[s, k - 1]), int(bounds[s, k]))
         local = forecast_starts(
-            span, data_cfg["in_len"], data_cfg["out_len"], data_cfg["stride"],
+            span, data_cfg["in_len"], data_cfg["out_len"], data_cfg["window_stride"],
             data_cfg["protocol"],
         ) if len(span) else []  # fmt: skip
         if not local:

@@ -1,11 +1,11 @@
-"""The forecasters (encoder-decoder, PatchTST), their parts and the builder."""
+"""The forecasters (encoder-decoder, encoder-only), their parts and the builder."""
 
 from .builder import MODELS, build_model
+from .encoder import EncoderForecaster
 from .ffn import ACTIVATIONS, FeedForward
 from .forecaster import WindowForecaster
 from .layers import DecoderLayer, EncoderLayer
 from .normalization import INSTANCE_NORMS
-from .patchtst import PatchTST
 from .positional import POSITIONAL_ENCODINGS, build_input_encoding
 from .transformer import DECODING, ForecastTransformer
 
@@ -16,10 +16,10 @@ __all__ = [
     "MODELS",
     "POSITIONAL_ENCODINGS",
     "DecoderLayer",
+    "EncoderForecaster",
     "EncoderLayer",
     "FeedForward",
     "ForecastTransformer",
-    "PatchTST",
     "WindowForecaster",
     "build_input_encoding",
     "build_model",

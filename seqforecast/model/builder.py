@@ -1,5 +1,5 @@
 """`build_model(cfg)`: a composed config in, a forecaster out: the encoder-decoder
-`ForecastTransformer` (`model=transformer`) or the encoder-only `PatchTST` (`model=patchtst`),
+`ForecastTransformer` (`model=transformer`) or the `EncoderForecaster` (`model=encoder`),
 forecasting a point, quantiles or a distribution (`loss`: probabilistic/outputs.py).
 
 The builder reads the config groups and hands each building block only what it needs, so the
@@ -19,14 +19,14 @@ from .. import native
 from ..attention import attention_context, build_attention
 from ..probabilistic.outputs import build_output
 from .embedding import patch_shape
+from .encoder import EncoderForecaster
 from .ffn import FeedForward
 from .forecaster import WindowForecaster
 from .layers import DecoderLayer, EncoderLayer
-from .patchtst import PatchTST
 from .positional import attention_position_factory, build_input_encoding
 from .transformer import ForecastTransformer
 
-MODELS = ("transformer", "patchtst")
+MODELS = ("transformer", "encoder")
 # mha: xavier q/k/v, zero biases (nn.MultiheadAttention's) | linear: nn.Linear's own
 ATTENTION_INITS = ("mha", "linear")
 
@@ -51,9 +51,9 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1, kernels: 
     d_model, n_heads = model["d_model"], model["n_heads"]
     dropout, norm_first, norm = model["dropout"], model["norm_first"], model["norm"]
     # PatchTST's published options (the encoder-decoder has neither).
-    encoder_only = kind == "patchtst"
+    encoder_only = kind == "encoder"
     res_attention = encoder_only and model["res_attention"]
-    attention_dropout = model["attention_dropout"] if encoder_only else 0.0
+    attention_output_dropout = model["attention_output_dropout"] if encoder_only else 0.0
     # `linear`: every attention projection keeps nn.Linear's own initialisation, as the
     # published PatchTST's do (the backends' default is nn.MultiheadAttention's).
     linear_init = encoder_only and model["attention_init"] == "linear"
@@ -81,11 +81,11 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1, kernels: 
 
     encoder = [
         EncoderLayer(make_attention(i, False), make_ffn(), d_model, dropout, norm_first, norm,
-                     attention_dropout)
+                     attention_output_dropout)
         for i in range(1, model["encoder_layers"] + 1)
     ]
     # The decoder's layers are drawn before the input encoding (a learned one draws too): a
-    # seed gives the weights it gave before PatchTST shared this builder.
+    # seed gives the weights it gave before the encoder-only model shared this builder.
     decoder = [] if encoder_only else [
         DecoderLayer(make_attention(i, False), make_attention(i, True), make_ffn(), d_model,
                      dropout, norm_first, norm)
@@ -115,7 +115,7 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1, kernels: 
         output=build_output(cfg["loss"]),  # loss=mse|quantile|gaussian|poisson
     )
     if encoder_only:
-        forecaster = PatchTST(head_dropout=model["head_dropout"], **shared)
+        forecaster = EncoderForecaster(head_dropout=model["head_dropout"], **shared)
     else:
         forecaster = ForecastTransformer(label_len=model["label_len"], decoding=model["decoding"],
                                          decoder_layers=decoder, **shared)

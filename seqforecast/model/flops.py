@@ -64,16 +64,16 @@ def forward_flops(
     """Forward FLOPs of one window by part (embeddings, attention projections, attention
     cores, FFN, head, linear path) and their `total`, for a composed, resolved config."""
     model, attn, ffn, data = cfg["model"], cfg["attention"], cfg["ffn"], cfg["data"]
-    patchtst = model["name"] == "patchtst"  # encoder-only, flatten head
-    if not patchtst and model["decoding"] != "oneshot":
+    encoder_only = model["name"] == "encoder"  # encoder-only, flatten head
+    if not encoder_only and model["decoding"] != "oneshot":
         raise ValueError("forward_flops counts one-shot decoding (model.decoding=oneshot)")
     d, heads = model["d_model"], model["n_heads"]
     patch_len, stride = patch_shape(cfg)
-    label_len = 0 if patchtst else model["label_len"]
+    label_len = 0 if encoder_only else model["label_len"]
     tokens = Tokenizer(data["in_len"], label_len, data["out_len"], patch_len, stride,
                        cfg["embedding"]["padding"])
     enc_len = tokens.encoder_tokens
-    dec_len = 0 if patchtst else tokens.label_tokens + tokens.output_tokens  # one-shot
+    dec_len = 0 if encoder_only else tokens.label_tokens + tokens.output_tokens  # one-shot
     independent = model["channel_independent"]
     inner_f, inner_t = (1, 1) if independent else (n_features, n_targets)
     channels = n_targets if independent else 1  # windows per window the model runs
@@ -84,7 +84,7 @@ def forward_flops(
     half = (d_head if wide else d_head // 2) if diff else d_head
     qk_width = 2 * heads * half if diff else d
     # Residual attention (PatchTST's encoder): layer l scores with the l layers' q and k so far.
-    residual = patchtst and model["res_attention"]
+    residual = encoder_only and model["res_attention"]
     block_size = attn["block_size"] if diff else 0  # only diff has windows
 
     def attention(q_len: int, k_len: int, causal: bool, cross: bool, carried: int = 1):
@@ -109,7 +109,7 @@ def forward_flops(
         parts["attention_projections"] += proj
         parts["attention_cores"] += core
         parts["ffn"] += enc_len * ffn_per_token
-    for _ in range(0 if patchtst else model["decoder_layers"]):
+    for _ in range(0 if encoder_only else model["decoder_layers"]):
         # One-shot decoding: the placeholders see each other, so no causal mask.
         for q_len, k_len, causal, cross in ((dec_len, dec_len, False, False),
                                             (dec_len, enc_len, False, True)):  # fmt: skip
@@ -117,7 +117,7 @@ def forward_flops(
             parts["attention_projections"] += proj
             parts["attention_cores"] += core
         parts["ffn"] += dec_len * ffn_per_token
-    if patchtst:  # every encoder token's output flattened, projected to the horizon
+    if encoder_only:  # every encoder token's output flattened, projected to the horizon
         parts["head"] = 2 * enc_len * d * data["out_len"] * inner_t
     else:
         parts["head"] = 2 * dec_len * d * stride * inner_t

@@ -4,7 +4,7 @@ A window is read the same way by every model (`model` group): checked for shape,
 channel by channel with `channel_independent`, normalised per window (`instance_norm`), cut
 into tokens (`embedding`) and embedded, positioned (`pos_encoding`), and passed through the
 encoder stack. What a model does after the encoder is its own (`_forecast`): the
-encoder-decoder's decoder (transformer.py) or PatchTST's flatten head (patchtst.py). The
+encoder-decoder's decoder (transformer.py) or the encoder-only flatten head (encoder.py). The
 forecast then gets the optional linear path (linear_path.py), is mapped back from the window's
 normalisation and unfolded. The linear path reads (`model.linear_path_input`):
 

@@ -4,8 +4,8 @@ Pre-norm (`norm_first=True`):  x + dropout(f(norm(x)))
 Post-norm:                     norm(x + dropout(f(x)))
 The norm is LayerNorm over each token's features, or (`model.norm=batch`, as PatchTST) a
 BatchNorm over the batch's tokens, feature by feature.
-`attention_dropout` drops the attention's output before the residual's own dropout (PatchTST
-has both: its projection's dropout, then the residual's).
+`attention_output_dropout` drops the attention's output before the residual's own dropout
+(PatchTST has both: its projection's dropout, then the residual's).
 Attention modules come from the registry and share one call; layers pass their weights up
 when asked (`need_weights`), for attention maps, and tell each attention where its queries and
 keys sit on the time axis (the time step of the first one), so that position modules inside
@@ -59,12 +59,12 @@ class EncoderLayer(nn.Module):
         dropout: float,
         norm_first: bool,
         norm: str,
-        attention_dropout: float,
+        attention_output_dropout: float,
     ):
         super().__init__()
         self.self_attn = self_attn
         self.ffn = ffn
-        self.attn_dropout = nn.Dropout(attention_dropout)
+        self.attn_output_dropout = nn.Dropout(attention_output_dropout)
         self.attn_residual = Residual(d_model, dropout, norm_first, norm)
         self.ffn_residual = Residual(d_model, dropout, norm_first, norm)
 
@@ -84,7 +84,7 @@ class EncoderLayer(nn.Module):
             out, maps["self"] = self.self_attn(
                 h, h, need_weights=need_weights, query_start=start, key_start=start, **carry
             )
-            return self.attn_dropout(out)
+            return self.attn_output_dropout(out)
 
         x = self.attn_residual(x, attend)
         return self.ffn_residual(x, self.ffn), maps["self"]

@@ -26,7 +26,7 @@ from torch import Tensor
 
 from ..attention.base import ProjectedAttention
 from .builder import build_model
-from .patchtst import PatchTST
+from .encoder import EncoderForecaster
 from .positional import LearnedEncoding
 
 Rearrange = Callable[[Tensor], Tensor]
@@ -36,15 +36,17 @@ class OfficialWeightsError(ValueError):
     """str(err) is one line naming the first key that does not fit."""
 
 
-def load_official_patchtst(state_dict: Mapping[str, Tensor], cfg, n_channels: int) -> PatchTST:
-    """A PatchTST built from `cfg` for `n_channels` channels (all forecast), holding the
-    official `state_dict`'s weights."""
+def load_official_patchtst(
+    state_dict: Mapping[str, Tensor], cfg, n_channels: int
+) -> EncoderForecaster:
+    """The encoder-only model (model=encoder) built from `cfg` for `n_channels` channels (all
+    forecast), holding the official `state_dict`'s weights."""
     model = build_model(cfg, n_features=n_channels, n_targets=n_channels)
     load_official_weights(model, state_dict)
     return model
 
 
-def load_official_weights(model: PatchTST, state_dict: Mapping[str, Tensor]) -> None:
+def load_official_weights(model: EncoderForecaster, state_dict: Mapping[str, Tensor]) -> None:
     """Copy an official PatchTST state dict into `model` in place (refused whole, nothing
     copied, if any key does not fit)."""
     state = {_strip(k): v for k, v in state_dict.items()}
@@ -95,11 +97,11 @@ class _Reshaped:
         return self.fn(value)
 
 
-def _plan(model: PatchTST) -> dict[str, tuple[Tensor, _Reshaped | None]]:
+def _plan(model: EncoderForecaster) -> dict[str, tuple[Tensor, _Reshaped | None]]:
     """Official key -> (this model's tensor, rearrangement or None), in the official order."""
-    if not isinstance(model, PatchTST) or not model.channel_independent:
+    if not isinstance(model, EncoderForecaster) or not model.channel_independent:
         raise OfficialWeightsError(
-            "official PatchTST weights load into model=patchtst with "
+            "official PatchTST weights load into model=encoder with "
             "model.channel_independent=true (experiment=patchtst)"
         )
     if model.tokens.padding != "end" or model.linear_path is not None:

@@ -76,7 +76,6 @@ def load_run(
             torch_device,
             saved=state.get("data_state"),
             allow_changed=allow_changed_data,
-            channels=config["model"]["channels"],
         )
     data_state = state.get("data_state") or {}
     n_features = len(data_state.get("columns", [None]))

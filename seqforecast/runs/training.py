@@ -103,8 +103,7 @@ def run_training(
 
     # A resumed CSV run scores the rows it was trained on, or stops if the file changed.
     saved = None if resume is None else resume.get("data_state")
-    channels = plain["model"]["channels"]
-    data = build_data(plain["data"], cfg.seed, device, saved=saved, channels=channels)
+    data = build_data(plain["data"], cfg.seed, device, saved=saved)
     kernels = native.resolve(trainer_cfg["kernels"], device, trainer_cfg["precision"])
     trained_with = None if resume is None else resume["kernels"]  # None: not recorded
     if trained_with not in (None, kernels):
@@ -117,7 +116,7 @@ def run_training(
         raise DataError(problem)
     n_params = sum(p.numel() for p in model.parameters())
     configure_threads(trainer_cfg["num_threads"], n_params)
-    if plain["model"]["name"] == "patchtst" and plain["model"]["official_weights"] and (
+    if plain["model"]["name"] == "encoder" and plain["model"]["official_weights"] and (
             resume is None):
         load_official_checkpoint(model, plain["model"]["official_weights"])
     if plain["model"]["linear_init"] == "least_squares" and resume is None:

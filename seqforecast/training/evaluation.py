@@ -127,7 +127,8 @@ class Evaluator:
     def _adaptive_sums(self, forecasters: Mapping, residuals: Mapping, sums: Mapping,
                        gamma: float) -> None:  # fmt: skip
         """Adaptive conformal (ACI) quantiles of every forecaster over the test windows, each
-        series' windows in time order (a window every `data.stride` steps), added to `sums`.
+        series' windows in time order (a window every `data.window_stride` rows), added to
+        `sums`.
         Each central interval (the levels q and 1 - q) adapts its own miss rate; the median
         is the point."""
         points: dict[str, list[Tensor]] = {name: [] for name in forecasters}

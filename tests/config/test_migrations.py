@@ -3,6 +3,7 @@ the config_version every run writes; former option values renamed (each said onc
 run was written without filled with the behaviour it had; nothing else reads old configs."""
 
 import logging
+import re
 from dataclasses import fields
 
 import pytest
@@ -64,7 +65,7 @@ def test_a_version_0_config_reads_with_the_behaviour_it_had(caplog, monkeypatch)
 def test_the_keys_version_1_fills_are_the_schemas_keys():
     for key in migrations_module.BEFORE_THE_KEY:
         group, _, name = key.partition(".")
-        node = resolved(compose_config(["model=patchtst"]))[group]
+        node = resolved(compose_config(["model=encoder"]))[group]
         assert not name or name in {f.name for f in fields(schema_of(group, node))}, key
     for (group, option), values in migrations_module.BEFORE_THE_KEY_OF.items():
         assert set(values) <= {f.name for f in fields(schema_of(group, {"name": option}))}
@@ -103,3 +104,40 @@ def test_a_checkpoint_saved_under_a_former_name_matches_its_migrated_config():
     old["attention"]["head_layout"] = "seed"
     current = OmegaConf.to_yaml(OmegaConf.create(migrate(old)), resolve=True)
     assert _current(OmegaConf.to_yaml(OmegaConf.create(old))) == current
+
+
+def test_moved_keys_and_a_renamed_model_read_as_the_run_meant_them(caplog, monkeypatch):
+    monkeypatch.setattr(migrations_module, "_said", set())
+    old = _version_0(["data=csv", "data.path=x.csv", "data.targets=all", "model=encoder",
+                      "data.window_stride=4", "model.attention_output_dropout=0.3"])
+    old["model"]["name"] = "patchtst"  # model=patchtst was the encoder-only model
+    old["model"]["attention_dropout"] = old["model"].pop("attention_output_dropout")
+    old["data"]["stride"] = old["data"].pop("window_stride")
+    del old["data"]["columns"]
+    old["model"]["channels"] = "mixed"
+    with caplog.at_level(logging.WARNING, logger="seqforecast"):
+        current = migrate(old)
+    validate_config(current)
+    assert current["model"]["name"] == "encoder"
+    assert current["model"]["attention_output_dropout"] == 0.3
+    assert current["data"]["window_stride"] == 4 and current["data"]["columns"] == "channels"
+    assert not {"attention_dropout", "channels"} & set(current["model"])
+    assert "stride" not in current["data"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "model=patchtst is now called model=encoder; read as encoder"]
+    synthetic = _version_0()
+    synthetic["model"]["channels"] = "independent"  # every run wrote it; only CSV data reads it
+    assert "columns" not in migrate(synthetic)["data"]
+    validate_config(migrate(synthetic))
+
+
+@pytest.mark.parametrize("override,message", [
+    ("model=patchtst", "model=patchtst is not allowed: choose one of encoder, transformer "
+                       "(patchtst is now called encoder)"),
+    ("data=sigmoid_seed", "(sigmoid_seed is now called sigmoid_pair)"),
+    ("data.stride=4", "data.stride is not allowed: data has no key stride (it is now "
+                      "data.window_stride)"),
+])
+def test_a_former_option_or_key_on_the_command_line_names_the_current_one(override, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        compose_config(["data=csv", override] if override.startswith("data.") else [override])

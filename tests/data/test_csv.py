@@ -20,8 +20,8 @@ def write_csv(path, header, rows):
 def csv_cfg(path, **overrides):
     cfg = dict(
         name="csv", path=str(path), target="y", features=["x"], time_column=None,
-        in_len=6, out_len=3, stride=1, protocol="standard", split=[0.6, 0.2, 0.2], val_start=None,
-        test_start=None, scale="standard", fill="error", season=0,
+        in_len=6, out_len=3, window_stride=1, protocol="standard", split=[0.6, 0.2, 0.2],
+        val_start=None, test_start=None, scale="standard", fill="error", season=0,
     )  # fmt: skip
     cfg.update(overrides)
     return cfg
@@ -46,7 +46,7 @@ def _target_rows(data, split):
 @pytest.mark.parametrize("stride", [1, 4])
 def test_windows_forecast_their_split_and_read_only_the_past(row_index_csv, stride):
     """The standard protocol: a split's windows forecast its rows; inputs may reach back."""
-    data = csv_data(csv_cfg(row_index_csv, stride=stride), torch.device("cpu"))
+    data = csv_data(csv_cfg(row_index_csv, window_stride=stride), torch.device("cpu"))
     ranges = {"train": (0, 60), "val": (60, 80), "test": (80, 100)}
     for name, (start, stop) in ranges.items():
         split = getattr(data, name)
@@ -71,7 +71,7 @@ def test_windows_forecast_their_split_and_read_only_the_past(row_index_csv, stri
 def test_strict_windows_stay_inside_their_split_and_the_scaler_saw_training_rows_only(
     row_index_csv, stride
 ):
-    data = csv_data(csv_cfg(row_index_csv, stride=stride, protocol="strict"), "cpu")
+    data = csv_data(csv_cfg(row_index_csv, window_stride=stride, protocol="strict"), "cpu")
     val_start, test_start = 60, 80
 
     def rows(split):

@@ -21,7 +21,7 @@ def write_csv(path, values):
 def cfg(path, fill, protocol="standard"):
     return dict(
         name="csv", path=str(path), target="y", features=[], time_column=None, in_len=IN_LEN,
-        out_len=OUT_LEN, stride=1, protocol=protocol, split=[0.6, 0.2, 0.2], val_start=None,
+        out_len=OUT_LEN, window_stride=1, protocol=protocol, split=[0.6, 0.2, 0.2], val_start=None,
         test_start=None, scale="none", fill=fill, season=0,
     )  # fmt: skip
 

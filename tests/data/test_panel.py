@@ -226,7 +226,7 @@ def test_gaps_are_carried_forward_within_a_series_only(tmp_path):
     assert s1[5] == s1[4]  # the gap took the row before it, in its own series
 
 
-def test_wide_format_independent_and_mixed(tmp_path):
+def test_wide_format_as_series_or_as_channels(tmp_path):
     path = tmp_path / "wide.csv"
     t = np.arange(80)
     with path.open("w") as f:
@@ -239,14 +239,14 @@ def test_wide_format_independent_and_mixed(tmp_path):
     data = build_data(cfg["data"], 0, CPU)
     assert data.series_ids == ["a", "b"] and data.n_targets == 1
     assert data.series_shift[1, 0] > 900  # b has its own scaler
-    mixed = config(path, *base, "data.targets=[a,b]", "model.channels=mixed", "data.fill=ffill")
+    mixed = config(path, *base, "data.targets=[a,b]", "data.columns=channels", "data.fill=ffill")
     with pytest.raises(DataError, match="starts empty"):  # one series: b's gap has no past
-        build_data(mixed["data"], 0, CPU, channels="mixed")
+        build_data(mixed["data"], 0, CPU)
     later = tmp_path / "later.csv"
     later.write_text(
         "\n".join(path.read_text().splitlines()[:1] + path.read_text().splitlines()[11:]) + "\n"
     )
-    data = build_data({**mixed["data"], "path": str(later)}, 0, CPU, channels="mixed")
+    data = build_data({**mixed["data"], "path": str(later)}, 0, CPU)
     assert data.series_ids is None and data.n_targets == 2 and data.n_features == 2
 
 
@@ -297,7 +297,7 @@ def test_bad_panels_get_one_line(tmp_path, name):
         (["data.id_column=y"], "data.id_column=y conflicts with data.target/features"),
         (["data.time_column=null"], "data.time_column=None is not allowed: a long panel"),
         (["data.fill=interpolate"], "data.fill=interpolate conflicts with data.id_column"),
-        (["model.channels=mixed"], "model.channels=mixed conflicts with data.id_column"),
+        (["data.columns=channels"], "data.columns=channels conflicts with data.id_column"),
         (["data.target=null", "data.targets=[y]"], "data.id_column=id conflicts with data.targets"),
         (["data.target=null"], "data.target is required"),
     ],

@@ -63,13 +63,13 @@ def ett(tmp_path):
     return write_ett(tmp_path / "ett.csv")
 
 
-@pytest.mark.parametrize("channels", ["independent", "mixed"])
-def test_test_end_leaves_the_rows_after_it_unused(tmp_path, channels):
+@pytest.mark.parametrize("columns", ["series", "channels"])
+def test_test_end_leaves_the_rows_after_it_unused(tmp_path, columns):
     path = write_ett(tmp_path / "ett.csv")
-    data = build_data(cfg_for(path)["data"], 0, CPU, channels=channels)
+    data = build_data(cfg_for(path, f"data.columns={columns}")["data"], 0, CPU)
     # Every window forecasting a test row, and no more: rows [TEST, END) in each channel.
     per_channel = END - TEST - OUT + 1
-    assert len(data.test) == per_channel * (3 if channels == "independent" else 1)
+    assert len(data.test) == per_channel * (3 if columns == "series" else 1)
     # Changing every row from END on changes nothing the run reads.
     values = raw_values(path)
     values[END:] *= -7.0
@@ -85,7 +85,7 @@ def test_test_end_leaves_the_rows_after_it_unused(tmp_path, channels):
         )
         + "\n"
     )
-    again = build_data(cfg_for(edited)["data"], 0, CPU, channels=channels)
+    again = build_data(cfg_for(edited, f"data.columns={columns}")["data"], 0, CPU)
     for name in ("train", "val", "test"):
         torch.testing.assert_close(getattr(again, name).src, getattr(data, name).src)
         torch.testing.assert_close(getattr(again, name).target, getattr(data, name).target)
@@ -110,12 +110,12 @@ def test_borders_by_row_and_by_time_are_the_same_split(ett):
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("channels", ["independent", "mixed"])
-def test_metrics_in_scaled_units_are_the_papers_z_units(ett, channels):
+@pytest.mark.parametrize("columns", ["series", "channels"])
+def test_metrics_in_scaled_units_are_the_papers_z_units(ett, columns):
     """Each channel z-scored with its training rows' mean and std; MSE and MAE averaged over
     channels, windows and steps in those units, beside the data's own units."""
-    cfg = cfg_for(ett, f"model.channels={channels}")
-    data = build_data(cfg["data"], 0, CPU, channels=channels)
+    cfg = cfg_for(ett, f"data.columns={columns}")
+    data = build_data(cfg["data"], 0, CPU)
     values = raw_values(ett)
     mean, std = values[:VAL].mean(axis=0), values[:VAL].std(axis=0)  # population std
     z = (values - mean) / std
@@ -128,7 +128,7 @@ def test_metrics_in_scaled_units_are_the_papers_z_units(ett, channels):
     truth = np.stack([z[s : s + OUT] for s in starts])
     src = torch.from_numpy(inputs).float()
     with torch.no_grad():
-        if channels == "mixed":
+        if columns == "channels":
             predicted = model(src).double().numpy()
         else:  # each channel its own series: the model reads one channel at a time
             predicted = np.concatenate(
@@ -164,19 +164,20 @@ def test_unscaled_data_has_no_scaled_metrics(ett):
          f"data.val_start={TEST} must come before data.test_start={VAL}: the validation"),
     ],
 )  # fmt: skip
-@pytest.mark.parametrize("channels", ["independent", "mixed"])
-def test_a_wrong_border_is_one_line(ett, borders, message, channels):
+@pytest.mark.parametrize("columns", ["series", "channels"])
+def test_a_wrong_border_is_one_line(ett, borders, message, columns):
     with pytest.raises(DataError) as err:
-        build_data(cfg_for(ett, borders=borders)["data"], 0, CPU, channels=channels)
+        build_data(cfg_for(ett, f"data.columns={columns}", borders=borders)["data"], 0, CPU)
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("channels", ["independent", "mixed"])
-def test_a_horizon_the_test_rows_cannot_hold_is_one_line(ett, channels):
-    cfg = cfg_for(ett, "out_len=60")  # the validation and test splits hold 40 rows each
+@pytest.mark.parametrize("columns", ["series", "channels"])
+def test_a_horizon_the_test_rows_cannot_hold_is_one_line(ett, columns):
+    # the validation and test splits hold 40 rows each
+    cfg = cfg_for(ett, "out_len=60", f"data.columns={columns}")
     with pytest.raises(DataError, match=r"(too few for one window|no series is long enough)"
                        r".*out_len ?= ?60") as err:  # fmt: skip
-        build_data(cfg["data"], 0, CPU, channels=channels)
+        build_data(cfg["data"], 0, CPU)
     assert "40 rows" in str(err.value) and "\n" not in str(err.value)
 
 

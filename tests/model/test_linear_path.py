@@ -114,7 +114,7 @@ def test_channel_independence_forecasts_each_channel_from_its_own_past():
         model.fit_linear_path(src, target)
 
 
-@pytest.mark.parametrize("model", ["transformer", "patchtst"])
+@pytest.mark.parametrize("model", ["transformer", "encoder"])
 def test_behind_revin_the_fit_minimises_the_training_loss(model):
     """Behind RevIN the path maps normalised windows, but the loss is measured in the data's
     (scaled) units: the fit weights each window by its scale, so the training loss has no
@@ -122,7 +122,7 @@ def test_behind_revin_the_fit_minimises_the_training_loss(model):
     error, not by its normalised target blown up 1000-fold."""
     src, target = windows(n=200)
     src[:5] = src[:5, -1:] + 1e-4 * torch.randn(5, IN, 1)  # five nearly flat windows
-    extra = ["model.encoder_layers=1"] + ([] if model == "patchtst" else ["model.label_len=4"])
+    extra = ["model.encoder_layers=1"] + ([] if model == "encoder" else ["model.label_len=4"])
     net = build_model(cfg(f"model={model}", "model.linear_path=nlinear",
                           "model.instance_norm=revin", *extra))  # fmt: skip
     net.fit_linear_path(src, target)
@@ -142,13 +142,13 @@ def test_behind_revin_the_fit_minimises_the_training_loss(model):
     assert loss <= nlinear * 1.01  # NLinear up to its bias: as good on these windows
 
 
-@pytest.mark.parametrize("model", ["transformer", "patchtst"])
+@pytest.mark.parametrize("model", ["transformer", "encoder"])
 def test_a_raw_linear_path_is_nlinear_exactly_behind_revin(model):
     """model.linear_path_input=raw: the path reads the window itself, so its fit is the NLinear
     baseline's to the last digit, RevIN or not; the Transformer's part keeps RevIN's scale but
     not its level, so a level shift of the window still shifts the forecast by as much."""
     src, target = windows(n=200, channels=2)
-    extra = ["model.encoder_layers=1"] + ([] if model == "patchtst" else ["model.label_len=4"])
+    extra = ["model.encoder_layers=1"] + ([] if model == "encoder" else ["model.label_len=4"])
     net = build_model(
         cfg(f"model={model}", "model.linear_path=nlinear", "model.instance_norm=revin",
             "model.linear_path_input=raw", "model.channel_independent=true", *extra),

@@ -119,7 +119,7 @@ def test_another_models_state_dict_is_refused():
         (["embedding.padding=start"], "embedding.padding=end"),
         (["pos_encoding=sinusoidal"], "pos_encoding=learned"),
         (["attention=diff", "model.res_attention=false"], "attention=vanilla or einsum"),
-        (["model.channel_independent=false", "model.channels=independent"],
+        (["model.channel_independent=false", "data.columns=series"],
          "model.channel_independent=true"),
     ],
 )  # fmt: skip
@@ -180,8 +180,8 @@ def test_residual_attention_changes_only_the_layers_after_the_first():
 
 def test_attention_output_dropout_acts_in_training_only():
     torch.manual_seed(0)
-    dropped = build_model(preset("model.dropout=0.0", "model.attention_dropout=0.5"), C, C)
-    plain = build_model(preset("model.dropout=0.0", "model.attention_dropout=0.0"), C, C)
+    dropped = build_model(preset("model.dropout=0.0", "model.attention_output_dropout=0.5"), C, C)
+    plain = build_model(preset("model.dropout=0.0", "model.attention_output_dropout=0.0"), C, C)
     plain.load_state_dict(dropped.state_dict())
     x = torch.randn(2, 336, C)
     dropped.eval(), plain.eval()

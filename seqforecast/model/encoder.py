@@ -1,5 +1,6 @@
-"""PatchTST's encoder-only forecaster (Nie et al. 2023, "A Time Series is Worth 64 Words"):
-src [B, in_len, F] -> forecast [B, out_len, T] (`model=patchtst`).
+"""The encoder-only forecaster with a flatten head, PatchTST's design (Nie et al. 2023, "A Time
+Series is Worth 64 Words"): src [B, in_len, F] -> forecast [B, out_len, T] (`model=encoder`;
+the published PatchTST is this model with `experiment=patchtst`'s options).
 
 The encoder reads the window's tokens (patches with `embedding=patch`), and a flatten head
 maps every token's output at once to the whole horizon: the encoder's output [B, N, d_model]
@@ -21,10 +22,10 @@ from torch import Tensor, nn
 from .forecaster import WindowForecaster
 
 
-class PatchTST(WindowForecaster):
+class EncoderForecaster(WindowForecaster):
     def __init__(self, *, d_model: int, head_dropout: float, **shared):
         """`shared`: WindowForecaster's arguments (n_features, in_len, encoder layers, ...);
-        PatchTST has no decoder, so its label_len is 0."""
+        there is no decoder, so label_len is 0."""
         super().__init__(d_model=d_model, label_len=0, **shared)
         self.head_dropout = nn.Dropout(head_dropout)
         # [B, N * d_model] -> every step of the horizon, for every target channel (K values

@@ -1,4 +1,4 @@
-"""PatchTST's encoder-only forecaster (`model=patchtst`): equal to a reference built from
+"""PatchTST's encoder-only forecaster (`model=encoder`): equal to a reference built from
 torch's own encoder layer, every attention backend, position encoding and FFN, the flatten
 head, the linear path, BatchNorm."""
 
@@ -11,13 +11,13 @@ from torch import nn
 
 from seqforecast import build_model
 from seqforecast.config import compose_config, validate_config
-from seqforecast.model import PatchTST
+from seqforecast.model import EncoderForecaster
 from seqforecast.model.flops import forward_flops
 
 from .helpers import ATTENTION, FFNS, POSITIONS, forward_backward
 
 IN, OUT, PATCH, STRIDE = 32, 6, 8, 4
-TINY = ["model=patchtst", "d_model=8", "n_heads=2", f"in_len={IN}", f"out_len={OUT}",
+TINY = ["model=encoder", "d_model=8", "n_heads=2", f"in_len={IN}", f"out_len={OUT}",
         "embedding=patch", f"embedding.patch_len={PATCH}", f"embedding.stride={STRIDE}",
         "block_size=2", "model.encoder_layers=2"]  # fmt: skip
 
@@ -33,7 +33,7 @@ def tiny(*overrides):
 )
 def test_every_combination_builds_and_trains(attention, position, ffn):
     model = build_model(tiny(f"attention={attention}", f"pos_encoding={position}", f"ffn={ffn}"))
-    assert isinstance(model, PatchTST) and not hasattr(model, "decoder")
+    assert isinstance(model, EncoderForecaster) and not hasattr(model, "decoder")
     forward_backward(model)
 
 
