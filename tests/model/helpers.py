@@ -1,12 +1,21 @@
 """What the model tests share."""
 
+import itertools
+
+import pytest
 import torch
 import torch.nn.functional as F
+
+from seqforecast.config import compose_config, validate_config
 
 # Every option of the groups a model is built from, for tests over all combinations.
 ATTENTION = ["vanilla", "einsum", "diff"]
 POSITIONS = ["sinusoidal", "learned", "relative", "rope", "none"]
 FFNS = ["relu", "gelu", "glu", "geglu", "swiglu"]
+# A test's parameters (attention, position, ffn): every combination of the three groups.
+every_combination = pytest.mark.parametrize(
+    "attention,position,ffn", list(itertools.product(ATTENTION, POSITIONS, FFNS))
+)
 
 
 def forward_backward(model, features: int = 1, batch: int = 3) -> None:
@@ -28,3 +37,10 @@ def forward_backward(model, features: int = 1, batch: int = 3) -> None:
     model.eval()
     with torch.no_grad():
         assert model(src).isfinite().all()
+
+
+def validated(*overrides):
+    """The config these overrides compose to, checked as a run checks it."""
+    cfg = compose_config(list(overrides))
+    validate_config(cfg)
+    return cfg

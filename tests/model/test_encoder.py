@@ -2,7 +2,6 @@
 torch's own encoder layer, every attention backend, position encoding and FFN, the flatten
 head, the linear path, BatchNorm."""
 
-import itertools
 
 import pytest
 import torch
@@ -10,11 +9,11 @@ from omegaconf import OmegaConf
 from torch import nn
 
 from seqforecast import build_model
-from seqforecast.config import compose_config, validate_config
+from seqforecast.config import compose_config
 from seqforecast.model import EncoderForecaster
 from seqforecast.model.flops import forward_flops
 
-from .helpers import ATTENTION, FFNS, POSITIONS, forward_backward
+from .helpers import every_combination, forward_backward, validated
 
 IN, OUT, PATCH, STRIDE = 32, 6, 8, 4
 TINY = ["model=encoder", "d_model=8", "n_heads=2", f"in_len={IN}", f"out_len={OUT}",
@@ -23,14 +22,10 @@ TINY = ["model=encoder", "d_model=8", "n_heads=2", f"in_len={IN}", f"out_len={OU
 
 
 def tiny(*overrides):
-    cfg = compose_config([*TINY, *overrides])
-    validate_config(cfg)
-    return cfg
+    return validated(*TINY, *overrides)
 
 
-@pytest.mark.parametrize(
-    "attention,position,ffn", list(itertools.product(ATTENTION, POSITIONS, FFNS))
-)
+@every_combination
 def test_every_combination_builds_and_trains(attention, position, ffn):
     model = build_model(tiny(f"attention={attention}", f"pos_encoding={position}", f"ffn={ffn}"))
     assert isinstance(model, EncoderForecaster) and not hasattr(model, "decoder")

@@ -1,16 +1,14 @@
 """The model built from composed configs: every combination, decoding modes, causality."""
 
-import itertools
 
 import pytest
 import torch
 
 from seqforecast import build_model
 from seqforecast.attention import DifferentialAttention, RelativePositionTerms, RotaryEmbedding
-from seqforecast.config import compose_config, validate_config
 from seqforecast.model.positional import sinusoidal_table
 
-from .helpers import ATTENTION, FFNS, POSITIONS, forward_backward
+from .helpers import ATTENTION, every_combination, forward_backward, validated
 
 TINY = [
     "d_model=8", "n_heads=2", "in_len=6", "out_len=3", "block_size=2",
@@ -19,14 +17,10 @@ TINY = [
 
 
 def tiny(*overrides):
-    cfg = compose_config([*TINY, *overrides])
-    validate_config(cfg)
-    return cfg
+    return validated(*TINY, *overrides)
 
 
-@pytest.mark.parametrize(
-    "attention,position,ffn", list(itertools.product(ATTENTION, POSITIONS, FFNS))
-)
+@every_combination
 def test_every_combination_builds_and_trains(attention, position, ffn):
     model = build_model(tiny(f"attention={attention}", f"pos_encoding={position}", f"ffn={ffn}"))
     forward_backward(model)
