@@ -41,7 +41,7 @@ def rescore(run_dir: Path, method: str, reuse: bool) -> dict | None:
     if not (reuse and path.is_file()):
         proc = subprocess.run([sys.executable, "-m", "seqforecast.evaluate", f"run_dir={run_dir}",
                                f"intervals={method}"], capture_output=True, text=True,
-                              env=repo_env(), cwd=REPO)  # fmt: skip
+                              env=repo_env(), cwd=REPO)
         if proc.returncode != 0:
             return None
     return json.loads(path.read_text())
@@ -68,7 +68,7 @@ def run_worker(script: str, spec: dict, timeout: int, label: dict | None = None)
         proc = subprocess.run(
             [sys.executable, script, "--worker", json.dumps(spec)],
             capture_output=True, text=True, timeout=timeout, env=env,
-        )  # fmt: skip
+        )
     except subprocess.TimeoutExpired:
         return {**label, "status": f"skipped: over {timeout}s"}
     if proc.returncode != 0:

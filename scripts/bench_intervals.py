@@ -42,9 +42,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--losses", nargs="+", default=list(LOSSES), choices=LOSSES)
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--methods", nargs="+", default=["split"], choices=["split", "adaptive"],
-                   help="interval methods scored: the first is the runs' own")  # fmt: skip
+                   help="interval methods scored: the first is the runs' own")
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
-                   help="overrides of every run (the preset)")  # fmt: skip
+                   help="overrides of every run (the preset)")
     p.add_argument("--name", default="synthetic", help="the report's name")
     p.add_argument("--runs-dir", type=Path, default=None)
     p.add_argument("--out", type=Path, default=None)
@@ -94,7 +94,7 @@ def rescored(run_dir: Path, method: str) -> dict:
 
 def _spread(values: list[float]) -> dict:
     return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1
-            else 0.0, "n": len(values)}  # fmt: skip
+            else 0.0, "n": len(values)}
 
 
 def _pair(group: dict[int, float], reference: dict[int, float]) -> dict:
@@ -105,7 +105,7 @@ def _pair(group: dict[int, float], reference: dict[int, float]) -> dict:
 def summarise(runs: dict[str, dict], losses, seeds) -> dict:
     """Coverage, CRPS pairs and MSE pairs of one method's runs."""
     by_loss = {loss: {s: runs[f"{loss}/{s}"]["test"] for s in seeds if f"{loss}/{s}" in runs}
-               for loss in losses}  # fmt: skip
+               for loss in losses}
     coverage, crps, mse = {}, {}, {}
     for loss, tests in by_loss.items():
         if not tests:
@@ -119,7 +119,7 @@ def summarise(runs: dict[str, dict], losses, seeds) -> dict:
                 coverage[label] = {
                     level: _spread([t[name][f"{prefix}coverage_{level}"] for t in tests.values()])
                     for level in LEVELS
-                }  # fmt: skip
+                }
                 if name != "model":
                     continue
                 model_crps = {s: t["model"][f"{prefix}crps"] for s, t in tests.items()}
@@ -144,7 +144,7 @@ def show(method: str, summary: dict, windows) -> None:
         print(f"\n| {title} | paired ratio [95%] | verdict |\n|---|---|---|")
         for label, p in summary[key].items():
             print(f"| {label} | {p['ratio']:.3f} [{p['low']:.3f}, {p['high']:.3f}] | "
-                  f"{p['verdict']} |")  # fmt: skip
+                  f"{p['verdict']} |")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> None:
         split = next(iter(runs.values()))["splits"]["test"]
         windows = split.get("windows", split.get("series"))  # CSV windows, synthetic series
         report[method] = {"test_windows": windows,
-                          **summarise(runs, args.losses, args.seeds)}  # fmt: skip
+                          **summarise(runs, args.losses, args.seeds)}
         show(method, report[method], windows)
     write_report(args.out, __file__, argv, seeds=args.seeds, overrides=args.set,
                  methods=report,

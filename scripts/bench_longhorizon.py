@@ -82,7 +82,7 @@ PAPER_BATCH = 128  # the published code's test batch, whose last incomplete one 
 # Transformer without the linear path, plain selection (the lowest validation error wins);
 # `patchtst`: the published PatchTST (experiment=patchtst), and the attention study on it.
 ALONE = ["model.linear_path=none", "model.linear_init=zero", "trainer.validate_initial=false",
-         "trainer.min_improvement=0", "trainer.selection_blocks=0"]  # fmt: skip
+         "trainer.min_improvement=0", "trainer.selection_blocks=0"]
 DIFF, DIFF_BLOCK = ["attention=diff"], ["attention=diff", "block_size=8"]
 ROPE = ["pos_encoding=rope"]
 VARIANTS = {
@@ -123,12 +123,12 @@ PUBLISHED = {
         "DLinear": {96: (0.289, 0.353), 192: (0.383, 0.418), 336: (0.448, 0.465),
                     720: (0.605, 0.551)},
     },
-}  # fmt: skip
+}
 
 # --smoke: a small hourly file made here, its own borders and horizons, one tiny epoch.
 SMOKE_ROWS, SMOKE_BORDERS, SMOKE_HORIZONS, SMOKE_IN = 700, ("400", "530", "660"), (24, 48), 96
 SMOKE_EXTRA = ["epochs=1", "d_model=8", "n_heads=2", "ffn.d_ff=16", "model.encoder_layers=1",
-               "trainer.patience=0"]  # fmt: skip
+               "trainer.patience=0"]
 
 
 # ---------------------------------------------------------------- data
@@ -168,7 +168,7 @@ def write_smoke_file(path: Path, rows: int = SMOKE_ROWS) -> Path:
                 level * (1 + 0.3 * np.sin(2 * np.pi * i / 24 + k) + 0.1 * np.sin(
                     2 * np.pi * i / 168) + 0.0005 * i) + rng.normal(0, 0.05 * level)
                 for k, level in enumerate((5.0, 2.0, 30.0))
-            ]  # fmt: skip
+            ]
             writer.writerow([moment.replace("T", " "), *(f"{c:.4f}" for c in cells)])
     return path
 
@@ -182,7 +182,7 @@ def protocol(experiment: str, path: Path, borders, horizon: int, in_len: int) ->
     time_column = header_and_rows(path)[0][0]
     return [f"experiment={experiment}", f"data.path={path}", f"data.time_column={time_column}",
             f"data.val_start={val}", f"data.test_start={test}", f"data.test_end={end}",
-            f"in_len={in_len}", f"out_len={horizon}"]  # fmt: skip
+            f"in_len={in_len}", f"out_len={horizon}"]
 
 
 def run_one(path: Path, borders, horizon: int, variant: str, seed: int, args) -> dict:
@@ -191,7 +191,7 @@ def run_one(path: Path, borders, horizon: int, variant: str, seed: int, args) ->
     overrides = [
         *protocol(experiment, path, borders, horizon, args.in_len), f"seed={seed}",
         f"trainer.num_threads={args.threads}", *variant_overrides, *args.extra, *args.set,
-    ]  # fmt: skip
+    ]
     metrics, last, wall = train_run(overrides, run_dir)
     label = {"file": path.stem, "horizon": horizon, "variant": variant, "seed": seed}
     if metrics is None:
@@ -309,28 +309,28 @@ def official_args(path: Path, horizon: int, in_len: int, channels: int, workdir:
             "--patch_len", "16", "--stride", "8", "--des", "speed", "--train_epochs", "1",
             "--itr", "1", "--batch_size", "128", "--learning_rate", "0.0001",
             "--num_workers", "0", "--use_gpu", "False",
-            "--checkpoints", str(workdir / "official_checkpoints")]  # fmt: skip
+            "--checkpoints", str(workdir / "official_checkpoints")]
 
 
 def official_epoch(code: Path, path: Path, horizon: int, in_len: int, channels: int,
-                   workdir: Path) -> dict:  # fmt: skip
+                   workdir: Path) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     proc = subprocess.run(
         [sys.executable, "-c", OFFICIAL_EPOCH,
          *official_args(path, horizon, in_len, channels, workdir)],
         cwd=code, env=env, capture_output=True, text=True,
-    )  # fmt: skip
+    )
     if proc.returncode != 0:
         raise SystemExit(f"the official code failed: {(proc.stderr or proc.stdout)[-800:]}")
     cost = re.search(r"Epoch: 1 cost time: ([0-9.]+)", proc.stdout)
     timed = json.loads(proc.stdout.strip().splitlines()[-1])
     return {"train_seconds": float(cost.group(1)), "epoch_seconds": timed["epoch_seconds"],
-            "val_test_seconds": timed["val_test_seconds"]}  # fmt: skip
+            "val_test_seconds": timed["val_test_seconds"]}
 
 
 def seqforecast_epoch(path: Path, borders, horizon: int, in_len: int, run_dir: Path) -> dict:
     overrides = [*protocol("patchtst", path, borders, horizon, in_len), "epochs=1",
-                 "trainer.num_threads=1"]  # fmt: skip
+                 "trainer.num_threads=1"]
     metrics, last, _ = train_run(overrides, run_dir)
     if metrics is None:
         raise SystemExit(f"seqforecast failed: {last}")
@@ -338,7 +338,7 @@ def seqforecast_epoch(path: Path, borders, horizon: int, in_len: int, run_dir: P
     epoch = loop["history"][-1]
     return {"train_seconds": epoch["train_seconds"],
             "epoch_seconds": epoch["train_seconds"] + epoch["val_seconds"],
-            "steps": loop["step"]}  # fmt: skip
+            "steps": loop["step"]}
 
 
 def speed(args) -> dict:
@@ -351,19 +351,19 @@ def speed(args) -> dict:
     for i in range(args.rounds):
         ours = seqforecast_epoch(path, borders, horizon, args.in_len, workdir / f"seqforecast{i}")
         theirs = official_epoch(args.speed.resolve(), path, horizon, args.in_len, channels,
-                                workdir)  # fmt: skip
+                                workdir)
         rounds.append({"seqforecast": ours, "official": theirs})
         print(f"  round {i + 1}: seqforecast {ours['train_seconds']:.1f} s of steps, official "
-              f"{theirs['train_seconds']:.1f} s", flush=True)  # fmt: skip
+              f"{theirs['train_seconds']:.1f} s", flush=True)
     best = {side: {key: min(r[side][key] for r in rounds) for key in ("train_seconds",
                                                                          "epoch_seconds")}
-            for side in ("seqforecast", "official")}  # fmt: skip
+            for side in ("seqforecast", "official")}
     return {
         "file": path.stem, "horizon": horizon, "threads": 1, "rounds": rounds, "best": best,
         "steps": rounds[0]["seqforecast"]["steps"],
         "speedup_train": best["official"]["train_seconds"] / best["seqforecast"]["train_seconds"],
         "speedup_epoch": best["official"]["epoch_seconds"] / best["seqforecast"]["epoch_seconds"],
-    }  # fmt: skip
+    }
 
 
 def speed_markdown(s: dict) -> str:
@@ -427,7 +427,7 @@ def summarise(runs: list[dict], reference: str) -> dict:
                 str(p): sum(kept_with_patience(r.get("val_curve", []), p) == r["best_epoch"]
                             for r in ok)
                 for p in SHORTER_PATIENCE
-            },  # fmt: skip
+            },
             # and, on runs that scored the test set every epoch, what its epoch scores
             "test_with_patience": patience_cost(ok),
         }
@@ -449,7 +449,7 @@ def patience_cost(runs: list[dict]) -> dict:
             c[kept_with_patience(r["val_curve"], p)] / c[r["best_epoch"]] for c, r in curves)
         for p in SHORTER_PATIENCE
         if all(kept_with_patience(r["val_curve"], p) in c for c, r in curves)
-    }  # fmt: skip
+    }
 
 
 def _per_patience(entry: dict, key: str, cell, lead: str) -> list[str]:
@@ -461,7 +461,7 @@ def _per_patience(entry: dict, key: str, cell, lead: str) -> list[str]:
         for horizon, h in entry["horizons"].items()
         for variant, s in h["summary"].items()
         if s["n"] and (found := s.get(key))
-    ]  # fmt: skip
+    ]
     return ["", lead + "; ".join(parts) + "."] if parts else []
 
 
@@ -539,12 +539,12 @@ def markdown(report: dict, reference: str) -> str:
             entry, "same_epoch_with_patience", lambda same, s: f"{same} of {s['n']}",
             "Runs whose kept epoch a shorter patience would have kept too (read off each run's "
             "validation curve): ",
-        )  # fmt: skip
+        )
         out += _per_patience(
             entry, "test_with_patience", lambda ratio, s: f"{ratio:.4f}",
             "Test MSE (data units) of the epoch a shorter patience keeps over the kept epoch's, "
             "on runs that scored the test set every epoch (log.test_every=1): ",
-        )  # fmt: skip
+        )
         vs_ref = [
             (horizon, variant, s["vs_reference"])
             for horizon, h in entry["horizons"].items()
@@ -627,21 +627,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--borders", nargs=3, default=list(ETT_HOURLY), metavar=("VAL", "TEST", "END"),
         help="rows (or times) where validation and test start and where test ends",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--split", nargs=3, type=float, default=None, metavar=("TRAIN", "VAL", "TEST"),
         help="fractions instead of borders",
-    )  # fmt: skip
+    )
     parser.add_argument("--horizons", nargs="+", type=int, default=list(HORIZONS))
     parser.add_argument("--in-len", type=int, default=IN_LEN)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument(
         "--variants", nargs="+", default=["preset"], choices=list(VARIANTS),
         help="the first is the reference of the paired ratios between variants",
-    )  # fmt: skip
+    )
     parser.add_argument("--set", nargs="*", default=[], help="further overrides for every run")
     parser.add_argument("--paper-batch", type=int, default=PAPER_BATCH,
-                        help="the published code's test batch (the windows it scores)")  # fmt: skip
+                        help="the published code's test batch (the windows it scores)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per run")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time")
     parser.add_argument("--runs-dir", type=Path, default=REPO / "outputs" / "bench_longhorizon")
@@ -652,11 +652,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--merge", nargs="+", type=Path, default=None, metavar="JSON",
         help="no training: the runs of these reports, summarised together into --out",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--speed", type=Path, default=None, metavar="DIR",
         help="time one epoch beside the official code in DIR (its PatchTST_supervised folder)",
-    )  # fmt: skip
+    )
     parser.add_argument("--rounds", type=int, default=2, help="--speed: epochs of each side")
     args = parser.parse_args(argv)
     if args.speed:
@@ -686,7 +686,7 @@ def main(argv: list[str] | None = None) -> int:
         "protocol": {"in_len": args.in_len, "stride": 1, "units": "z (training rows)",
                      "paper_batch": args.paper_batch, "published_source": PUBLISHED_SOURCE},
         "files": {},
-    }  # fmt: skip
+    }
     started = time.perf_counter()
     files = {}  # stem -> (path, borders)
     for path in args.files:
@@ -697,16 +697,16 @@ def main(argv: list[str] | None = None) -> int:
         report["files"][path.stem] = {
             "path": str(path), "rows": rows, "channels": len(header) - 1,
             "borders": list(borders), "horizons": {},
-        }  # fmt: skip
+        }
     cases = [(stem, h, v, s) for stem in files for h in args.horizons
-             for v in args.variants for s in args.seeds]  # fmt: skip
+             for v in args.variants for s in args.seeds]
     runs: dict[tuple[str, int], list[dict]] = {}
 
     def case(c):
         stem, horizon, variant, seed = c
         r = run_one(*files[stem], horizon, variant, seed, args)
         shown = (f"test MSE {r['mse']:.4f} (epoch {r['best_epoch']})" if r["status"] == "ok"
-                 else r["status"])  # fmt: skip
+                 else r["status"])
         print(f"  {stem} h{horizon} {variant} seed {seed}: {shown}", flush=True)
         return r
 

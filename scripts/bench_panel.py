@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as ckpt:
         try:
             train_model(model, data, trainer, Path(ckpt), seed=0, config_yaml="",
-                        monitor=Clock(), progress=False)  # fmt: skip
+                        monitor=Clock(), progress=False)
         except StopAfter:
             pass
     fraction = statistics.median(fractions[args.warmup :])
@@ -142,7 +142,7 @@ def main(argv=None) -> int:
     mb = 1 / 2**20
     total = sum(result["windows"].values())
     print(f"\npanel: {result['series']} series x {args.length} steps, {result['rows']} rows, "
-          f"{total} windows; torch threads: {result['threads']}")  # fmt: skip
+          f"{total} windows; torch threads: {result['threads']}")
     print(f"read + split + scale + index: {load_s:.1f} s (writing the CSV: {write_s:.1f} s)")
     print("\n| what | value |\n|---|---|")
     print(f"| buffer + window indices held | {held_bytes * mb:,.0f} MiB |")

@@ -196,7 +196,7 @@ def held_out_windows(ds: Dataset, values: np.ndarray, observed: np.ndarray) -> W
     truth = np.stack([values[o : o + ds.out_len] for o in origins])
     scale = float(mase_scale(observed[:, None], rows["train"], 1, list(ds.seasons))[0, 0])
     return Windows(len(rows["train"]), len(rows["val"]), len(rows["test"]), origins, truth,
-                   scale)  # fmt: skip
+                   scale)
 
 
 def scores(forecast: np.ndarray, truth: np.ndarray) -> dict:
@@ -238,7 +238,7 @@ def data_overrides(ds: Dataset, path: Path) -> list[str]:
         "data=csv", f"data.path={path}", f"data.target={ds.target}", "data.time_column=time",
         "data.fill=ffill", f"in_len={ds.in_len}", f"out_len={ds.out_len}",
         f"data.season={season}",
-    ]  # fmt: skip
+    ]
 
 
 def run_seqforecast(
@@ -316,7 +316,7 @@ def check_alignment(own: dict, runs: list[dict], w: Windows) -> list[str]:
 
 
 def statsforecast_peers(ds: Dataset, values, w: Windows, timeout: float,
-                        conformal_windows: int) -> list[dict]:  # fmt: skip
+                        conformal_windows: int) -> list[dict]:
     import pandas as pd
     from statsforecast import StatsForecast
     from statsforecast.models import MSTL, AutoETS, AutoTheta, SeasonalNaive
@@ -335,18 +335,18 @@ def statsforecast_peers(ds: Dataset, values, w: Windows, timeout: float,
         """(point [n, out_len], quantiles [n, out_len, 13]) on the test windows."""
         sf = StatsForecast(models=[models[name]()], freq=1, n_jobs=1)
         intervals = (ConformalIntervals(h=ds.out_len, n_windows=conformal_windows)
-                     if conformal else None)  # fmt: skip
+                     if conformal else None)
         cv = sf.cross_validation(
             df=frame, h=ds.out_len, step_size=1, n_windows=len(w.origins), refit=False,
             level=list(PEER_LEVELS), prediction_intervals=intervals,
-        )  # fmt: skip
+        )
         point = _by_window(cv, name, ds.out_len, w)
         return point, _level_quantiles(cv, name, point, ds.out_len, w)
 
     rows = [_peer(f"statsforecast {name}", forecast, name, w, timeout) for name in models]
     for name in ("AutoETS", "SeasonalNaive"):
         rows.append(_peer(f"statsforecast {name} conformal",
-                          lambda n: forecast(n, conformal=True), name, w, timeout))  # fmt: skip
+                          lambda n: forecast(n, conformal=True), name, w, timeout))
     return rows
 
 
@@ -366,7 +366,7 @@ def neuralforecast_peers(ds: Dataset, values, w: Windows, steps: int, timeout: f
         windows_batch_size=NEURAL_WINDOWS,
         enable_progress_bar=False, enable_model_summary=False, logger=False,
         accelerator="cpu",
-    )  # fmt: skip
+    )
     # Each model twice: trained on MSE (a point), and on MQLoss (neuralforecast's multi-quantile
     # pinball loss) at the central 20-95% levels: its median and the 12 quantiles around it.
     mq = {"loss": MQLoss(level=list(PEER_LEVELS)), "valid_loss": MQLoss(level=list(PEER_LEVELS))}
@@ -385,7 +385,7 @@ def neuralforecast_peers(ds: Dataset, values, w: Windows, steps: int, timeout: f
         cv = nf.cross_validation(
             df=frame, val_size=w.val_rows, test_size=w.test_rows, step_size=1,
             n_windows=None, refit=False,
-        )  # fmt: skip
+        )
         column = str(model)  # the frame's column prefix: the model's alias or class name
         if not name.endswith("MQLoss"):
             return _by_window(cv, column, ds.out_len, w)
@@ -481,7 +481,7 @@ def summarise(runs: list[dict]) -> dict[str, dict]:
                 k: statistics.mean(r["adaptive"]["model"][k] for r in ok)
                 for k in INTERVAL_KEYS if all(k in r.get("adaptive", {}).get("model", {})
                                               for r in ok)
-            },  # fmt: skip
+            },
             "best_epochs": [r["best_epoch"] for r in ok],
             "largest_val_rise": max(swing(r["val_curve"]) for r in ok),
         }
@@ -489,11 +489,11 @@ def summarise(runs: list[dict]) -> dict[str, dict]:
 
 
 INTERVAL_KEYS = ("coverage_80", "width_80", "coverage_95", "width_95", "msis_80", "msis_95",
-                 "crps")  # fmt: skip
+                 "crps")
 
 
 def interval_table(summary: dict, baselines: dict, peers: list[dict],
-                   adaptive_baselines: dict | None = None) -> list[dict]:  # fmt: skip
+                   adaptive_baselines: dict | None = None) -> list[dict]:
     """A row per forecaster with bands: seqforecast's variants (conformal and, with
     --adaptive, adaptive; mean over seeds), the runs' baselines alike, the peers (their own
     intervals or statsforecast's conformal ones); by MSIS at 80%, the lowest first."""
@@ -501,11 +501,11 @@ def interval_table(summary: dict, baselines: dict, peers: list[dict],
     for kind in ("intervals", "intervals_adaptive"):
         method = "adaptive" if kind == "intervals_adaptive" else "conformal"
         rows += [{"forecaster": f"seqforecast {v} ({method})", **s[kind]}
-                 for v, s in summary.items() if s.get(kind)]  # fmt: skip
+                 for v, s in summary.items() if s.get(kind)]
     for method, table in (("conformal", baselines), ("adaptive", adaptive_baselines or {})):
         rows += [{"forecaster": f"{name} ({method})",
                   **{k: row[k] for k in INTERVAL_KEYS if k in row}}
-                 for name, row in table.items() if name != "model" and "crps" in row]  # fmt: skip
+                 for name, row in table.items() if name != "model" and "crps" in row]
     rows += [{"forecaster": p["forecaster"], **p["intervals"]} for p in peers if "intervals" in p]
     return sorted(rows, key=lambda r: r.get("msis_80", math.inf))
 
@@ -517,7 +517,7 @@ def print_intervals(rows: list[dict]) -> None:
     print(f"  {'forecaster':44s}" + "".join(f"{k:>12s}" for k in INTERVAL_KEYS))
     for r in rows:
         print(f"  {r['forecaster']:44s}" + "".join(f"{r.get(k, math.nan):>12.4g}"
-                                                   for k in INTERVAL_KEYS))  # fmt: skip
+                                                   for k in INTERVAL_KEYS))
 
 
 def print_table(ds: Dataset, summary: dict, baselines: dict, peers: list[dict]) -> list[dict]:
@@ -527,7 +527,7 @@ def print_table(ds: Dataset, summary: dict, baselines: dict, peers: list[dict]) 
             rows.append({
                 "forecaster": f"seqforecast {variant}", "mse": s["mse"], "mse_std": s["mse_std"],
                 "mae": s["mae"], "fit_seconds": s["train_seconds"], "n": s["n"],
-            })  # fmt: skip
+            })
         else:
             rows.append({"forecaster": f"seqforecast {variant}", "status": s["status"]})
     for name, row in baselines.items():
@@ -587,14 +587,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--variants", nargs="*", default=["preset", "preset_diff", DEFAULT_CSV],
         choices=[*VARIANTS, DEFAULT_CSV, SYNTHETIC_RECIPE_CSV],
-    )  # fmt: skip
+    )
     parser.add_argument("--peers", nargs="*", default=["stats", "neural"],
-                        choices=["stats", "neural"])  # fmt: skip
+                        choices=["stats", "neural"])
     parser.add_argument("--neural-steps", type=int, default=500)
     parser.add_argument("--adaptive", action="store_true",
                         help="also score every run's bands adaptively (intervals=adaptive)")
     parser.add_argument("--conformal-windows", type=int, default=10,
-                        help="statsforecast ConformalIntervals' calibration windows")  # fmt: skip
+                        help="statsforecast ConformalIntervals' calibration windows")
     parser.add_argument("--peer-timeout", type=float, default=600, help="seconds per peer")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per run")
     parser.add_argument("--jobs", type=int, default=1, help="seqforecast runs at a time")
@@ -604,7 +604,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--smoke", action="store_true",
         help="a tiny slice: the first rows of each series, 1 epoch, no peers (for the tests)",
-    )  # fmt: skip
+    )
     args = parser.parse_args(argv)
     if args.write_data:
         write_data()
@@ -627,13 +627,13 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{name}: {len(values)} rows, train {w.train_rows} / val {w.val_rows} / test "
             f"{w.test_rows}, {len(w.origins)} test windows", flush=True,
-        )  # fmt: skip
+        )
         cases = [(variant, seed) for variant in args.variants for seed in args.seeds]
 
         def run_case(case, ds=ds, path=path):
             variant, seed = case
             r = run_seqforecast(ds, path, variant, seed, args.runs_dir, args.threads, extra,
-                                args.adaptive)  # fmt: skip
+                                args.adaptive)
             shown = f"test mse {r['test']['model']['mse']:.5g}" if r["status"] == "ok" else ""
             print(f"  seqforecast {variant} seed {seed}: {shown or r['status']}", flush=True)
             return r
@@ -647,7 +647,7 @@ def main(argv: list[str] | None = None) -> int:
         peers: list[dict] = []
         if "stats" in args.peers and _importable("statsforecast"):
             peers += statsforecast_peers(ds, values, w, args.peer_timeout,
-                                         args.conformal_windows)  # fmt: skip
+                                         args.conformal_windows)
         if "neural" in args.peers and _importable("neuralforecast"):
             peers += neuralforecast_peers(ds, values, w, args.neural_steps, args.peer_timeout)
         ok_runs = [r for r in runs if r["status"] == "ok"]
@@ -664,7 +664,7 @@ def main(argv: list[str] | None = None) -> int:
             "seasons": list(ds.seasons), "rows": len(values), "test_windows": len(w.origins),
             "table": table, "intervals": bands, "summary": summary, "runs": runs,
             "alignment_problems": problems,
-        }  # fmt: skip
+        }
         # Written after every dataset: a long run that stops keeps what it finished.
         write_report(args.out, "scripts/bench_realdata.py", argv, **report)
     args.out.with_suffix(".md").write_text(markdown(report, args.datasets))

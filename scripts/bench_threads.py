@@ -37,7 +37,7 @@ def run_once(setting: str, epochs: int, busy: bool) -> dict:
                 [sys.executable, "-m", "seqforecast.train", f"epochs={epochs}",
                  f"trainer.num_threads={setting}", f"hydra.run.dir={tmp}/run"],
                 capture_output=True, text=True, env=repo_env(), cwd=REPO,
-            )  # fmt: skip
+            )
             wall = time.perf_counter() - started
             log = (Path(tmp) / "run" / "train.log").read_text() if proc.returncode == 0 else ""
     finally:
@@ -93,22 +93,22 @@ def main(argv=None) -> int:
             continue
         threads = f"{alone['threads']} / {busy['threads']}"
         print(f"| {setting} | {threads} | {alone['wall_s']:.1f} s | {busy['wall_s']:.1f} s | "
-              f"{busy['wall_s'] / alone['wall_s']:.2f}x |")  # fmt: skip
+              f"{busy['wall_s'] / alone['wall_s']:.2f}x |")
     targets = []
     auto_alone, auto_busy = kept.get(("auto", False)), kept.get(("auto", True))
     if auto_alone and auto_busy and auto_alone["status"] == auto_busy["status"] == "ok":
         ratio = auto_busy["wall_s"] / auto_alone["wall_s"]
         targets.append({"target": "auto beside a busy process <= 1.6x its quiet time",
-                        "value": ratio, "met": ratio <= 1.6})  # fmt: skip
+                        "value": ratio, "met": ratio <= 1.6})
         if quiet_default:
             slower = auto_alone["wall_s"] / quiet_default
             targets.append({"target": "auto alone <= 1.1x torch's default alone",
-                            "value": slower, "met": slower <= 1.1})  # fmt: skip
+                            "value": slower, "met": slower <= 1.1})
     print()
     for t in targets:
         print(f"- {t['target']}: {t['value']:.2f} ({'met' if t['met'] else 'MISSED'})")
     write_report(args.out, __file__, argv, epochs=args.epochs,
-                 results=[dict(r) for r in kept.values()], targets=targets)  # fmt: skip
+                 results=[dict(r) for r in kept.values()], targets=targets)
     return 0
 
 

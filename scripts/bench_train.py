@@ -61,7 +61,7 @@ PLAN = {
         "vanilla_bf16", "vanilla_compile", "vanilla_weights_every_step",
     ],
     "long": ["reference", "vanilla", "diff", "diff_block16", "diff_wide_block16"],
-}  # fmt: skip
+}
 
 
 # --------------------------------------------------------------------------- worker side
@@ -85,7 +85,7 @@ def reference_model(size: dict):
             self.transformer = nn.Transformer(
                 d, size["heads"], size["enc"], size["dec"], 4 * d, dropout=0.0,
                 activation="gelu", batch_first=True, norm_first=True,
-            )  # fmt: skip
+            )
             self.head = nn.Linear(d, 1)
 
         def forward(self, src, tgt=None):
@@ -113,7 +113,7 @@ def overrides(size: dict, model: str, options: dict) -> list[str]:
         f"trainer.precision={options.get('precision', 'fp32')}",
         "pos_encoding.max_len=2048",
         *([f"attention.head_layout={options['head_layout']}"] if "head_layout" in options else []),
-    ]  # fmt: skip
+    ]
 
 
 def count_flops(model, src, target) -> int:
@@ -149,7 +149,7 @@ def run_case(size_name: str, case: str, steps: int, warmup: int) -> dict:
     data = synthetic_data(plain["data"], 0, torch.device("cpu"))
     build = (lambda: reference_model(size)) if model_name == "reference" else (
         lambda: build_model(plain)
-    )  # fmt: skip
+    )
     # FLOPs by formula (the fused attention counted too); torch's counter beside it, which
     # sees the fused kernel as 0 FLOPs on CPU.
     flops = batch * training_flops(plain)
@@ -180,7 +180,7 @@ def run_case(size_name: str, case: str, steps: int, warmup: int) -> dict:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         train_model(model, data, trainer_cfg, Path(tmp), seed=0, config_yaml="",
-                    monitor=StepClock(), progress=False)  # fmt: skip
+                    monitor=StepClock(), progress=False)
     wall = time.perf_counter() - started
     timed = seconds[warmup:]
     step = statistics.median(timed)
@@ -224,7 +224,7 @@ def matmul_rate(n: int = 2048, repeats: int = 10) -> dict:
         torch.mm(a, b)
         times.append(time.perf_counter() - t0)
     return {"case": "matmul", "status": "ok", "n": n,
-            "gflops": 2 * n**3 / statistics.median(times) / 1e9}  # fmt: skip
+            "gflops": 2 * n**3 / statistics.median(times) / 1e9}
 
 
 # --------------------------------------------------------------------------- driver side
@@ -248,17 +248,17 @@ def evaluate_targets(results) -> list[dict]:
         if ours and ref and size != "long":
             value = ref["median_step_s"] / ours["median_step_s"]
             targets.append(dict(target=f"{size}: vanilla step >= 0.9x torch.nn.Transformer speed",
-                                value=value, met=value >= 0.9))  # fmt: skip
+                                value=value, met=value >= 0.9))
     diff, vanilla = find(results, "long", "diff_block16"), find(results, "long", "vanilla")
     if diff and vanilla:
         value = vanilla["median_step_s"] / diff["median_step_s"]
         targets.append(dict(target="long (in 1024, out 256): diff block 16 faster than vanilla",
-                            value=value, met=value > 1.0))  # fmt: skip
+                            value=value, met=value > 1.0))
     fractions = [r["data_fraction_of_step"] for r in results if r.get("data_fraction_of_step")]
     if fractions:
         worst = max(fractions)
         targets.append(dict(target="a generated batch costs < 5% of a step (worst case)",
-                            value=worst, met=worst < 0.05))  # fmt: skip
+                            value=worst, met=worst < 0.05))
     return targets
 
 

@@ -49,7 +49,7 @@ def measure(run_dir: Path, sizes: list[int], draws: int) -> list[dict]:
             "max_rel_dev": max(abs(m / mean - 1) for m in mses),
             "cv": statistics.stdev(mses) / mean,
             "mses": mses,
-        })  # fmt: skip
+        })
     return rows
 
 
@@ -64,7 +64,7 @@ def main() -> None:
     print(f"{'attention':<10} {'seed':>4} {'size':>6} {'mean MSE':>11} {'max |dev|':>10} {'CV':>7}")
     for row in rows:
         print(f"{row['attention']:<10} {row['seed']:>4} {row['size']:>6} {row['mean_mse']:>11.4g} "
-              f"{row['max_rel_dev']:>10.1%} {row['cv']:>7.1%}")  # fmt: skip
+              f"{row['max_rel_dev']:>10.1%} {row['cv']:>7.1%}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"draws": args.draws, "rows": rows}, indent=2) + "\n")
     print(f"written to {args.out}")

@@ -41,7 +41,7 @@ from .training.runtime import configure_threads
 
 USAGE = " ".join(line.strip() for line in __doc__.strip().splitlines()[:2])
 DEFAULTS = {"run_dir": None, "checkpoint": "best", "device": None, "allow_changed_data": "false",
-            "intervals": None}  # fmt: skip
+            "intervals": None}
 
 
 def interval_settings(run: LoadedRun, method: str | None) -> dict | None:
@@ -53,7 +53,7 @@ def interval_settings(run: LoadedRun, method: str | None) -> dict | None:
         return own
     if method not in INTERVAL_METHODS:
         raise ConfigError(f"intervals={method} is not allowed: choose one of "
-                          f"{', '.join(INTERVAL_METHODS)}")  # fmt: skip
+                          f"{', '.join(INTERVAL_METHODS)}")
     settings = resolved(compose_config([f"intervals={method}"]))["intervals"]  # its defaults
     if own["method"] != "none":
         settings.update(levels=own["levels"], quantiles=own["quantiles"])
@@ -67,7 +67,7 @@ def output_folder(checkpoint: str, method: str | None) -> str:
 
 
 def reevaluate(run: LoadedRun, checkpoint: str, method: str | None = None,
-               intervals: dict | None = None) -> dict:  # fmt: skip
+               intervals: dict | None = None) -> dict:
     """`intervals`: interval_settings(run, method), when the caller has them already."""
     # The run's own thread rule: a product's sums split over another thread count round
     # differently, and evaluate reproduces the run's numbers exactly.

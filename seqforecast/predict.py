@@ -46,7 +46,7 @@ USAGE = " ".join(line.strip() for line in __doc__.strip().splitlines()[:2])
 DEFAULTS = {
     "run_dir": None, "input": None, "output": None, "checkpoint": "best", "device": None,
     "ids": None,
-}  # fmt: skip
+}
 
 
 def time_format(times: list[datetime]) -> str:
@@ -97,7 +97,7 @@ def forecast_csv(run: LoadedRun, input_path: Path, output_path: Path) -> tuple[i
     # The point, each band's lower and upper bound, the model's own quantiles: [1, out_len, T]
     # each, data units.
     parts = [forecast, *(bound for pair in band_bounds(run, forecast) for bound in pair),
-             *own_quantiles(run, src)]  # fmt: skip
+             *own_quantiles(run, src)]
     values = torch.cat([scaler.inverse(p, slice(0, n_targets)) for p in parts], dim=-1)
     cells = [",".join(f"{v:.10g}" for v in step) for step in values[0].tolist()]  # one per step
 
@@ -162,7 +162,7 @@ def forecast_panel(
         )
         if band_levels(run) and run.bands.radius is not None:
             notes.append(f"{len(refitted)} series the run never saw get the split bands, "
-                         f"not adaptive ones")  # fmt: skip
+                         f"not adaptive ones")
     if not kept:
         raise DataError(f"{input_path}: no series has in_len={in_len} rows to forecast from")
     device = next(run.model.parameters()).device
@@ -172,12 +172,12 @@ def forecast_panel(
     # each, model units.
     series = torch.tensor(known)  # [S], -1 for a series the run never saw
     parts = [forecast, *(bound for pair in band_bounds(run, forecast, series) for bound in pair),
-             *own_quantiles(run, src, batch_size=256)]  # fmt: skip
+             *own_quantiles(run, src, batch_size=256)]
     id_column = state.get("id_column") or "id"
     time_column = state["time_column"]
     target = panel.columns[0]
     header = [id_column, *([time_column] if time_column else ["step"]),
-              *column_names([target], band_levels(run), own_levels(run))]  # fmt: skip
+              *column_names([target], band_levels(run), own_levels(run))]
     lines = [",".join(header)]
     for k, (s, shift, scale) in enumerate(kept):
         values = torch.stack([p[k, :, 0] * scale[0] + shift[0] for p in parts], -1).tolist()
@@ -185,7 +185,7 @@ def forecast_panel(
         steps = future_times(times, int(panel.lengths()[s]), out_len, input_path)
         series_id = csv_cell(panel.ids[s])
         lines += [f"{series_id},{t}," + ",".join(f"{v:.10g}" for v in row)
-                  for t, row in zip(steps, values, strict=True)]  # fmt: skip
+                  for t, row in zip(steps, values, strict=True)]
     atomic_write_text(output_path, "\n".join(lines) + "\n")
     return len(kept), len(lines) - 1, notes
 
@@ -268,7 +268,7 @@ def predict_command(argv: list[str]) -> None:
             print(f"note: {note}")
         steps = run.config["data"]["out_len"]
         print(f"wrote {args['output']}: {steps} steps of {series} series, {rows} rows "
-              f"({args['checkpoint']} checkpoint)")  # fmt: skip
+              f"({args['checkpoint']} checkpoint)")
         say_bands(run)
         return
     if args["ids"]:
@@ -284,22 +284,22 @@ def say_bands(run: LoadedRun) -> None:
     own = own_levels(run)
     if own:
         print(f"quantiles: _q{level_name(own[0])} ... _q{level_name(own[-1])} the model's own "
-              f"(loss={run.model.output.name}), not calibrated")  # fmt: skip
+              f"(loss={run.model.output.name}), not calibrated")
     levels = band_levels(run)
     if not levels:
         if run.bands is not None:
             print(f"note: no bands: the run's bands belong to its {run.bands.checkpoint} "
-                  f"checkpoint")  # fmt: skip
+                  f"checkpoint")
         return
     pairs = ", ".join(f"_lo{level_name(c)}/_hi{level_name(c)} the central {level_name(c)}%"
-                      for c in levels)  # fmt: skip
+                      for c in levels)
     if run.bands.radius is not None:
         print(f"bands: {pairs} adaptive conformal interval (ACI: calibrated on the run's "
               f"{run.bands.windows} validation windows, adapted through its "
-              f"{run.bands.adapted_windows} test windows)")  # fmt: skip
+              f"{run.bands.adapted_windows} test windows)")
     else:
         print(f"bands: {pairs} conformal interval (calibrated on the run's "
-              f"{run.bands.windows} validation windows)")  # fmt: skip
+              f"{run.bands.windows} validation windows)")
     if is_open(run.bands):
         print("note: some bounds are inf: too few validation windows to bound that level")
 

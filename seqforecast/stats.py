@@ -19,7 +19,7 @@ _T975 = (
     12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
     2.2010, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
     2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
-)  # fmt: skip
+)
 _Z975 = 1.959964
 # Log ratios this close to 0 on every seed are one forecast scored twice (e.g. a model kept at
 # its NLinear start against NLinear): equal, not "lower beyond noise" by float rounding.

@@ -127,11 +127,11 @@ def _train(cfg, run_dir: Path, hydra_cfg, overrides: list[str], multirun: bool, 
         config_yaml, choices, resume_state = ctx.broadcast(saved)
         cfg = OmegaConf.create(config_yaml)
         log.info("resuming %s from its last checkpoint (epoch %d, step %d)", run_dir,
-                 resume_state["epoch"], resume_state["step"])  # fmt: skip
+                 resume_state["epoch"], resume_state["step"])
     validate_config(cfg)
     if cfg.attention.name != "diff" and cfg.block_size:
         log.warning("block_size=%s has no effect with attention=%s", cfg.block_size,
-                    cfg.attention.name)  # fmt: skip
+                    cfg.attention.name)
     # Parallel launchers run several jobs at once: their bars would garble each other, so
     # jobs show none and the sweep prints a line per finished job instead.
     progress = hydra_cfg.launcher.get("_target_") == BASIC_LAUNCHER

@@ -57,7 +57,7 @@ def run_script(name, *args, cwd):
     proc = subprocess.run(
         [sys.executable, str(REPO / "scripts" / name), *args],
         cwd=cwd, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 

@@ -15,7 +15,7 @@ def test_bench_attention_runs_each_case_and_writes_json(tmp_path):
         "bench_attention.py", "--lengths", "64", "--cases", "sdpa_causal", "vanilla",
         "diff_block16", "--repeats", "1", "--steps", "1", "--min-seconds", "0", "--out", str(out),
         cwd=tmp_path,
-    )  # fmt: skip
+    )
     report = json.loads(out.read_text())
     assert [r["case"] for r in report["results"]] == ["sdpa_causal", "vanilla", "diff_block16"]
     for r in report["results"]:
@@ -28,7 +28,7 @@ def test_bench_train_runs_the_reference_and_a_backend_through_the_loop(tmp_path)
     table = run_script(
         "bench_train.py", "--sizes", "default", "--cases", "reference", "vanilla",
         "--steps", "2", "--warmup", "1", "--repeats", "1", "--out", str(out), cwd=tmp_path,
-    )  # fmt: skip
+    )
     report = json.loads(out.read_text())
     assert report["matmul_gflops"] > 0
     rows = {r["case"]: r for r in report["results"] if r.get("size") == "default"}
@@ -46,7 +46,7 @@ def test_bench_attention_has_the_banded_reference(tmp_path):
     run_script(
         "bench_attention.py", "--lengths", "64", "--cases", "sdpa_band16", "--repeats", "1",
         "--steps", "1", "--min-seconds", "0", "--out", str(out), cwd=tmp_path,
-    )  # fmt: skip
+    )
     (row,) = json.loads(out.read_text())["results"]
     assert row["status"] == "ok" and row["tokens_per_s"] > 0
 
@@ -56,7 +56,7 @@ def test_bench_panel_times_the_loader_from_the_loops_clock(tmp_path):
     table = run_script(
         "bench_panel.py", "--series", "30", "--length", "150", "--steps", "3", "--warmup", "1",
         "--rounds", "3", "--out", str(out), cwd=tmp_path,
-    )  # fmt: skip
+    )
     result = json.loads(out.read_text())["result"]
     assert result["series"] == 30 and result["timed_steps"] == 3
     assert 0 < result["loader_fraction_of_step"] < 1
@@ -74,17 +74,17 @@ def test_bench_intervals_summarises_coverage_and_pairs_crps_over_seeds(tmp_path)
             model = {"mse": 2.0 + seed, "crps": crps, "coverage_80": 0.79, "coverage_95": 0.95}
             if loss == "quantile":
                 model.update(own_crps=crps / 2, own_coverage_80=0.7, own_coverage_95=0.9,
-                             mse=(2.0 + seed) * 1.1)  # fmt: skip
+                             mse=(2.0 + seed) * 1.1)
             metrics = {"test": {"model": model, "nlinear": {"mse": 3.0, "crps": 2.0,
                                                              "coverage_80": 0.81 + seed / 100,
                                                              "coverage_95": 0.96}},
                        "splits": {"test": {"series": 8192}},
-                       "run": {"best_epoch": 1, "epochs_run": 1}}  # fmt: skip
+                       "run": {"best_epoch": 1, "epochs_run": 1}}
             run_dir = runs / loss / f"seed{seed}"
             run_dir.mkdir(parents=True)
             (run_dir / "metrics.json").write_text(json.dumps(metrics))
     table = run_script("bench_intervals.py", "--losses", "mse", "quantile", "--runs-dir",
-                       str(runs), "--out", str(out), cwd=tmp_path)  # fmt: skip
+                       str(runs), "--out", str(out), cwd=tmp_path)
     split = json.loads(out.read_text())["methods"]["split"]
     assert split["test_windows"] == 8192
     assert split["coverage"]["quantile: model (own)"]["80"]["mean"] == pytest.approx(0.7)
@@ -103,10 +103,10 @@ def test_bench_cpu_kernels_times_each_kernel_beside_its_torch_path(tmp_path):
         pytest.skip(f"no C kernels here: {build.unavailable()}")
     out = tmp_path / "kernels.json"
     table = run_script("bench_cpu_kernels.py", "--rounds", "1", "--steps", "1", "--out",
-                       str(out), cwd=tmp_path)  # fmt: skip
+                       str(out), cwd=tmp_path)
     seconds = json.loads(out.read_text())["seconds"]
     assert list(seconds) == ["attention w=4", "attention w=8", "attention w=12",
-                             "dropout [37632, 128]", "training step"]  # fmt: skip
+                             "dropout [37632, 128]", "training step"]
     for case, timings in seconds.items():
         assert list(timings)[0].startswith("C kernel")
         assert len(timings) >= 2 and all(t > 0 for t in timings.values())

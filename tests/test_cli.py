@@ -45,7 +45,7 @@ def test_train_writes_metrics_checkpoints_and_config(tmp_path, cwd):
     # The closing line names exactly the baselines the held-out test MSE beats.
     beaten = sorted(n for n, r in metrics["model_over_baseline_mse"]["test"].items() if r < 1)
     line = re.search(r"held-out test set: model MSE below (\d) of 3 baselines \((.*)\)",
-                     proc.stdout + proc.stderr)  # fmt: skip
+                     proc.stdout + proc.stderr)
     assert line, proc.stdout
     assert int(line.group(1)) == len(beaten)
     assert sorted(line.group(2).split(", ")) == (beaten or ["none"])

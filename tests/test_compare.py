@@ -23,7 +23,7 @@ def sweep(tmp_path_factory):
     base = tmp_path_factory.mktemp("compare")
     sweep_dir = base / "sweep"
     run_cli(["--multirun", *TINY, "attention=vanilla,diff", "seed=0,1,2",
-             f"hydra.sweep.dir={sweep_dir}"], base)  # fmt: skip
+             f"hydra.sweep.dir={sweep_dir}"], base)
     return sweep_dir
 
 
@@ -54,7 +54,7 @@ def test_groups_over_seeds_with_a_paired_ratio_against_the_reference(sweep, tmp_
     rows = {(r["group"], r["metric"]): r for r in read_csv(out / "compare.csv")}
     assert {g for g, _ in rows} == {"attention=vanilla", "attention=diff"}
     metrics = {"attention=vanilla": job_metrics(sweep, "vanilla"),
-               "attention=diff": job_metrics(sweep, "diff")}  # fmt: skip
+               "attention=diff": job_metrics(sweep, "diff")}
     for group, runs in metrics.items():
         mses = [m["test"]["model"]["mse"] for m in runs.values()]
         mean = sum(mses) / 3
@@ -78,10 +78,10 @@ def test_groups_over_seeds_with_a_paired_ratio_against_the_reference(sweep, tmp_
     # The conformal intervals' scores, CRPS compared seed by seed like MSE.
     crps = [diff[s]["test"]["model"]["crps"] / vanilla[s]["test"]["model"]["crps"] for s in diff]
     assert float(rows["attention=diff", "CRPS"]["paired_ratio"]) == pytest.approx(
-        math.prod(crps) ** (1 / 3))  # fmt: skip
+        math.prod(crps) ** (1 / 3))
     coverage = [m["test"]["model"]["coverage_80"] for m in vanilla.values()]
     assert float(rows["attention=vanilla", "coverage 80%"]["mean"]) == pytest.approx(
-        sum(coverage) / 3)  # fmt: skip
+        sum(coverage) / 3)
     markdown = (out / "compare.md").read_text()
     assert "python -m seqforecast.compare" in markdown and "held out" in markdown
     assert "| `attention=diff` | 3 |" in markdown
@@ -150,7 +150,7 @@ def test_bad_input_is_one_line_and_exit_2(sweep, tmp_path, capsys):
                                            "groups are: attention=vanilla; attention=diff"),
         ([str(sweep), "split=train"], "split='train' is not allowed"),
         ([], "give at least one run or sweep dir"),
-    ]  # fmt: skip
+    ]
     for args, message in cases:
         code = compare_main([*args, f"out={tmp_path / 'out'}"])
         stderr = capsys.readouterr().err

@@ -73,7 +73,7 @@ def test_evaluate_reproduces_a_csv_run(csv_run, tmp_path):
     assert again["splits"] == trained["splits"]
     # the bands scored another way, nothing retrained: the points unchanged, beside the run's
     out = run_cli([f"run_dir={csv_run}", "intervals=adaptive"], tmp_path,
-                  module="seqforecast.evaluate").stdout  # fmt: skip
+                  module="seqforecast.evaluate").stdout
     assert "adaptive conformal intervals on the test windows" in out
     adaptive = json.loads((csv_run / "evaluate" / "best_adaptive" / "metrics.json").read_text())
     for name, row in adaptive["test"].items():
@@ -81,7 +81,7 @@ def test_evaluate_reproduces_a_csv_run(csv_run, tmp_path):
         assert 0.0 < row["coverage_80"] <= row["coverage_95"] <= 1.0
     assert adaptive["test"]["model"]["width_80"] != trained["test"]["model"]["width_80"]
     proc = run_cli([f"run_dir={csv_run}", "intervals=bootstrap"], tmp_path,
-                   module="seqforecast.evaluate", check=False)  # fmt: skip
+                   module="seqforecast.evaluate", check=False)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "intervals=bootstrap is not allowed: choose one of split, adaptive, none" in proc.stderr
 
@@ -93,7 +93,7 @@ def own_csv_run(tmp_path):
     path.write_text(EXAMPLE.read_text())
     run_dir = tmp_path / "run"
     run_cli(["experiment=csv_example", *SMALL, "epochs=1", f"data.path={path}",
-             f"hydra.run.dir={run_dir}"], tmp_path)  # fmt: skip
+             f"hydra.run.dir={run_dir}"], tmp_path)
     return path, run_dir
 
 
@@ -114,7 +114,7 @@ def test_evaluate_refuses_a_changed_file_unless_asked(own_csv_run, tmp_path):
     assert "allow_changed_data=true" in proc.stderr and not out.exists()
 
     proc = run_cli([f"run_dir={run_dir}", "allow_changed_data=true"], tmp_path,
-                   module="seqforecast.evaluate")  # fmt: skip
+                   module="seqforecast.evaluate")
     assert "evaluated as it is now, with the run's split starts and scaler" in proc.stdout
     again = json.loads(out.read_text())
     # The saved boundaries and scaler: train and val score exactly as before; the test split
@@ -151,7 +151,7 @@ def test_predict_writes_the_next_steps_with_timestamps_in_data_units(csv_run, tm
     out = run_cli(
         [f"run_dir={csv_run}", f"input={recent}", f"output={output}"], tmp_path,
         module="seqforecast.predict",
-    ).stdout  # fmt: skip
+    ).stdout
     assert "12 steps from 2024-03-01 00:00" in out
     rows = output.read_text().splitlines()
     assert rows[0] == "time,load,load_lo80,load_hi80,load_lo95,load_hi95" and len(rows) == 1 + 12
@@ -170,10 +170,10 @@ def test_predict_writes_the_next_steps_with_timestamps_in_data_units(csv_run, tm
     scale = (hi80 - lo80) / offsets
     np.testing.assert_allclose(scale, scale[0], rtol=1e-6)
     np.testing.assert_allclose(hi80 - point, np.array(bands["80"]["upper"])[:, 0] * scale[0],
-                               rtol=1e-6, atol=1e-6)  # fmt: skip
+                               rtol=1e-6, atol=1e-6)
     # The bands belong to the kept (best) checkpoint: the last one gets points only, and a note.
     out = run_cli([f"run_dir={csv_run}", f"input={recent}", f"output={output}",
-                   "checkpoint=last"], tmp_path, module="seqforecast.predict").stdout  # fmt: skip
+                   "checkpoint=last"], tmp_path, module="seqforecast.predict").stdout
     assert output.read_text().splitlines()[0] == "time,load"
     assert "note: no bands: the run's bands belong to its best checkpoint" in out
     # A damaged bands.json: one line, exit 2, and the forecast already written stays.
@@ -181,7 +181,7 @@ def test_predict_writes_the_next_steps_with_timestamps_in_data_units(csv_run, tm
     try:
         (csv_run / "bands.json").write_text(saved[: len(saved) // 2])
         proc = run_cli([f"run_dir={csv_run}", f"input={recent}", f"output={output}"], tmp_path,
-                       module="seqforecast.predict", check=False)  # fmt: skip
+                       module="seqforecast.predict", check=False)
     finally:
         (csv_run / "bands.json").write_text(saved)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
@@ -210,7 +210,7 @@ def test_predict_refuses_short_or_wrong_input_and_synthetic_runs(csv_run, tmp_pa
         proc = run_cli(
             [f"run_dir={csv_run}", *args, f"output={tmp_path / 'f.csv'}"], tmp_path,
             module="seqforecast.predict", check=False,
-        )  # fmt: skip
+        )
         assert proc.returncode == 2 and message in proc.stderr
         assert proc.stderr.count("\n") == 1
     assert not (tmp_path / "f.csv").exists()
@@ -220,7 +220,7 @@ def test_predict_refuses_short_or_wrong_input_and_synthetic_runs(csv_run, tmp_pa
     proc = run_cli(
         [f"run_dir={synthetic}", f"input={short}", f"output={tmp_path / 'f.csv'}"], tmp_path,
         module="seqforecast.predict", check=False,
-    )  # fmt: skip
+    )
     assert proc.returncode == 2 and "predict needs a run trained with data=csv" in proc.stderr
 
 
@@ -256,9 +256,9 @@ BAD_FILES = {  # name: (file text or None for no file, extra args, message)
     "unknown scaling": ("\n".join([HEADER, *_rows(40)]), ["data.scale=zscore"], "data.scale='zscore' is not allowed: choose one of none, standard, minmax"),
     "season too long": ("\n".join([HEADER, *_rows(40)]), ["data.season=9"], "data.season=9 is not allowed: a period in rows in [1, data.in_len=4]"),
     "target as feature": ("\n".join([HEADER, *_rows(40)]), ["data.features=[y]"], "data.features=['y'] is not allowed: must not repeat the target 'y'"),
-}  # fmt: skip
+}
 CSV_ARGS = ["data=csv", "data.target=y", "data.features=[x]", "in_len=4", "out_len=2",
-            "model.label_len=2", "epochs=1", "d_model=8", "n_heads=2", "log.figures=false"]  # fmt: skip
+            "model.label_len=2", "epochs=1", "d_model=8", "n_heads=2", "log.figures=false"]
 
 
 @pytest.fixture(scope="module")
@@ -294,7 +294,7 @@ def test_a_bad_file_gets_one_line_and_exit_2(bad_file_runs, name):
                        "data.target=<value>, or data.targets=[a, b] / data.targets=all for one "
                        "series per column"),
      ("data.path=", "error: data.path is required (the CSV file to read): set data.path=<value>")],
-)  # fmt: skip
+)
 def test_a_missing_required_key_is_named(tmp_path, drop, message):
     args = [a for a in CSV_ARGS if a != drop and not a.startswith("data.path")]
     if drop != "data.path=":
@@ -309,5 +309,5 @@ def test_filled_gaps_train(tmp_path):
     path.write_text(BAD_FILES["empty cell"][0] + "\n")
     for fill in ("ffill", "interpolate"):
         run_cli([*CSV_ARGS, f"data.path={path}", f"data.fill={fill}",
-                 f"hydra.run.dir={tmp_path / fill}"], tmp_path)  # fmt: skip
+                 f"hydra.run.dir={tmp_path / fill}"], tmp_path)
         assert (tmp_path / fill / "metrics.json").is_file()

@@ -24,7 +24,7 @@ from .test_longhorizon import _bench
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 # Each tool's own parser: what its command line would accept or refuse.
 PARSERS = {"seqforecast.evaluate": evaluate.parse, "seqforecast.predict": predict.parse,
-           "seqforecast.compare": compare.parse}  # fmt: skip
+           "seqforecast.compare": compare.parse}
 
 
 # ---------------------------------------------------------------- finding commands
@@ -101,14 +101,14 @@ def sweep_choices(args: list[str]) -> list[list[str]]:
     first value). `key=[a,b]` is a list value, not a sweep."""
     fixed = overrides_of(args)
     swept = {i: a.partition("=")[2].split(",") for i, a in enumerate(fixed)
-             if "=" in a and "," in a and not a.partition("=")[2].startswith("[")}  # fmt: skip
+             if "=" in a and "," in a and not a.partition("=")[2].startswith("[")}
     if not swept:
         return [fixed]
     runs = []
     for i, values in swept.items():
         for value in values:
             run = [f"{a.partition('=')[0]}={swept[j][0]}" if j in swept else a
-                   for j, a in enumerate(fixed)]  # fmt: skip
+                   for j, a in enumerate(fixed)]
             run[i] = f"{fixed[i].partition('=')[0]}={value}"
             runs.append(run)
     return runs
@@ -138,7 +138,7 @@ def test_the_pages_hold_training_commands():
 
 
 @pytest.mark.parametrize("page,command,module,args", TRAIN,
-                         ids=[f"{p}:{c[:60]}" for p, c, *_ in TRAIN])  # fmt: skip
+                         ids=[f"{p}:{c[:60]}" for p, c, *_ in TRAIN])
 def test_every_training_command_composes_and_validates(page, command, module, args):
     assert module == "seqforecast.train", command
     for overrides in sweep_choices(args):
@@ -154,7 +154,7 @@ def test_the_pages_hold_evaluate_predict_and_compare_commands():
 
 
 @pytest.mark.parametrize("page,command,module,args", TOOLS,
-                         ids=[f"{p}:{c[:60]}" for p, c, *_ in TOOLS])  # fmt: skip
+                         ids=[f"{p}:{c[:60]}" for p, c, *_ in TOOLS])
 def test_every_evaluate_predict_and_compare_command_parses(page, command, module, args):
     PARSERS[module](args)
 
@@ -165,7 +165,7 @@ SCRIPTS = commands("scripts/")
 @cache
 def script_help(name: str) -> str:
     proc = subprocess.run([sys.executable, str(REPO / "scripts" / name), "--help"],
-                          capture_output=True, text=True, cwd=REPO, timeout=120)  # fmt: skip
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -235,7 +235,7 @@ def test_the_readme_is_a_short_front_door():
 # ---------------------------------------------------------------- benchmark tables
 
 STUDY_NAMES = {"patchtst": "vanilla (published)", "patchtst_diff": "diff",
-               "patchtst_diff_block": "diff block-local", "patchtst_rope": "rope"}  # fmt: skip
+               "patchtst_diff_block": "diff block-local", "patchtst_rope": "rope"}
 
 
 def _paired(interval, pair: dict) -> str:
@@ -261,7 +261,7 @@ def test_the_attention_study_table_is_its_report():
                 vs_nlinear = _paired(interval, s["vs_nlinear"])
                 epochs = ", ".join(map(str, s["best_epochs"]))
                 row = (f"| {cell} | {name} | {s['mse']:.4f} / {s['paper_count_mse']:.4f} | "
-                       f"{vs_vanilla} | {vs_nlinear} | {epochs} |")  # fmt: skip
+                       f"{vs_vanilla} | {vs_nlinear} | {epochs} |")
                 expected.append(row.replace("|  |", "| |"))  # an empty cell is "| |"
     page = (REPO / "docs" / "benchmarks" / "longhorizon.md").read_text()
     section = page.split("### The attention study on the published model", 1)[1]
@@ -286,7 +286,7 @@ def test_the_speed_tables_are_their_reports():
     patchtst = (REPO / "docs" / "patchtst.md").read_text()
     longhorizon = (REPO / "docs" / "benchmarks" / "longhorizon.md").read_text()
     for rows, page in ((epoch_rows, patchtst), (epoch_rows, longhorizon),
-                       (kernel_rows, patchtst)):  # fmt: skip
+                       (kernel_rows, patchtst)):
         assert "\n".join(rows) in page
 
 

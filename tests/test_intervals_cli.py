@@ -18,7 +18,7 @@ def test_every_forecaster_gets_calibrated_intervals_on_the_test_windows(tmp_path
     # validation and test series come from the same generator: exchangeable windows, so the
     # split-conformal coverage must hold (within sampling) for every forecaster
     proc = run_cli([*TINY_WITH_FIGURES, "data.val_size=200", "data.test_size=600",
-                    f"hydra.run.dir={run_dir}"], cwd)  # fmt: skip
+                    f"hydra.run.dir={run_dir}"], cwd)
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert set(metrics["test"]) == FORECASTERS
     for name, row in metrics["test"].items():
@@ -41,7 +41,7 @@ def test_every_forecaster_gets_calibrated_intervals_on_the_test_windows(tmp_path
         lower, upper = (torch.tensor(bands["bounds"][level][k]) for k in ("lower", "upper"))
         assert lower.shape == (6, 1) and (lower < upper).all()  # [out_len, targets]
     assert (torch.tensor(bands["bounds"]["95"]["upper"]) >= torch.tensor(
-        bands["bounds"]["80"]["upper"])).all()  # fmt: skip
+        bands["bounds"]["80"]["upper"])).all()
     assert (run_dir / "figures" / "final" / "forecast.png").stat().st_size > 1000
 
 
@@ -65,7 +65,7 @@ def _points(forecaster: str) -> set[str]:
     ("intervals.quantiles=[0.1,0.5,0.5,0.9]", "intervals.quantiles: 0.5 is given twice"),
     ("intervals.quantiles=[0,0.5]", "intervals.quantiles: 0.0 is outside (0, 1)"),
     ("intervals.method=bootstrap", "intervals.method='bootstrap' is not allowed"),
-])  # fmt: skip
+])
 def test_bad_interval_settings_are_one_line_and_exit_2(tmp_path, cwd, override, message):
     run_dir = tmp_path / "run"
     proc = run_cli([*TINY, override, f"hydra.run.dir={run_dir}"], cwd, check=False)

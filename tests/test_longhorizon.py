@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 BORDERS = ["data.val_start=400", "data.test_start=530", "data.test_end=660"]
 SMALL = ["experiment=longhorizon", "in_len=96", "out_len=24", "d_model=8", "n_heads=2",
          "ffn.d_ff=16", "model.encoder_layers=1", "epochs=2", "trainer.num_threads=1",
-         "log.figures=false", *BORDERS]  # fmt: skip
+         "log.figures=false", *BORDERS]
 
 
 def _bench():
@@ -33,7 +33,7 @@ def sweep(ett_file, tmp_path_factory):
     # Job dirs by number: named by their overrides, they would hold the file's path.
     run_cli(["--multirun", *SMALL, f"data.path={ett_file}", "attention=vanilla,diff",
              "seed=0,1", f"hydra.sweep.dir={sweep_dir}", "hydra.sweep.subdir=${hydra.job.num}"],
-            sweep_dir.parent)  # fmt: skip
+            sweep_dir.parent)
     return sweep_dir
 
 
@@ -65,7 +65,7 @@ def test_the_preset_reports_z_units_that_evaluate_and_compare_read_back(sweep, t
     diff_runs = [p for p in runs if "attention=diff" in (p / ".hydra/overrides.yaml").read_text()]
     assert len(diff_runs) == 2
     values = [json.loads((p / "metrics.json").read_text())["test"]["model"]["mse_scaled"]
-              for p in diff_runs]  # fmt: skip
+              for p in diff_runs]
     row = rows["attention=diff", "MSE (scaled)"]
     assert float(row["mean"]) == pytest.approx(sum(values) / 2)
     assert row["paired_seeds"] == "2" and row["verdict"]
@@ -73,7 +73,7 @@ def test_the_preset_reports_z_units_that_evaluate_and_compare_read_back(sweep, t
 
 def test_a_wrong_border_is_one_line_and_exit_2(ett_file, tmp_path):
     proc = run_cli([*SMALL, f"data.path={ett_file}", "data.test_end=500",
-                    f"hydra.run.dir={tmp_path / 'run'}"], tmp_path, check=False)  # fmt: skip
+                    f"hydra.run.dir={tmp_path / 'run'}"], tmp_path, check=False)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert lines[-1] == (
@@ -86,7 +86,7 @@ def test_bench_longhorizon_smoke_writes_its_tables(tmp_path):
     out = tmp_path / "longhorizon.json"
     # the test set scored every epoch: what a shorter patience's epoch scores is kept too
     stdout = run_script("bench_longhorizon.py", "--smoke", "--runs-dir", str(tmp_path / "runs"),
-                        "--out", str(out), "--set", "log.test_every=1", cwd=tmp_path)  # fmt: skip
+                        "--out", str(out), "--set", "log.test_every=1", cwd=tmp_path)
     report = json.loads(out.read_text())
     entry = report["files"]["ETTsmoke"]
     assert entry["borders"] == ["400", "530", "660"] and set(entry["horizons"]) == {"24", "48"}

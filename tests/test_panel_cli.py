@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 EXAMPLE = REPO / "data" / "panel_example.csv"
 SMALL = ["epochs=1", "in_len=24", "out_len=6", "model.label_len=6", "model.d_model=16",
          "model.n_heads=2", "model.encoder_layers=1", "model.decoder_layers=1",
-         "data.season=[7]", "trainer.batch_size=256", "log.figures=false"]  # fmt: skip
+         "data.season=[7]", "trainer.batch_size=256", "log.figures=false"]
 
 
 def test_the_example_panel_is_what_the_script_writes(tmp_path):
@@ -31,12 +31,12 @@ def panel_run(tmp_path_factory):
     base = tmp_path_factory.mktemp("panel")
     path = base / "panel.csv"
     run_script("make_example_panel.py", "--series", "12", "--min-length", "60",
-               "--max-length", "120", "--out", str(path), cwd=base)  # fmt: skip
+               "--max-length", "120", "--out", str(path), cwd=base)
     run_dir = base / "run"
     # a Gaussian model: panels with a distribution's own quantiles (the point path is shared);
     # adaptive bands: each series adapts on its own test windows
     proc = run_cli(["experiment=panel_example", *SMALL, "loss=gaussian", "intervals=adaptive",
-                    f"data.path={path}", f"hydra.run.dir={run_dir}"], base)  # fmt: skip
+                    f"data.path={path}", f"hydra.run.dir={run_dir}"], base)
     return path, run_dir, proc
 
 
@@ -102,7 +102,7 @@ def test_evaluate_reproduces_a_panel_run_and_refuses_a_changed_file(panel_run, t
     try:
         hydra_config.write_text(original.replace(str(path), str(changed)))
         proc = run_cli([f"run_dir={run_dir}"], tmp_path, module="seqforecast.evaluate",
-                       check=False)  # fmt: skip
+                       check=False)
     finally:
         hydra_config.write_text(original)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
@@ -115,7 +115,7 @@ def test_predict_writes_every_series_in_long_format_on_its_own_grid(panel_run, t
     path, run_dir, _ = panel_run
     out = tmp_path / "forecast.csv"
     proc = run_cli([f"run_dir={run_dir}", f"input={path}", f"output={out}"], tmp_path,
-                   module="seqforecast.predict")  # fmt: skip
+                   module="seqforecast.predict")
     rows = read_rows(out)
     bands = ["sales_lo80", "sales_hi80", "sales_lo95", "sales_hi95"]  # conformal, per series
     levels = ["2.5", "5", "10", "20", "30", "40", "50", "60", "70", "80", "90", "95", "97.5"]
@@ -155,11 +155,11 @@ def test_predict_writes_every_series_in_long_format_on_its_own_grid(panel_run, t
     picked = tmp_path / "two.csv"
     ids = sorted(forecast)[:2]
     run_cli([f"run_dir={run_dir}", f"input={path}", f"output={picked}", f"ids={','.join(ids)}"],
-            tmp_path, module="seqforecast.predict")  # fmt: skip
+            tmp_path, module="seqforecast.predict")
     two = read_rows(picked)
     assert sorted({r["store"] for r in two}) == ids
     proc = run_cli([f"run_dir={run_dir}", f"input={path}", f"output={tmp_path / 'x.csv'}",
-                    "ids=nope"], tmp_path, module="seqforecast.predict", check=False)  # fmt: skip
+                    "ids=nope"], tmp_path, module="seqforecast.predict", check=False)
     assert proc.returncode == 2 and "ids= names series the file does not have: 'nope'" in (
         proc.stderr
     )
@@ -173,7 +173,7 @@ def test_a_bad_panel_gets_one_line_and_exit_2(tmp_path):
     path = tmp_path / "dup.csv"
     path.write_text("store,date,sales,promo\na,2024-01-01,1,0\na,2024-01-01,2,0\n")
     proc = run_cli(["experiment=panel_example", f"data.path={path}",
-                    f"hydra.run.dir={tmp_path / 'run'}"], tmp_path, check=False)  # fmt: skip
+                    f"hydra.run.dir={tmp_path / 'run'}"], tmp_path, check=False)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1
     assert "line 3: series 'a': duplicate time" in proc.stderr
@@ -187,14 +187,14 @@ def test_wide_format_as_series_or_as_channels_of_one_series(tmp_path):
     ]
     path.write_text("\n".join(lines) + "\n")
     common = ["data=csv", f"data.path={path}", "data.time_column=date", "data.targets=all",
-              *SMALL[:-2], "data.season=0"]  # fmt: skip
+              *SMALL[:-2], "data.season=0"]
     independent = tmp_path / "independent"
     run_cli([*common, f"hydra.run.dir={independent}"], tmp_path)
     per_series = read_rows(independent / "per_series.csv")
     assert {r["id"] for r in per_series} == {"north", "south"}
     out = tmp_path / "independent.csv"
     run_cli([f"run_dir={independent}", f"input={path}", f"output={out}"], tmp_path,
-            module="seqforecast.predict")  # fmt: skip
+            module="seqforecast.predict")
     rows = read_rows(out)
     assert list(rows[0])[:3] == ["id", "date", "value"] and len(rows) == 12
     assert {r["date"] for r in rows if r["id"] == "north"} == {
@@ -206,13 +206,13 @@ def test_wide_format_as_series_or_as_channels_of_one_series(tmp_path):
     assert not (mixed / "per_series.csv").exists()  # one series with two channels
     out = tmp_path / "mixed.csv"
     run_cli([f"run_dir={mixed}", f"input={path}", f"output={out}"], tmp_path,
-            module="seqforecast.predict")  # fmt: skip
+            module="seqforecast.predict")
     rows = read_rows(out)
     assert list(rows[0]) == ["date", "north", "south", "north_lo80", "south_lo80", "north_hi80",
                              "south_hi80", "north_lo95", "south_lo95", "north_hi95",
-                             "south_hi95"] and len(rows) == 6  # fmt: skip
+                             "south_hi95"] and len(rows) == 6
     for row in rows:  # each channel's band in its own units
         for channel in ("north", "south"):
             assert float(row[f"{channel}_lo95"]) <= float(row[f"{channel}_lo80"]) \
-                <= float(row[f"{channel}_hi80"]) <= float(row[f"{channel}_hi95"])  # fmt: skip
+                <= float(row[f"{channel}_hi80"]) <= float(row[f"{channel}_hi95"])
     assert 250 < float(rows[0]["north"]) < 350 and 2 < float(rows[0]["south"]) < 8

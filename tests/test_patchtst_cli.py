@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 IN, OUT, VAL, TEST, END = 96, 24, 400, 530, 660
 SMALL = ["experiment=patchtst", f"in_len={IN}", f"out_len={OUT}", "batch_size=32",
          "trainer.num_threads=1", f"data.val_start={VAL}", f"data.test_start={TEST}",
-         f"data.test_end={END}", "log.figures=false"]  # fmt: skip
+         f"data.test_end={END}", "log.figures=false"]
 # channels, in, out, patch, stride, d_model, heads, d_ff, layers
 SETTING = (3, IN, OUT, 16, 8, 16, 4, 128, 3)
 
@@ -64,7 +64,7 @@ def test_official_weights_are_evaluated_to_the_reference_number(ett_file, tmp_pa
     torch.save(state, weights)
     run_dir = tmp_path / "run"
     run_cli([*SMALL, f"data.path={ett_file}", "epochs=0", f"model.official_weights={weights}",
-             f"hydra.run.dir={run_dir}"], tmp_path)  # fmt: skip
+             f"hydra.run.dir={run_dir}"], tmp_path)
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["run"]["epochs_run"] == 0
     src, target = _z_windows(ett_file, IN, OUT, TEST, END)
@@ -90,7 +90,7 @@ def test_a_state_dict_from_another_model_is_one_line_and_exit_2(ett_file, tmp_pa
     torch.save(build_model(cfg, 3, 3).state_dict(), weights)  # seqforecast's keys, not theirs
     _refused([f"data.path={ett_file}", f"model.official_weights={weights}"], tmp_path,
              "not an official PatchTST state dict for this config: key "
-             "'model.backbone.W_P.weight' is missing")  # fmt: skip
+             "'model.backbone.W_P.weight' is missing")
 
 
 def test_a_patch_longer_than_the_input_is_one_line_and_exit_2(ett_file, tmp_path):
@@ -101,4 +101,4 @@ def test_a_patch_longer_than_the_input_is_one_line_and_exit_2(ett_file, tmp_path
 def test_an_unknown_schedule_is_one_line_and_exit_2(ett_file, tmp_path):
     _refused([f"data.path={ett_file}", "trainer.schedule=type9"], tmp_path,
              "trainer.schedule='type9' is not allowed: choose one of warmup_cosine, type3, "
-             "constant, onecycle")  # fmt: skip
+             "constant, onecycle")

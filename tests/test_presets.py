@@ -52,7 +52,7 @@ def test_a_preset_composes_and_trains_one_step(preset, tmp_path, monkeypatch):
     trainer = dict(plain["trainer"], epochs=1, log_every=1, validate_initial=False)
     with pytest.raises(OneStep):
         train_model(model, data, trainer, Path(tmp_path), seed=0, config_yaml="",
-                    monitor=StopAfterOneStep(), progress=False)  # fmt: skip
+                    monitor=StopAfterOneStep(), progress=False)
 
 
 def _needs_a_file(preset: str) -> bool:

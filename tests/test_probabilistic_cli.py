@@ -14,7 +14,7 @@ from .cli_helpers import REPO, TINY, run_cli
 
 EXAMPLE = REPO / "data" / "example.csv"
 CSV = ["experiment=csv_example", f"data.path={EXAMPLE}", "epochs=2", "in_len=24", "out_len=12",
-       "model.label_len=12", "data.window_stride=4", "log.figures=false"]  # fmt: skip
+       "model.label_len=12", "data.window_stride=4", "log.figures=false"]
 
 
 def _own(row: dict) -> dict:
@@ -25,7 +25,7 @@ def _own(row: dict) -> dict:
 def test_a_gaussian_run_scores_its_own_quantiles_beside_the_conformal_ones(tmp_path, cwd):
     run_dir = tmp_path / "run"
     proc = run_cli([*TINY, "loss=gaussian", "data.val_size=100", "data.test_size=300",
-                    "trainer.select_on=loss", f"hydra.run.dir={run_dir}"], cwd)  # fmt: skip
+                    "trainer.select_on=loss", f"hydra.run.dir={run_dir}"], cwd)
     metrics = json.loads((run_dir / "metrics.json").read_text())
     # selected on its validation NLL, logged each epoch: the kept epoch is the lowest's
     log = (run_dir / "train.log").read_text()
@@ -52,21 +52,21 @@ def test_a_quantile_run_with_adaptive_bands_scores_and_predicts_its_own_quantile
                                                                                     cwd):
     run_dir = tmp_path / "run"
     proc = run_cli([*CSV, "loss=quantile", "loss.quantiles=[0.1,0.5,0.9]", "intervals=adaptive",
-                    "intervals.levels=[0.8]", f"hydra.run.dir={run_dir}"], cwd)  # fmt: skip
+                    "intervals.levels=[0.8]", f"hydra.run.dir={run_dir}"], cwd)
     assert "adaptive conformal intervals on the test windows" in proc.stdout + proc.stderr
     model = json.loads((run_dir / "metrics.json").read_text())["test"]["model"]
     assert 0.0 < model["coverage_80"] < 1.0 and model["width_80"] > 0  # the adaptive band
     own = _own(model)  # scored at the loss's own three levels
     assert set(own) == {"pinball_10", "pinball_50", "pinball_90", "crps", "coverage_80",
-                        "width_80", "msis_80"}  # fmt: skip
+                        "width_80", "msis_80"}
     assert own["crps"] == pytest.approx(2 * (own["pinball_10"] + own["pinball_50"]
-                                             + own["pinball_90"]) / 3)  # fmt: skip
+                                             + own["pinball_90"]) / 3)
     lines = EXAMPLE.read_text().splitlines()
     recent = tmp_path / "recent.csv"
     recent.write_text("\n".join([lines[0], *lines[-50:]]) + "\n")
     output = tmp_path / "forecast.csv"
     out = run_cli([f"run_dir={run_dir}", f"input={recent}", f"output={output}"], tmp_path,
-                  module="seqforecast.predict").stdout  # fmt: skip
+                  module="seqforecast.predict").stdout
     assert "quantiles: _q10 ... _q90 the model's own (loss=quantile), not calibrated" in out
     assert "_lo80/_hi80 the central 80% adaptive conformal interval" in out
     rows = list(csv.DictReader(output.open()))
@@ -81,7 +81,7 @@ def test_a_quantile_run_with_adaptive_bands_scores_and_predicts_its_own_quantile
     scales = [(hi - lo) / (2 * r) for lo, hi, r in zip(lower, upper, radius, strict=True)]
     assert max(scales) == pytest.approx(min(scales), rel=1e-6)
     assert list(rows[0]) == ["time", "load", "load_lo80", "load_hi80", "load_q10", "load_q50",
-                             "load_q90"]  # fmt: skip
+                             "load_q90"]
     assert len(rows) == 12
     for row in rows:
         q10, q50, q90 = (float(row[f"load_q{q}"]) for q in (10, 50, 90))
@@ -93,7 +93,7 @@ def test_a_bad_quantile_loss_is_one_line_and_exit_2(tmp_path, cwd):
     """(Every bad level: tests/config/test_validate.py.)"""
     run_dir = tmp_path / "run"
     proc = run_cli([*TINY, "loss=quantile", "loss.quantiles=[0.2,0.5,0.8]",
-                    f"hydra.run.dir={run_dir}"], cwd, check=False)  # fmt: skip
+                    f"hydra.run.dir={run_dir}"], cwd, check=False)
     assert proc.returncode == 2, proc.stderr
     assert "loss.quantiles: interval level 0.8 needs the quantiles 0.1 and 0.9" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
@@ -110,17 +110,17 @@ def test_a_poisson_run_forecasts_counts_and_refuses_data_that_are_not(tmp_path, 
     path.write_text("hour,arrivals\n" + "".join(f"{h},{c}\n" for h, c in enumerate(counts)))
     run_dir = tmp_path / "run"
     common = ["data=csv", f"data.path={path}", "data.target=arrivals", "in_len=48",
-              "out_len=12", "model.label_len=12", "epochs=2", "data.window_stride=4"]  # fmt: skip
+              "out_len=12", "model.label_len=12", "epochs=2", "data.window_stride=4"]
     run_cli([*common, "data.scale=none", "loss=poisson", f"hydra.run.dir={run_dir}"], cwd)
     model = json.loads((run_dir / "metrics.json").read_text())["test"]["model"]
     assert math.isfinite(model["own_crps"]) and 0.0 < model["own_coverage_80"] <= 1.0
     assert math.isfinite(model["loss"])  # its NLL, the loss it trained on
     recent = tmp_path / "recent.csv"
     recent.write_text("\n".join(path.read_text().splitlines()[:1] + path.read_text()
-                                .splitlines()[-60:]) + "\n")  # fmt: skip
+                                .splitlines()[-60:]) + "\n")
     output = tmp_path / "forecast.csv"
     run_cli([f"run_dir={run_dir}", f"input={recent}", f"output={output}"], tmp_path,
-            module="seqforecast.predict")  # fmt: skip
+            module="seqforecast.predict")
     for row in csv.DictReader(output.open()):
         quantiles = [float(v) for k, v in row.items() if k.startswith("arrivals_q")]
         assert quantiles == sorted(quantiles) and all(q == int(q) >= 0 for q in quantiles)
@@ -133,10 +133,10 @@ def test_a_poisson_run_forecasts_counts_and_refuses_data_that_are_not(tmp_path, 
         (["data.scale=standard"], "the data is scaled (data.scale=standard): set data.scale=none"),
         (["data.scale=none", f"data.path={halves}"],
          "loss=poisson describes counts (whole numbers >= 0); the train targets hold 0.5"),
-    ):  # fmt: skip
+    ):
         bad_dir = tmp_path / "bad"
         proc = run_cli([*common, "loss=poisson", *extra, f"hydra.run.dir={bad_dir}"], cwd,
-                       check=False)  # fmt: skip
+                       check=False)
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert message in proc.stderr
         assert not (bad_dir / "metrics.json").exists()

@@ -24,7 +24,7 @@ def test_a_preset_trains_with_patches_and_two_seasons_and_evaluate_reproduces_it
         ["experiment=sunspots", f"data.path={SUNSPOTS}", "data.season=[11,22]", "epochs=2",
          "trainer.num_threads=1", "log.attention_every=1", f"hydra.run.dir={run_dir}"],
         cwd=tmp_path,
-    )  # fmt: skip
+    )
     metrics = json.loads((run_dir / "metrics.json").read_text())
     test = metrics["test"]
     assert {"model", "nlinear", "seasonal_naive_11", "seasonal_naive_22"} <= set(test)
@@ -61,7 +61,7 @@ def test_bench_realdata_smoke_checks_window_alignment_and_writes_its_table(tmp_p
     stdout = run_script(
         "bench_realdata.py", "--smoke", "--datasets", "sunspots", "--variants", "preset",
         "default_csv", "--runs-dir", str(tmp_path / "runs"), "--out", str(out), cwd=tmp_path,
-    )  # fmt: skip
+    )
     report = json.loads(out.read_text())["sunspots"]
     assert report["alignment_problems"] == []
     assert [r["status"] for r in report["runs"]] == ["ok", "ok"]

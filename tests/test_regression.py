@@ -34,7 +34,7 @@ def page_row(group: str) -> tuple[float, float]:
 def page_baselines() -> dict[str, float]:
     text = PAGE.read_text()
     line = re.search(r"Baselines on the same windows \(MSE, mean over the runs\): (.*?)\.$",
-                     text, re.MULTILINE | re.DOTALL)  # fmt: skip
+                     text, re.MULTILINE | re.DOTALL)
     assert line, f"no baseline line in {PAGE.name}"
     return {name: float(value) for name, value in re.findall(r"(\w+) ([0-9.e-]+)", line.group(1))}
 

@@ -236,7 +236,7 @@ BAD_INPUTS = [  # (arguments, text stderr must contain; the key, its value, what
     ("data.slope_range=[2,1]", "data.slope_range=[2.0, 1.0] is not allowed: must be [low, high]"),
     ("seed=-1", "seed=-1"),
     ("resume=/nonexistent/run", "resume=/nonexistent/run: /nonexistent/run/checkpoints/last.pt does not exist"),
-]  # fmt: skip
+]
 
 
 @pytest.fixture(scope="module")

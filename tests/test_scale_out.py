@@ -29,10 +29,10 @@ def torchrun(args, cwd, nproc=2, popen=False):
     command = [
         sys.executable, "-m", "torch.distributed.run", "--standalone",
         f"--nproc_per_node={nproc}", "-m", "seqforecast.train", *args,
-    ]  # fmt: skip
+    ]
     if popen:
         return subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)  # fmt: skip
+                                stderr=subprocess.PIPE, text=True)
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
 
 
@@ -118,7 +118,7 @@ def _run_on_a_terminal(args, cwd) -> tuple[int, str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "seqforecast.train", *args],
         cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=slave,
-    )  # fmt: skip
+    )
     os.close(slave)
     chunks = []
 
@@ -145,7 +145,7 @@ BAR = re.compile(r"\d+%\|")
 
 def test_joblib_runs_jobs_in_parallel_with_a_line_each_and_no_bars(tmp_path):
     args = ["--multirun", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", *TINY,
-            "attention=vanilla,diff"]  # fmt: skip
+            "attention=vanilla,diff"]
     code, terminal = _run_on_a_terminal(args, tmp_path)
     assert code == 0, terminal
     assert not BAR.search(terminal), "no progress bars from parallel jobs"
@@ -168,7 +168,7 @@ def test_slurm_launcher_config_composes(tmp_path):
         ["--cfg", "hydra", "hydra/launcher=slurm", "hydra.launcher.partition=gpu",
          "hydra.launcher.gpus_per_task=1"],
         tmp_path,
-    ).stdout  # fmt: skip
+    ).stdout
     launcher = yaml.safe_load(out)["hydra"]["launcher"]
     assert launcher["_target_"].endswith("submitit_launcher.SlurmLauncher")
     assert launcher["partition"] == "gpu"

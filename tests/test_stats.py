@@ -12,7 +12,7 @@ from seqforecast.stats import paired_ratio, summarize, t_quantile_975
     "df,expected",  # published 0.975 quantiles of Student's t
     [(1, 12.7062), (4, 2.7764), (9, 2.2622), (30, 2.0423), (40, 2.0211), (60, 2.0003),
      (120, 1.9799), (10**6, 1.9600)],
-)  # fmt: skip
+)
 def test_t_quantiles(df, expected):
     assert t_quantile_975(df) == pytest.approx(expected, abs=2e-4)
 

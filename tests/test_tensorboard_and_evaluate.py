@@ -52,7 +52,7 @@ SCALARS = [
     "lambda/encoder/layer1", "lambda/decoder_self/layer1", "lambda/cross/layer1",
     "final/test_mse", "final/test_curve_mse", "final/val_mse",
     "final/test_coverage_80", "final/test_width_80",  # the test bands' scores (finite ones)
-]  # fmt: skip
+]
 
 
 def test_scalars_exist_and_are_finite(events):
@@ -84,7 +84,7 @@ def test_one_image_per_attention_layer_and_stack(events):
 def test_figures_off_draws_nothing_and_keeps_every_number(tmp_path):
     run_dir = tmp_path / "run"
     run_cli([*TINY_WITH_FIGURES, "epochs=1", "log.figures=false", f"hydra.run.dir={run_dir}"],
-            cwd=tmp_path)  # fmt: skip
+            cwd=tmp_path)
     assert not (run_dir / "figures").exists()
     acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "images": 0})
     acc.Reload()

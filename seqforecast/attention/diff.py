@@ -218,7 +218,7 @@ class DifferentialAttention(nn.Module):
                 self.position is not None and self.position.acts_on_scores
             ):
                 raise ValueError("residual attention cannot carry talking heads or position "
-                                 "terms on the scores")  # fmt: skip
+                                 "terms on the scores")
             q, k = residual.extend(q, k)  # [B, H, 2, L, l * half]: the layers' halves so far
         # [B, L, E] -> [B, H, L, head_dim]
         v = self.v_proj(key_value).view(batch, k_len, heads, head_dim).transpose(1, 2)
@@ -272,7 +272,7 @@ class DifferentialAttention(nn.Module):
             if not windowed:
                 return future
             return combine_masks(block_local.outside_windows(q_len, self.block_size, 1, device),
-                                 future)  # fmt: skip
+                                 future)
 
         return self._geometry_cache.get(("dense", q_len, k_len, windowed, causal, device), build)
 
@@ -299,7 +299,7 @@ class DifferentialAttention(nn.Module):
         out = fused_attention(
             qs, ks, vs, causal=causal, blocked=blocked,
             rows_may_be_empty=key_padding_mask is not None, scale=self.scale,
-        )  # fmt: skip
+        )
         first, second = out.view(batch, heads, 2, q_len, d).unbind(2)
         return first - self.lambda_value() * second
 

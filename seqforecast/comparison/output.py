@@ -59,7 +59,7 @@ def summary_table(result: Comparison) -> list[str]:
     scaled = any(m.name == SCALED_MSE for m in result.metrics)
     errors = ["MSE", *([SCALED_MSE] if scaled else [])]
     header = ["group", "n", *(f"{result.split} {m}" for m in errors),
-              *(m.replace("MSE ", "") for m in ratio_metrics)]  # fmt: skip
+              *(m.replace("MSE ", "") for m in ratio_metrics)]
     for m in errors:
         header += [f"{m} vs {result.reference.label} [95% CI]", "verdict"]
     header.append("train s")
@@ -141,7 +141,7 @@ def summary_csv(result: Comparison) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["split", "group", "metric", "mean", "std", "n", "paired_ratio",
-                     "ci_low", "ci_high", "paired_seeds", "verdict"])  # fmt: skip
+                     "ci_low", "ci_high", "paired_seeds", "verdict"])
     for group in result.groups:
         for metric in result.metrics:
             s = result.summaries[group.label, metric.name]
@@ -149,7 +149,7 @@ def summary_csv(result: Comparison) -> str:
             verdict = pair.verdict if pair else ("reference" if metric.name in PAIRED else "")
             extra = [pair.ratio, pair.low, pair.high, pair.n] if pair else ["", "", "", ""]
             writer.writerow([result.split, group.label, metric.name, s.mean, s.std, s.n,
-                             *extra, verdict])  # fmt: skip
+                             *extra, verdict])
     return out.getvalue()
 
 

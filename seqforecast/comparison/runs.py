@@ -30,7 +30,7 @@ from ..training.status import read_status
 RUN_MARKER = Path(".hydra") / "config.yaml"
 # Config keys that never make two runs different variants.
 IGNORED_KEYS = {"seed", "resume", "device", "trainer.device", "trainer.num_threads",
-                "trainer.eval_batch_size"}  # fmt: skip
+                "trainer.eval_batch_size"}
 IGNORED_PREFIXES = ("log.", "intervals.")  # how a run is reported, not what it trains
 ABSENT = "<absent>"
 
@@ -73,7 +73,7 @@ def find_run_dirs(paths: Sequence[str]) -> list[Path]:
                 found.append(path)
             else:
                 found.extend(sorted((p.parents[1] for p in path.rglob(str(RUN_MARKER))),
-                                    key=_natural))  # fmt: skip
+                                    key=_natural))
     unique = list(dict.fromkeys(p.resolve() for p in found))
     if not unique:
         raise CompareError(
@@ -163,7 +163,7 @@ def _differing_keys(runs: Sequence[Run]) -> list[str]:
     return [
         k for k in keys
         if not _ignored(k) and len({repr(run.config.get(k, ABSENT)) for run in runs}) > 1
-    ]  # fmt: skip
+    ]
 
 
 def group_runs(runs: Sequence[Run]) -> list[Group]:
@@ -188,7 +188,7 @@ def _label(groups: list[Group], differing: list[str], runs: Sequence[Run]) -> No
                      if o not in common and not _ignored(_override_key(o))
                      and not _override_key(o).startswith("hydra"))
             for r in group.runs
-        }  # fmt: skip
+        }
         return labels.pop() if len(labels) == 1 else None
 
     labels = [by_overrides(g) for g in groups]
@@ -209,7 +209,7 @@ def pick_reference(groups: Sequence[Group], wanted: str | None) -> Group:
     if exact:
         return exact[0]
     partial = [g for g in groups if re.search(rf"(^|[\s=,]){re.escape(wanted)}($|[\s=,])",
-                                              g.label)]  # fmt: skip
+                                              g.label)]
     if len(partial) == 1:
         return partial[0]
     labels = "; ".join(g.label for g in groups)

@@ -18,7 +18,7 @@ from .runs import Group, Run
 SCALED_MSE = "MSE (scaled)"  # in the units of data.scale (CSV data scaled on its training rows)
 # Compared with the reference, seed by seed (ratios of positive scores: CRPS and MSIS too).
 PAIRED = ("MSE", "MAE", SCALED_MSE, "MAE (scaled)", "CRPS", "MSIS 80%", "MSIS 95%", "own CRPS",
-          "own MSIS 80%", "own MSIS 95%")  # fmt: skip
+          "own MSIS 80%", "own MSIS 95%")
 
 
 @dataclass

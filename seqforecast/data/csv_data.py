@@ -49,7 +49,7 @@ def csv_data(
         ranges = split_ranges(
             rows, data_cfg["split"], data_cfg["val_start"], data_cfg["test_start"], series.times,
             data_cfg.get("test_end"),
-        )  # fmt: skip
+        )
         train_rows = series.values[ranges["train"].start : ranges["train"].stop]
         for j, name in enumerate(columns):
             if np.isnan(train_rows[:, j]).all():
@@ -203,5 +203,5 @@ def saved_ranges(
         )
     end = min(ranges["test"].stop, rows) if closed else rows
     ranges = {"train": range(0, val_start), "val": range(val_start, test_start),
-              "test": range(test_start, end)}  # fmt: skip
+              "test": range(test_start, end)}
     return ranges, changes

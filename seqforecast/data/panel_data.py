@@ -166,7 +166,7 @@ def split_windows(
         local = forecast_starts(
             span, data_cfg["in_len"], data_cfg["out_len"], data_cfg["window_stride"],
             data_cfg["protocol"],
-        ) if len(span) else []  # fmt: skip
+        ) if len(span) else []
         if not local:
             left_out.append(panel.ids[s])
             continue

@@ -75,7 +75,7 @@ class WindowSplit(Split):
     def __init__(
         self, values: Tensor, starts: Tensor, in_len: int, out_len: int, n_targets: int,
         series: Tensor,
-    ):  # fmt: skip
+    ):
         self.values, self.starts, self.series = values, starts, series
         self._in_len, self._out_len, self.n_targets = in_len, out_len, n_targets
         self.offsets = torch.arange(-in_len, out_len, device=values.device)  # [in_len + out_len]
@@ -250,7 +250,7 @@ def synthetic_data(data_cfg: Mapping, seed: int, device: torch.device) -> Foreca
     data = ForecastData(
         train=train, val=val, test=test, test_curve=curve, n_features=train.src.shape[-1],
         notes=notes,
-    )  # fmt: skip
+    )
     data.info = {
         "train": {"generator": name, "seed": seed, "series": len(train)},
         "val": {"generator": held_out, "seed": data_cfg["val_seed"], "series": len(val),
@@ -258,7 +258,7 @@ def synthetic_data(data_cfg: Mapping, seed: int, device: torch.device) -> Foreca
         "test": {"generator": held_out, "seed": data_cfg["test_seed"], "series": len(test),
                  "role": "held out"},
         "test_curve": {"series": 1, "role": "the reference sigmoid curve (one series)"},
-    }  # fmt: skip
+    }
     add_fingerprints(data)
     return data
 

@@ -90,7 +90,7 @@ def forward_flops(
     def attention(q_len: int, k_len: int, causal: bool, cross: bool, carried: int = 1):
         projections = 2 * d * (q_len * qk_width + k_len * qk_width + k_len * d + q_len * d)
         per_pair = (heads * (2 * 2 * half * carried + 2 * d_head) if diff
-                    else heads * (2 * d_head * carried + 2 * d_head))  # fmt: skip
+                    else heads * (2 * d_head * carried + 2 * d_head))
         windows = 0 if cross else block_size
         core = per_pair * attention_pairs(q_len, k_len, causal, windows, pairs)
         return projections, core
@@ -99,7 +99,7 @@ def forward_flops(
     ffn_per_token = 2 * d * d_ff * (3 if ffn["gated"] else 2)
 
     parts = {"embeddings": 0, "attention_projections": 0, "attention_cores": 0, "ffn": 0,
-             "head": 0, "linear_path": 0}  # fmt: skip
+             "head": 0, "linear_path": 0}
     # The decoder embeds its known (label) tokens; the output tokens are learned placeholders.
     parts["embeddings"] = (
         2 * d * (enc_len * patch_len * inner_f + tokens.label_tokens * stride * inner_t)
@@ -112,7 +112,7 @@ def forward_flops(
     for _ in range(0 if encoder_only else model["decoder_layers"]):
         # One-shot decoding: the placeholders see each other, so no causal mask.
         for q_len, k_len, causal, cross in ((dec_len, dec_len, False, False),
-                                            (dec_len, enc_len, False, True)):  # fmt: skip
+                                            (dec_len, enc_len, False, True)):
             proj, core = attention(q_len, k_len, causal, cross)
             parts["attention_projections"] += proj
             parts["attention_cores"] += core

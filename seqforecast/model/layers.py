@@ -126,7 +126,7 @@ class DecoderLayer(nn.Module):
             out, maps["self"] = self.self_attn(
                 h, h, causal=causal, need_weights=need_weights, query_start=start,
                 key_start=start,
-            )  # fmt: skip
+            )
             return out
 
         def attend_memory(h: Tensor) -> Tensor:

@@ -134,13 +134,13 @@ def _plan(model: EncoderForecaster) -> dict[str, tuple[Tensor, _Reshaped | None]
                 "published attention), not this backend"
             )
         for theirs, ours in (("W_Q", attn.q_proj), ("W_K", attn.k_proj),
-                             ("W_V", attn.v_proj), ("to_out.0", attn.out_proj)):  # fmt: skip
+                             ("W_V", attn.v_proj), ("to_out.0", attn.out_proj)):
             _linear(plan, f"{prefix}self_attn.{theirs}", ours)
         for theirs, norm in (("norm_attn", layer.attn_residual.norm),
-                             ("norm_ffn", layer.ffn_residual.norm)):  # fmt: skip
+                             ("norm_ffn", layer.ffn_residual.norm)):
             # BatchNorm sits inside nn.Sequential(Transpose, BatchNorm1d, Transpose)
             inner = f"{prefix}{theirs}.1" if isinstance(norm, torch.nn.BatchNorm1d) else \
-                f"{prefix}{theirs}"  # fmt: skip
+                f"{prefix}{theirs}"
             for name, tensor in norm.state_dict(keep_vars=True).items():
                 plan[f"{inner}.{name}"] = (tensor, None)
         ffn = layer.ffn
@@ -155,7 +155,7 @@ def _plan(model: EncoderForecaster) -> dict[str, tuple[Tensor, _Reshaped | None]
         _Reshaped((horizon, d_model * n_tokens),
                   lambda w: w.view(horizon, d_model, n_tokens).transpose(1, 2)
                   .reshape(horizon, n_tokens * d_model)),
-    )  # fmt: skip
+    )
     plan["model.head.linear.bias"] = (model.head.bias, None)
     return plan
 

@@ -76,7 +76,7 @@ class ShortAttention:
 
 
 def attention(q: Sequence[Tensor], k: Sequence[Tensor], v: Tensor, scale: float,
-              blocked: Tensor | None = None) -> Tensor:  # fmt: skip
+              blocked: Tensor | None = None) -> Tensor:
     """softmax(q k^T * scale) v over q [B, H, Lq, w], k [B, H, Lk, w], v [B, H, Lk, dv], the
     pairs where `blocked` [Lq, Lk] is True left out (every query must keep a key) ->
     [B, H, Lq, dv], a view of [B, Lq, H, dv] storage. q and k are given as pieces along w
@@ -142,7 +142,7 @@ def _problem(q, k, v: Tensor, scale: float, biases: _Biases) -> _Problem:
         _addresses(q), _addresses(k), _strides(*q), _strides(*k), _array(widths),
         v.data_ptr(), _strides(v), by_key, biases.by_query.data_ptr(),
         int(biases.by_query.shape[0] > 1), scale,
-    )  # fmt: skip
+    )
 
 
 def _run(function, batch: int, problem: _Problem, *args) -> None:
@@ -150,7 +150,7 @@ def _run(function, batch: int, problem: _Problem, *args) -> None:
     threads = min(torch.get_num_threads(), batch)
     bounds = [batch * t // threads for t in range(threads + 1)]
     calls = [(ctypes.byref(problem), _i64(b0), _i64(b1), *args)
-             for b0, b1 in itertools.pairwise(bounds) if b1 > b0]  # fmt: skip
+             for b0, b1 in itertools.pairwise(bounds) if b1 > b0]
     if len(calls) == 1:
         failed = [function(*calls[0])]
     else:
@@ -172,7 +172,7 @@ class _NativeAttention(torch.autograd.Function):
         out = v.new_empty(batch, q_len, heads, v.shape[3]).transpose(1, 2)  # [B, H, Lq, dv]
         lse = v.new_empty(batch, heads, q_len)
         _run(_library().attention_forward, batch, _problem(q, k, v, scale, biases),
-             pointer(out), _strides(out), pointer(lse))  # fmt: skip
+             pointer(out), _strides(out), pointer(lse))
         ctx.save_for_backward(*qkv, out, lse)
         ctx.scale, ctx.biases, ctx.pieces = scale, biases, pieces
         return out
@@ -193,5 +193,5 @@ class _NativeAttention(torch.autograd.Function):
             pointer(lse), _addresses(grad_q),
             _strides(*grad_q), _addresses(grad_k), _strides(*grad_k),
             pointer(grad_v), _strides(grad_v),
-        )  # fmt: skip
+        )
         return (None, None, None, *grad_q, *grad_k, grad_v)

@@ -59,7 +59,7 @@ def feed_forward(x: Tensor, up_w, up_b, down_w, down_b, activation: str, p: floa
     slice_rows = max(1, HIDDEN_FLOATS // up_w.shape[0])
     args = (rows, mask, up_w, up_b, down_w, down_b, activation, slice_rows)
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in
-                                       (rows, up_w, up_b, down_w, down_b)):  # fmt: skip
+                                       (rows, up_w, up_b, down_w, down_b)):
         out = _SlicedFFN.apply(*args)
     else:
         out = _forward(*args, keep_input=False)[0]
@@ -100,7 +100,7 @@ class _SlicedFFN(torch.autograd.Function):
     @staticmethod
     def forward(ctx, rows, mask, up_w, up_b, down_w, down_b, activation, slice_rows):
         out, pre = _forward(rows, mask, up_w, up_b, down_w, down_b, activation, slice_rows,
-                            keep_input=True)  # fmt: skip
+                            keep_input=True)
         ctx.save_for_backward(rows, pre, up_w, down_w)
         ctx.mask, ctx.activation, ctx.slice_rows = mask, activation, slice_rows
         ctx.up_bias, ctx.down_bias = up_b is not None, down_b is not None
@@ -131,4 +131,4 @@ class _SlicedFFN(torch.autograd.Function):
             torch.mm(grad_pre, up_w, out=grad_rows[part])
         grad_down_b = grad_out.sum(0) if ctx.down_bias else None
         return (grad_rows, None, grad_up_w, grad_up_b, grad_down_w.mul_(scale), grad_down_b,
-                None, None)  # fmt: skip
+                None, None)

@@ -62,7 +62,7 @@ def residual_norm(x: Tensor, y: Tensor, norm: nn.BatchNorm1d, p: float) -> Tenso
     channels = x.shape[-1]
     out, mean, var = _ResidualNorm.apply(x.reshape(-1, channels).contiguous(),
                                          y.reshape(-1, channels).contiguous(), norm.weight,
-                                         norm.bias, mask, norm.eps)  # fmt: skip
+                                         norm.bias, mask, norm.eps)
     rows = out.shape[0]
     with torch.no_grad():  # as nn.BatchNorm1d: the unbiased variance in the running estimate
         norm.running_mean.lerp_(mean, norm.momentum)

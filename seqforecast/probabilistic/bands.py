@@ -66,13 +66,13 @@ class Bands:
             radius = self.radius[level_name(level)].to(point)[index.clamp_min(0)]  # [B, H, T]
             adapted = known & radius.isfinite()
             found[level] = (torch.where(adapted, point - radius, lower),
-                            torch.where(adapted, point + radius, upper))  # fmt: skip
+                            torch.where(adapted, point + radius, upper))
         return found
 
 
 def write_bands(run_dir: Path, conformal: SplitConformal, levels: Sequence[float],
                 checkpoint: str = "best", radius: Mapping[float, Tensor] | None = None,
-                adapted_windows: int = 0) -> None:  # fmt: skip
+                adapted_windows: int = 0) -> None:
     """bands.json: the split offsets at each level; `radius`, an adaptive run's half-widths by
     coverage ([series, out_len, targets], from `Evaluator.adaptive_radius`)."""
     from ..training.files import atomic_write_text  # (training imports this package)
@@ -81,7 +81,7 @@ def write_bands(run_dir: Path, conformal: SplitConformal, levels: Sequence[float
     for level in levels:
         tail = (1.0 - level) / 2.0
         bounds[level_name(level)] = {"lower": conformal.offset(tail).tolist(),
-                                     "upper": conformal.offset(1.0 - tail).tolist()}  # fmt: skip
+                                     "upper": conformal.offset(1.0 - tail).tolist()}
     payload = {
         "what": "split-conformal offsets of the kept model's forecast, per horizon step and "
                 "target, in model units (the data's scaled units); predict adds them",
@@ -89,7 +89,7 @@ def write_bands(run_dir: Path, conformal: SplitConformal, levels: Sequence[float
         "calibration_windows": conformal.n,
         "levels": list(levels),
         "bounds": bounds,
-    }  # fmt: skip
+    }
     if radius:
         payload["adaptive"] = {
             "what": "per series, the half-width of the adaptive (ACI) interval once every test "
@@ -97,7 +97,7 @@ def write_bands(run_dir: Path, conformal: SplitConformal, levels: Sequence[float
                     "centres it on a forecast from the end of the data",
             "test_windows": adapted_windows,
             "radius": {level_name(level): _radius_at(radius, level).tolist() for level in levels},
-        }  # fmt: skip
+        }
     atomic_write_text(run_dir / FILE, json.dumps(payload) + "\n")
 
 
@@ -131,4 +131,4 @@ def read_bands(run_dir: Path) -> Bands | None:
 def is_open(bands: Bands) -> bool:
     """Whether some level has no finite bound (too few calibration windows)."""
     return any(not math.isfinite(v) for t in (*bands.lower.values(), *bands.upper.values())
-               for v in t.flatten().tolist())  # fmt: skip
+               for v in t.flatten().tolist())

@@ -178,12 +178,12 @@ class PoissonOutput(PointOutput):
     def cannot_describe(self, data) -> str | None:
         if data.scaled_by:
             return (f"loss=poisson forecasts counts in the data's own units; the data is "
-                    f"scaled (data.scale={data.scaled_by}): set data.scale=none")  # fmt: skip
+                    f"scaled (data.scale={data.scaled_by}): set data.scale=none")
         for name in ("train", "val", "test"):
             split = getattr(data, name)
             values = (split.values[:, : data.n_targets] if hasattr(split, "values")
                       else torch.cat([split.src[..., : data.n_targets].flatten(),
-                                      split.target.flatten()]))  # fmt: skip
+                                      split.target.flatten()]))
             bad = values[(values < 0) | (values != values.round()) | ~values.isfinite()]
             if len(bad):
                 return (f"loss=poisson describes counts (whole numbers >= 0); the {name} "

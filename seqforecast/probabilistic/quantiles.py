@@ -30,13 +30,13 @@ def check_quantiles(levels: Sequence[float]) -> tuple[float, ...]:
     outside = [q for q in levels if not 0.0 < q < 1.0]
     if outside:
         raise QuantileError(f"quantiles: {outside[0]} is outside (0, 1); each level must lie "
-                            f"strictly between 0 and 1")  # fmt: skip
+                            f"strictly between 0 and 1")
     for a, b in pairwise(levels):
         if a == b:
             raise QuantileError(f"quantiles: {a} is given twice; list each level once")
         if b < a:
             raise QuantileError(f"quantiles: {a} comes before {b}; list the levels in "
-                                f"increasing order")  # fmt: skip
+                                f"increasing order")
     return levels
 
 
@@ -45,7 +45,7 @@ def interval_bounds(levels: Sequence[float], coverage: float) -> tuple[int, int]
     (e.g. 0.8 -> the 0.1 and 0.9 levels), or QuantileError naming the levels it needs."""
     if not 0.0 < coverage < 1.0:
         raise QuantileError(f"interval level {coverage}: must lie strictly between 0 and 1 "
-                            f"(0.8 for an 80% interval)")  # fmt: skip
+                            f"(0.8 for an 80% interval)")
     tail = (1.0 - coverage) / 2.0
     found = [_index(levels, tail), _index(levels, 1.0 - tail)]
     if None in found:

@@ -55,13 +55,13 @@ class IntervalSums:
         self.scaled_values = zeros()
 
     def add(self, quantiles: Tensor, target: Tensor, scale: Tensor | None = None,
-            series: Tensor | None = None) -> None:  # fmt: skip
+            series: Tensor | None = None) -> None:
         """quantiles [B, H, T, Q], target [B, H, T] (data units); scale [B, T] (each window's
         series' seasonal-naive MAE) or None (no MSIS); series [B] (each window's, a panel's)
         or None (one series)."""
         quantiles, target = quantiles.double().cpu(), target.double().cpu()
         rows = (torch.zeros(len(target), dtype=torch.long) if series is None
-                else series.long().cpu())  # fmt: skip
+                else series.long().cpu())
         per_window = lambda values: values.flatten(1).sum(dim=1)  # [B, ...] -> [B]  # noqa: E731
         error = target.unsqueeze(-1) - quantiles  # [B, H, T, Q]
         loss = torch.maximum(self.q * error, (self.q - 1.0) * error)
@@ -98,7 +98,7 @@ class IntervalSums:
         values, scaled = pool(self.values), pool(self.scaled_values)
         n = values.clamp(min=1.0)
         found = {f"pinball_{level_name(q)}": (pool(self.pinball)[:, j] / n).tolist()
-                 for j, q in enumerate(self.quantiles)}  # fmt: skip
+                 for j, q in enumerate(self.quantiles)}
         found["crps"] = (2.0 * pool(self.pinball).sum(dim=1) / n / len(self.quantiles)).tolist()
         for i, level in enumerate(self.levels):
             name = level_name(level)

@@ -38,7 +38,7 @@ class LoadedRun:
             return read_bands(self.run_dir)
         except (ValueError, KeyError, TypeError) as err:  # json's errors are ValueErrors
             raise RunError(f"{self.run_dir / FILE}: not readable ({err}); delete it to "
-                           f"predict without bands, or retrain") from None  # fmt: skip
+                           f"predict without bands, or retrain") from None
 
 
 def load_run(

@@ -61,7 +61,7 @@ def load_official_checkpoint(model, path: str) -> None:
         raise RunError(f"model.official_weights={path}: cannot be read: {reason}") from None
     if isinstance(state, dict) and "model" in state and "format" in state:
         raise RunError(f"model.official_weights={path} is a seqforecast checkpoint: "
-                       f"resume it (resume=<run dir>) or evaluate it instead")  # fmt: skip
+                       f"resume it (resume=<run dir>) or evaluate it instead")
     if not isinstance(state, dict):
         raise RunError(f"model.official_weights={path}: not a state dict")
     try:
@@ -193,7 +193,7 @@ def run_training(
         if "model" in evaluator.calibration:  # the kept model's bands, for predict
             write_bands(run_dir, evaluator.calibration["model"], plain["intervals"]["levels"],
                         radius=evaluator.adaptive_radius,
-                        adapted_windows=len(data.eval_splits()["test"]))  # fmt: skip
+                        adapted_windows=len(data.eval_splits()["test"]))
         if data.series_ids:
             write_per_series(run_dir / "per_series.csv", evaluator.per_series(), data.series_ids)
         monitor.on_end(model, result.steps, results, {**flatten(plain), **(choices or {})})
@@ -201,13 +201,13 @@ def run_training(
         monitor.close()
 
     log.info("results (best epoch %d of %d), in the data's units:\n%s", result.best_epoch,
-             result.epochs_run, format_table(results, data.info))  # fmt: skip
+             result.epochs_run, format_table(results, data.info))
     table = format_intervals(results)
     if table:
         log.info("%s, in the data's units:\n%s", intervals_heading(plain["intervals"]), table)
     test_ratios = ratios(results)["test"]
     beaten = [name for name, r in test_ratios.items() if r < 1]
     log.info("held-out test set: model MSE below %d of %d baselines (%s)", len(beaten),
-             len(test_ratios), ", ".join(beaten) or "none")  # fmt: skip
+             len(test_ratios), ", ".join(beaten) or "none")
     log.info("run dir: %s", run_dir)
     return result.best_val_mse

@@ -82,7 +82,7 @@ class Evaluator:
                 scaled = (predicted, target) if data.scaled_by else None
                 block = None if block_of is None else block_of[index]
                 sums[name].add(data.to_raw(predicted, series), truth, series, scale, scaled, block,
-                               loss)  # fmt: skip
+                               loss)
         return sums
 
     def interval_metrics(self, model: nn.Module, intervals: Mapping) -> dict[str, dict]:
@@ -115,7 +115,7 @@ class Evaluator:
                     for name, forecast in forecasters.items():
                         quantiles = conformal[name].quantiles(forecast(src).cpu(), levels)
                         sums[name].add(self._to_raw(quantiles.to(truth), series), truth, scale,
-                                       series)  # fmt: skip
+                                       series)
             self.interval_sums = sums  # per series, for per_series.csv
             found = {name: sums.totals() for name, sums in sums.items()}
             own = self._own_interval_sums(model, levels, coverages)
@@ -125,7 +125,7 @@ class Evaluator:
         return found
 
     def _adaptive_sums(self, forecasters: Mapping, residuals: Mapping, sums: Mapping,
-                       gamma: float) -> None:  # fmt: skip
+                       gamma: float) -> None:
         """Adaptive conformal (ACI) quantiles of every forecaster over the test windows, each
         series' windows in time order (a window every `data.window_stride` rows), added to
         `sums`.
@@ -146,7 +146,7 @@ class Evaluator:
             after = self.adaptive_radius if name == "model" else None  # predict's, from bands.json
             quantiles = adaptive_quantiles(residuals[name], point, target, series, stride,
                                            found.quantiles, gamma, after,
-                                           self.n_series)  # fmt: skip
+                                           self.n_series)
             for index, _, _, window_series, truth, scale in self._batches("test"):
                 picked = quantiles[index if isinstance(index, slice) else index.cpu()].to(truth)
                 found.add(self._to_raw(picked, window_series), truth, scale, window_series)
@@ -167,7 +167,7 @@ class Evaluator:
     def _to_raw(self, quantiles: Tensor, series: Tensor | None) -> Tensor:
         """quantiles [B, H, T, Q] in model units -> the data's units, level by level."""
         return torch.stack([self.data.to_raw(quantiles[..., i], series)
-                            for i in range(quantiles.shape[-1])], dim=-1)  # fmt: skip
+                            for i in range(quantiles.shape[-1])], dim=-1)
 
     def model_metrics(self, model: nn.Module, split: str, blocks: int = 0) -> dict[str, float]:
         """The model's metrics over every window of `split` (eval mode); with `blocks`, its
@@ -249,7 +249,7 @@ def _forecast_and_loss(forecast: Forecaster, src: Tensor, target: Tensor):
 
 def adaptive_quantiles(residuals: Tensor, point: Tensor, target: Tensor, series: Tensor,
                        stride: int, levels, gamma: float, radius_after: dict | None = None,
-                       n_series: int = 0) -> Tensor:  # fmt: skip
+                       n_series: int = 0) -> Tensor:
     """ACI quantiles [M, H, T, Q] around point [M, H, T] (model units) from the calibration
     residuals [N, H, T]: for each central interval (levels q < 1/2 and 1 - q), each series'
     windows (grouped by series, in time order) adapt their own miss rate on the truths that
@@ -259,7 +259,7 @@ def adaptive_quantiles(residuals: Tensor, point: Tensor, target: Tensor, series:
     `n_series` without windows)."""
     quantiles = torch.empty(*point.shape, len(levels), dtype=torch.float64)
     pairs = {i: levels.index(next(p for p in levels if abs(p - (1 - q)) < 1e-9))
-             for i, q in enumerate(levels) if q < 0.5}  # fmt: skip
+             for i, q in enumerate(levels) if q < 0.5}
     for i in (i for i, q in enumerate(levels) if abs(q - 0.5) < 1e-9):
         quantiles[..., i] = point.double()
     n_series = max(n_series, int(series.max()) + 1 if len(series) else 0)

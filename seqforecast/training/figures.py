@@ -113,11 +113,11 @@ def forecast_figure(
     ax.plot(future, target, color="black", linestyle="--", label="truth")
     for level, (lower, upper) in sorted((bands or {}).items(), reverse=True):  # widest first
         ax.fill_between(future, lower, upper, color="tab:red", alpha=0.12 + 0.1 * (level < 0.9),
-                        linewidth=0, label=f"model {100 * level:g}% band")  # fmt: skip
+                        linewidth=0, label=f"model {100 * level:g}% band")
     if own is not None:
         for i, edge in enumerate(own):
             ax.plot(future, edge, color="tab:red", linestyle=":", linewidth=1.3,
-                    label="model's own 80%" if i == 0 else None)  # fmt: skip
+                    label="model's own 80%" if i == 0 else None)
     styles = {"model": dict(color="tab:red", linewidth=2.0)}
     for name, values in forecasts.items():
         ax.plot(future, values, label=name, **styles.get(name, dict(linewidth=1.0, alpha=0.8)))

@@ -131,7 +131,7 @@ def train_model(
     hide_bars = None if progress else True  # tqdm's disable=None: bars only on a terminal
     epochs = trainer_cfg["epochs"]
     bar = tqdm(total=epochs, initial=loop.state.epoch, desc="epochs", file=sys.stderr,
-               disable=hide_bars)  # fmt: skip
+               disable=hide_bars)
     loop.start_clock()  # training time: epoch 0's validation is not part of it
     with stop_on_signals() as stop, bar:
         while loop.state.epoch < epochs and not loop.state.stopped_early:
@@ -270,7 +270,7 @@ class _Loop:
         self.model.train()
         bar = tqdm(range(state.next_batch, self.steps_per_epoch), total=self.steps_per_epoch,
                    initial=state.next_batch, desc=f"epoch {epoch}", leave=False,
-                   file=sys.stderr, disable=hide_bars)  # fmt: skip
+                   file=sys.stderr, disable=hide_bars)
         started = time.perf_counter()
         for batch in bar:
             self.step(batch)
@@ -305,7 +305,7 @@ class _Loop:
         output = self.output
         with torch.autocast(src.device.type, torch.bfloat16, enabled=self.bf16):
             prediction = (self.model(src, target, distribution=True) if output.probabilistic
-                          else self.model(src, target))  # fmt: skip
+                          else self.model(src, target))
         if output.probabilistic:  # [b, out_len, n_targets, K]: trained on its own loss
             params = prediction.float()
             loss = output.loss(params, target).sum() * (ctx.world_size / global_values)
@@ -397,7 +397,7 @@ class _Loop:
             "epoch %d/%d  train_mse %.6g  %s  lr %.3g%s",
             epoch, cfg["epochs"], record["train_mse"], _val_text(val, self.log_loss), record["lr"],
             "  (best)" if improved else "",
-        )  # fmt: skip
+        )
         if improved:
             self.save(BEST)
         self.save(LAST)
@@ -435,7 +435,7 @@ def beyond_noise(candidate: list[float], best: list[float]) -> bool:
     wholly below 1."""
     pairs = [(c, b) for c, b in zip(candidate, best, strict=True) if c > 0 and b > 0]
     found = paired_ratio({k: c for k, (c, _) in enumerate(pairs)},
-                         {k: b for k, (_, b) in enumerate(pairs)})  # fmt: skip
+                         {k: b for k, (_, b) in enumerate(pairs)})
     return found.n >= 2 and found.high < 1.0
 
 

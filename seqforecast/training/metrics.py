@@ -28,7 +28,7 @@ class MetricSums:
     """
 
     FIELDS = ("squares", "absolute", "smape", "mase_errors", "values", "mase_values", "windows",
-              "squares_scaled", "absolute_scaled", "loss")  # fmt: skip
+              "squares_scaled", "absolute_scaled", "loss")
     # what block_mse sums per block for each selection metric (trainer.select_on)
     BLOCK_FIELDS = {"mse": "squares", "mse_scaled": "squares_scaled", "loss": "loss"}
 
@@ -110,7 +110,7 @@ class MetricSums:
         values = sums["values"]
         mse = sums["squares"] / values
         metrics = {"mse": mse, "mae": sums["absolute"] / values, "rmse": mse**0.5,
-                   "smape": sums["smape"] / values}  # fmt: skip
+                   "smape": sums["smape"] / values}
         if with_mase:
             metrics["mase"] = sums["mase_errors"] / sums["mase_values"]
         if with_scaled:
@@ -167,7 +167,7 @@ def predict_quantiles(model, src: Tensor, batch_size: int, levels) -> Tensor:
     [N, out_len, T, Q] (eval mode; probabilistic/outputs.py)."""
     output = model.output
     return _in_batches(model, lambda x: output.quantiles(model(x, distribution=True), levels),
-                       src, batch_size)  # fmt: skip
+                       src, batch_size)
 
 
 def _in_batches(model, forward, src: Tensor, batch_size: int) -> Tensor:

@@ -105,11 +105,11 @@ def save_visuals(
     if bands is not None:  # offsets in model units around the probe's forecast
         around = bands.around(forecast[..., : data.n_targets])
         shaded = {level: (first_target(lower), first_target(upper))
-                  for level, (lower, upper) in around.items()}  # fmt: skip
+                  for level, (lower, upper) in around.items()}
     own = own_interval(model, window, data.n_targets)
     own = None if own is None else (first_target(own[0]), first_target(own[1]))
     figure = forecast_figure(first_target(window), first_target(data.probe.target), lines, title,
-                             shaded, own)  # fmt: skip
+                             shaded, own)
     images["test/forecast"] = _draw(figure, directory / "forecast.png")
     return images
 
@@ -216,7 +216,7 @@ class RunMonitor(Monitor):
         metrics.update({
             f"final/test_{name}": value for name, value in results["test"]["model"].items()
             if is_interval_score(name.removeprefix(OWN)) and math.isfinite(value)
-        })  # fmt: skip
+        })
         for summary in hparams(dict(hparam_values), metrics):
             self.writer.file_writer.add_summary(summary, step + 1)
         for tag, value in metrics.items():

@@ -77,7 +77,7 @@ def intervals_heading(intervals: Mapping) -> str:
     """What the interval table holds, for the line above it."""
     if intervals.get("method") == "adaptive":
         return ("adaptive conformal intervals on the test windows (calibrated on the validation "
-                "windows, adapting to each test truth once it has arrived)")  # fmt: skip
+                "windows, adapting to each test truth once it has arrived)")
     return "conformal intervals on the test windows (calibrated on the validation windows)"
 
 
@@ -99,7 +99,7 @@ def format_intervals(results: Mapping) -> str:
     lines = [f"  {'forecaster':<{width}}" + "".join(f"{m:>13}" for m in shown)]
     for name, row in table.items():
         lines.append(f"  {name:<{width}}" + "".join(f"{row.get(m, float('nan')):>13.6g}"
-                                                    for m in shown))  # fmt: skip
+                                                    for m in shown))
     return "\n".join(lines)
 
 

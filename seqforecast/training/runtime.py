@@ -146,7 +146,7 @@ def compile_model(model: nn.Module) -> bool:
     except Exception as err:  # whatever the backend raises: compiling is an optimisation
         reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
         log.warning("trainer.compile=true: torch.compile is unavailable here (%s); "
-                    "training without it", reason)  # fmt: skip
+                    "training without it", reason)
         return False
     torch._dynamo.config.suppress_errors = True
     model.compile()

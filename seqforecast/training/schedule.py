@@ -81,5 +81,5 @@ def build_schedule(optimizer: Optimizer, cfg: dict, steps_per_epoch: int) -> LRS
         return LambdaLR(optimizer, EpochWise(kind, steps_per_epoch))
     if kind == "onecycle":
         return OneCycleLR(optimizer, max_lr=cfg["lr"], total_steps=max(1, total),
-                          pct_start=cfg["pct_start"])  # fmt: skip
+                          pct_start=cfg["pct_start"])
     raise ValueError(f"trainer.schedule={kind!r}; allowed: {', '.join(SCHEDULES)}")

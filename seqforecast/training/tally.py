@@ -58,7 +58,7 @@ class StepTally:
         self.started = time.perf_counter()
 
     def add(self, data_sse: Tensor, grad_norm: Tensor, windows: int, values: int,
-            fetch_seconds: float) -> None:  # fmt: skip
+            fetch_seconds: float) -> None:
         """One step: its squared error in data units (this rank's share), the gradient norm,
         the global windows and values it trained on."""
         self.step += 1

@@ -36,7 +36,7 @@ def _model(pos_encoding: str, decoding: str):
         "experiment=quick", f"pos_encoding={pos_encoding}", f"model.decoding={decoding}",
         f"in_len={IN_LEN}", f"out_len={OUT_LEN}", f"model.label_len={LABEL_LEN}",
         f"n_heads={HEADS}", f"d_model={D_MODEL}",
-    ])  # fmt: skip
+    ])
     model = build_model(cfg).eval()
     gen = torch.Generator().manual_seed(3)
     content = torch.randn(D_MODEL, generator=gen)  # rope: q = k = this vector at every token
@@ -122,7 +122,7 @@ def test_diff_cross_attention_terms_read_time_steps(layout, block_size):
     the map is (1 - lambda) softmax(-m_h |t_q - t_k| - b [t_k < t_q])."""
     terms = randomize_(RelativePositionTerms(True, True, "alibi", n_heads=4))
     attn = build_attention("diff", 16, 4, cross_attention=True, block_size=block_size,
-                           head_layout=layout, position=terms).eval()  # fmt: skip
+                           head_layout=layout, position=terms).eval()
     with torch.no_grad():
         attn.q_proj.weight.zero_()
         attn.k_proj.weight.zero_()
@@ -141,7 +141,7 @@ def test_self_attention_is_the_same_wherever_it_sits_in_time(name):
     nothing (rope and relative terms alike); shifting one of them does."""
     for position in ("relative", "rope"):
         cfg = {"name": position, "distance_decay": True, "past_bias": True,
-               "decay_form": "alibi", "base": 100.0}  # fmt: skip
+               "decay_form": "alibi", "base": 100.0}
         attn = build_attention(name, 16, 4, position=attention_position_factory(cfg, 4)())
         attn = randomize_(attn).eval()
         x = torch.randn(2, 7, 16)

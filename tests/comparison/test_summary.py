@@ -11,10 +11,10 @@ from seqforecast.comparison.summary import compare
 
 def _run(loss: str, seed: int, crps: float, own_crps: float) -> Run:
     row = {"mse": 1.0 + seed, "mae": 1.0, "crps": crps, "coverage_80": 0.8, "msis_80": 3.0,
-           "own_crps": own_crps, "own_coverage_80": 0.7, "own_msis_80": 4.0}  # fmt: skip
+           "own_crps": own_crps, "own_coverage_80": 0.7, "own_msis_80": 4.0}
     metrics = {"test": {"model": row, "nlinear": {"mse": 2.0}},
                "model_over_baseline_mse": {"test": {"nlinear": row["mse"] / 2.0}},
-               "run": {"train_seconds": 1.0}}  # fmt: skip
+               "run": {"train_seconds": 1.0}}
     return Run(Path(f"{loss}{seed}"), seed, {"loss.name": loss}, [f"loss={loss}"], metrics)
 
 

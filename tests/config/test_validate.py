@@ -197,11 +197,11 @@ def _combinations():
         for layout in ("paper", "wide") for decay in (False, True) for bias in (False, True)
         for form in ("alibi", "reciprocal") for block in (0, 4)
         if decay or form == "alibi"  # the decay form matters only with a decay
-    ]  # fmt: skip
+    ]
     for d_model, heads in shapes:
         for pos in ("sinusoidal", "learned", "none", "relative", "rope"):
             base = ["experiment=quick", f"d_model={d_model}", f"n_heads={heads}",
-                    f"pos_encoding={pos}"]  # fmt: skip
+                    f"pos_encoding={pos}"]
             for attention in ("vanilla", "einsum"):
                 yield compose_config([*base, f"attention={attention}"])
             diff = compose_config([*base, "attention=diff"])

@@ -22,7 +22,7 @@ def csv_cfg(path, **overrides):
         name="csv", path=str(path), target="y", features=["x"], time_column=None,
         in_len=6, out_len=3, window_stride=1, protocol="standard", split=[0.6, 0.2, 0.2],
         val_start=None, test_start=None, scale="standard", fill="error", season=0,
-    )  # fmt: skip
+    )
     cfg.update(overrides)
     return cfg
 
@@ -127,7 +127,7 @@ def test_explicit_boundaries_by_row_or_timestamp(tmp_path):
     times = [f"2024-01-01 {h:02d}:00" for h in range(24)]
     assert split_ranges(24, [0.6, 0.2, 0.2], "10", "17") == {
         "train": range(0, 10), "val": range(10, 17), "test": range(17, 24)
-    }  # fmt: skip
+    }
     from seqforecast.data.csv_series import parse_time
 
     parsed = [parse_time(t) for t in times]
@@ -183,7 +183,7 @@ def test_the_scaler_ignores_empty_cells_instead_of_filled_values(tmp_path):
     rows = [(float(i), 1.0) for i in range(100)]
     rows[10] = ("", 1.0)
     data = csv_data(csv_cfg(write_csv(tmp_path / "g.csv", ["y", "x"], rows), fill="interpolate"),
-                    "cpu")  # fmt: skip
+                    "cpu")
     observed = np.delete(np.arange(60.0), 10)
     assert data.scaler.shift[0].item() == pytest.approx(observed.mean())
     assert data.scaler.scale[0].item() == pytest.approx(observed.std())
@@ -197,7 +197,7 @@ def test_the_scaler_ignores_empty_cells_instead_of_filled_values(tmp_path):
         ("inf", "line 152, column 'y': 'inf' is not finite"),
         ("1e400", "line 152, column 'y': '1e400' is not finite"),
     ],
-)  # fmt: skip
+)
 def test_a_value_the_model_cannot_hold_is_one_line_naming_its_cell(tmp_path, cell, message):
     rows = [(i, math.sin(i / 5), 0) for i in range(300)]
     rows[150] = (150, cell, 0)

@@ -23,7 +23,7 @@ def cfg(path, fill, protocol="standard"):
         name="csv", path=str(path), target="y", features=[], time_column=None, in_len=IN_LEN,
         out_len=OUT_LEN, window_stride=1, protocol=protocol, split=[0.6, 0.2, 0.2], val_start=None,
         test_start=None, scale="none", fill=fill, season=0,
-    )  # fmt: skip
+    )
 
 
 def windows_by_start(data, protocol="standard"):
@@ -79,7 +79,7 @@ def test_no_value_at_or_after_a_forecast_start_reaches_that_windows_inputs(
     values[rng.random(100) < 0.25] = np.nan
     values[0] = 1.0  # ffill needs a first value
     base = windows_by_start(csv_data(cfg(write_csv(tmp_path / "a.csv", values), fill,
-                                         protocol), "cpu"), protocol)  # fmt: skip
+                                         protocol), "cpu"), protocol)
     for cut in (20, 59, 60, 61, 75, 80, 81, 95):
         future = values.copy()
         tail = future[cut:]

@@ -57,7 +57,7 @@ def config(path, *extra):
         "data.target=y", f"in_len={IN}", f"out_len={OUT}", "model.label_len=2",
         "model.d_model=16", "model.n_heads=2", "model.encoder_layers=1",
         "model.decoder_layers=1", *extra,
-    ]  # fmt: skip
+    ]
     cfg = compose_config(overrides)
     validate_config(cfg)
     from omegaconf import OmegaConf
@@ -360,7 +360,7 @@ def test_a_wide_file_out_of_time_order_is_sorted(tmp_path):
     swapped = [rows[1], rows[0], *rows[2:]]
     shuffled.write_text("\n".join([header, *(f"{t},{a},{b}" for t, a, b in swapped)]) + "\n")
     wide = ["data=csv", "data.targets=all", "data.time_column=day", "in_len=4", "out_len=2",
-            "model.label_len=2"]  # fmt: skip
+            "model.label_len=2"]
     a = build_data(compose_config([*wide, f"data.path={ordered}"]).data, 0, CPU)
     b = build_data(compose_config([*wide, f"data.path={shuffled}"]).data, 0, CPU)
     torch.testing.assert_close(a.test.take(slice(None)), b.test.take(slice(None)))
@@ -374,6 +374,6 @@ def test_row_borders_need_rows_in_time_order(tmp_path):
     path.write_text("\n".join(["day,north,south", *(f"{t},{a},{b}" for t, a, b in swapped)]) + "\n")
     cfg = compose_config(["data=csv", f"data.path={path}", "data.targets=all",
                           "data.time_column=day", "in_len=4", "out_len=2", "model.label_len=2",
-                          "data.val_start=14", "data.test_start=20"])  # fmt: skip
+                          "data.val_start=14", "data.test_start=20"])
     with pytest.raises(DataError, match=r"data.val_start=14: a row number of a file whose rows"):
         build_data(cfg.data, 0, CPU)

@@ -43,12 +43,12 @@ def time_of(row: int) -> str:
 
 def cfg_for(path, *extra, borders=None):
     borders = borders or [f"data.val_start={VAL}", f"data.test_start={TEST}",
-                          f"data.test_end={END}"]  # fmt: skip
+                          f"data.test_end={END}"]
     cfg = compose_config([
         "data=csv", f"data.path={path}", "data.targets=all", "data.time_column=date",
         f"in_len={IN}", f"out_len={OUT}", "d_model=8", "n_heads=2", "model.label_len=8",
         *borders, *extra,
-    ])  # fmt: skip
+    ])
     validate_config(cfg)
     return OmegaConf.to_container(cfg, resolve=True)
 
@@ -98,7 +98,7 @@ def test_borders_by_row_and_by_time_are_the_same_split(ett):
         cfg_for(ett, borders=[f"data.val_start='{time_of(VAL)}'",
                               f"data.test_start='{time_of(TEST)}'",
                               f"data.test_end='{time_of(END)}'"])["data"], 0, CPU,
-    )  # fmt: skip
+    )
     for name in ("val", "test"):
         assert by_row.info[name]["fingerprint"] == by_time.info[name]["fingerprint"]
         assert len(getattr(by_row, name)) == len(getattr(by_time, name))
@@ -107,7 +107,7 @@ def test_borders_by_row_and_by_time_are_the_same_split(ett):
     # One series: the same borders give the same row ranges.
     assert split_ranges(ROWS, [0.7, 0.15, 0.15], str(VAL), str(TEST), None, str(END)) == {
         "train": range(0, VAL), "val": range(VAL, TEST), "test": range(TEST, END),
-    }  # fmt: skip
+    }
 
 
 @pytest.mark.parametrize("columns", ["series", "channels"])
@@ -163,7 +163,7 @@ def test_unscaled_data_has_no_scaled_metrics(ett):
         ([f"data.val_start={TEST}", f"data.test_start={VAL}"],
          f"data.val_start={TEST} must come before data.test_start={VAL}: the validation"),
     ],
-)  # fmt: skip
+)
 @pytest.mark.parametrize("columns", ["series", "channels"])
 def test_a_wrong_border_is_one_line(ett, borders, message, columns):
     with pytest.raises(DataError) as err:
@@ -176,7 +176,7 @@ def test_a_horizon_the_test_rows_cannot_hold_is_one_line(ett, columns):
     # the validation and test splits hold 40 rows each
     cfg = cfg_for(ett, "out_len=60", f"data.columns={columns}")
     with pytest.raises(DataError, match=r"(too few for one window|no series is long enough)"
-                       r".*out_len ?= ?60") as err:  # fmt: skip
+                       r".*out_len ?= ?60") as err:
         build_data(cfg["data"], 0, CPU)
     assert "40 rows" in str(err.value) and "\n" not in str(err.value)
 

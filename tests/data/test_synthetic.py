@@ -84,7 +84,7 @@ def _recovered_in_range(values, low, high):
 @pytest.mark.parametrize(
     "param,bounds", [("slope", (0.5, 2.0)), ("shift", (-3.0, 3.0)),
                      ("amplitude", (0.5, 1.5)), ("offset", (-0.5, 0.5))],
-)  # fmt: skip
+)
 def test_each_parameter_enters_the_curve_as_documented_and_spans_its_range(param, bounds):
     """amplitude * sigmoid(slope * (t - shift)) + offset: with the other three pinned to the
     test curve's, the free one is recovered at every grid point by inverting the formula, and
@@ -113,7 +113,7 @@ def test_each_parameter_enters_the_curve_as_documented_and_spans_its_range(param
 
 def test_every_series_is_one_increasing_sigmoid_on_the_test_grid():
     series = _draw(n=64, **{k: v for k, v in (("slope_range", (0.5, 2.0)),
-                                               ("shift_range", (-3.0, 3.0)))})  # fmt: skip
+                                               ("shift_range", (-3.0, 3.0)))})
     steps = series.diff(dim=1)
     assert (steps[:, :23] > 0).all() and (steps[:, 24:] > 0).all()
     torch.testing.assert_close(series[:, 23], series[:, 24])  # the grid repeats t = 0
@@ -129,7 +129,7 @@ def test_sigmoid_noise_has_the_requested_scale():
 
 SIGMOID = dict(name="sigmoid", in_len=8, out_len=4, train_size=50, val_size=20, val_seed=99,
                test_size=300, test_seed=123, slope_range=[0.5, 2], shift_range=[-3, 3],
-               amplitude_range=[0.5, 1.5], offset_range=[-0.5, 0.5], noise=0.0)  # fmt: skip
+               amplitude_range=[0.5, 1.5], offset_range=[-0.5, 0.5], noise=0.0)
 
 
 def _series(split):
@@ -157,7 +157,7 @@ def test_training_follows_the_seed_validation_and_test_are_fixed_held_out_draws(
 
 def test_sigmoid_pair_validates_and_tests_on_held_out_sigmoid_family_series():
     cfg = dict(name="sigmoid_pair", in_len=8, out_len=4, train_size=64, val_size=20,
-               val_seed=99, test_size=300, test_seed=123)  # fmt: skip
+               val_seed=99, test_size=300, test_seed=123)
     seeded = data.synthetic_data(cfg, seed=0, device=torch.device("cpu"))
     assert len(_series(seeded.train)) == 2  # two distinct curves
     assert not (_series(seeded.val) | _series(seeded.test)) & _series(seeded.train)

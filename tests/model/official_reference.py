@@ -11,14 +11,14 @@ import torch.nn.functional as F
 
 
 def official_state_dict(c_in, in_len, out_len, patch_len, stride, d_model, n_heads, d_ff,
-                        layers, seed=0) -> dict:  # fmt: skip
+                        layers, seed=0) -> dict:
     """Random weights (and BatchNorm statistics) under the official key names and shapes."""
     g = torch.Generator().manual_seed(seed)
     n = (in_len - patch_len) // stride + 2  # + 1 patch for the end padding
     r = lambda *shape, s=0.3: torch.randn(*shape, generator=g) * s  # noqa: E731
     state = {"model.backbone.W_pos": r(n, d_model, s=0.02),
              "model.backbone.W_P.weight": r(d_model, patch_len, s=patch_len**-0.5),
-             "model.backbone.W_P.bias": r(d_model)}  # fmt: skip
+             "model.backbone.W_P.bias": r(d_model)}
     for i in range(layers):
         p = f"model.backbone.encoder.layers.{i}."
         for name in ("W_Q", "W_K", "W_V", "to_out.0"):
@@ -80,5 +80,5 @@ def _batch_norm(u, state, key, training):
     flat = u.reshape(-1, u.shape[-1])
     out = F.batch_norm(flat, state[f"{key}.running_mean"].clone(),
                        state[f"{key}.running_var"].clone(), state[f"{key}.weight"],
-                       state[f"{key}.bias"], training=training, eps=1e-5)  # fmt: skip
+                       state[f"{key}.bias"], training=training, eps=1e-5)
     return out.view_as(u)

@@ -18,7 +18,7 @@ from .helpers import every_combination, forward_backward, validated
 IN, OUT, PATCH, STRIDE = 32, 6, 8, 4
 TINY = ["model=encoder", "d_model=8", "n_heads=2", f"in_len={IN}", f"out_len={OUT}",
         "embedding=patch", f"embedding.patch_len={PATCH}", f"embedding.stride={STRIDE}",
-        "block_size=2", "model.encoder_layers=2"]  # fmt: skip
+        "block_size=2", "model.encoder_layers=2"]
 
 
 def tiny(*overrides):
@@ -41,7 +41,7 @@ def test_norms_instance_norms_and_linear_paths(norm, norm_first, instance_norm, 
         tiny(f"model.norm={norm}", f"model.norm_first={norm_first}",
              f"model.instance_norm={instance_norm}", f"model.linear_path={linear_path}",
              "model.dropout=0.1", "model.head_dropout=0.1", "model.decomposition_kernel=5")
-    )  # fmt: skip
+    )
     forward_backward(model)
 
 
@@ -75,7 +75,7 @@ class ReferencePatchTST(nn.Module):
             nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout=0.0, activation="gelu",
                                        batch_first=True, norm_first=False)
             for _ in range(layers)
-        )  # fmt: skip
+        )
         self.head = nn.Linear(n_patches * d_model, OUT)
 
     def forward(self, src):  # [B, IN, 1]
@@ -94,7 +94,7 @@ class ReferencePatchTST(nn.Module):
 
 def test_equals_a_reference_built_from_torch_encoder_layers():
     cfg = tiny("pos_encoding=none", "model.norm=layer", "model.norm_first=false",
-               "ffn=gelu", "ffn.d_ff=16", "model.encoder_layers=2")  # fmt: skip
+               "ffn=gelu", "ffn.d_ff=16", "model.encoder_layers=2")
     model = build_model(cfg).eval()
     n_patches = model.tokens.encoder_tokens
     ref = ReferencePatchTST(8, 2, 16, 2, n_patches).eval()

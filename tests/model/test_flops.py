@@ -11,7 +11,7 @@ from seqforecast.config import compose_config
 from seqforecast.model.flops import attention_pairs, block_pairs, forward_flops
 
 SMALL = ["experiment=quick", "d_model=32", "n_heads=4", "in_len=24", "out_len=8",
-         "model.label_len=8", "model.encoder_layers=2", "model.decoder_layers=2"]  # fmt: skip
+         "model.label_len=8", "model.encoder_layers=2", "model.decoder_layers=2"]
 
 
 def counted(cfg, return_attention: bool) -> int:
@@ -48,7 +48,7 @@ def test_formula_equals_the_counter_for_the_published_patchtst(attention):
     cfg = OmegaConf.to_container(compose_config([
         "experiment=patchtst", "data.path=x.csv", "in_len=48", "out_len=8", "d_model=16",
         "n_heads=4", "embedding.patch_len=8", "embedding.stride=4", f"attention={attention}"]),
-        resolve=True)  # fmt: skip
+        resolve=True)
     model = build_model(cfg, 2, 2).eval()
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         model(torch.randn(3, 48, 2), return_attention=True)

@@ -24,7 +24,7 @@ def windows(n=300, channels=1, seed=0):
     series = torch.stack(
         [torch.sin(t / (3 + c)) + 0.01 * t + 0.1 * torch.randn(len(t), generator=g)
          for c in range(channels)], dim=-1,
-    )  # fmt: skip
+    )
     rows = torch.arange(n)[:, None]
     src = series[rows + torch.arange(IN)]
     target = series[rows + IN + torch.arange(OUT)]
@@ -97,7 +97,7 @@ def test_channel_independence_forecasts_each_channel_from_its_own_past():
         cfg("model.channel_independent=true", "model.instance_norm=revin",
             "embedding=patch", "embedding.patch_len=8", "embedding.stride=4"),
         n_features=3, n_targets=3,
-    ).eval()  # fmt: skip
+    ).eval()
     with torch.no_grad():
         together = model(src)
         for c in range(3):
@@ -124,7 +124,7 @@ def test_behind_revin_the_fit_minimises_the_training_loss(model):
     src[:5] = src[:5, -1:] + 1e-4 * torch.randn(5, IN, 1)  # five nearly flat windows
     extra = ["model.encoder_layers=1"] + ([] if model == "encoder" else ["model.label_len=4"])
     net = build_model(cfg(f"model={model}", "model.linear_path=nlinear",
-                          "model.instance_norm=revin", *extra))  # fmt: skip
+                          "model.instance_norm=revin", *extra))
     net.fit_linear_path(src, target)
     net.eval()
     loss = (net(src) - target).pow(2).mean()
@@ -153,7 +153,7 @@ def test_a_raw_linear_path_is_nlinear_exactly_behind_revin(model):
         cfg(f"model={model}", "model.linear_path=nlinear", "model.instance_norm=revin",
             "model.linear_path_input=raw", "model.channel_independent=true", *extra),
         n_features=2, n_targets=2,
-    ).eval()  # fmt: skip
+    ).eval()
     net.fit_linear_path(src, target)
     baseline = NLinear.fit(src, target)
     with torch.no_grad():

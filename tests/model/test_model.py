@@ -13,7 +13,7 @@ from .helpers import ATTENTION, every_combination, forward_backward, validated
 TINY = [
     "d_model=8", "n_heads=2", "in_len=6", "out_len=3", "block_size=2",
     "model.label_len=2", "model.encoder_layers=2", "model.decoder_layers=2",
-]  # fmt: skip
+]
 
 
 def tiny(*overrides):

@@ -20,7 +20,7 @@ def patch_cfg(*overrides, patch=(6, 4), label_len=8):
         "d_model=8", "n_heads=2", f"in_len={IN}", f"out_len={OUT}", "block_size=2",
         "embedding=patch", f"embedding.patch_len={patch[0]}", f"embedding.stride={patch[1]}",
         f"model.label_len={label_len}", *overrides,
-    ])  # fmt: skip
+    ])
     validate_config(cfg)
     return cfg
 
@@ -73,12 +73,12 @@ def test_point_tokens_are_the_time_steps():
         ["vanilla", "einsum", "diff"], ["point", "patch"], ["oneshot", "autoregressive"],
         ["none", "nlinear", "dlinear"],
     )),
-)  # fmt: skip
+)
 def test_every_backend_and_embedding_trains_one_step(attention, embedding, decoding, linear):
     overrides = [
         f"attention={attention}", f"model.decoding={decoding}", f"model.linear_path={linear}",
         "model.decomposition_kernel=5",
-    ]  # fmt: skip
+    ]
     if embedding == "point":
         cfg = patch_cfg(*overrides, "embedding=point")  # patch_len 6, stride 4 then do not apply
     else:
@@ -154,7 +154,7 @@ def test_patch_positions_count_tokens_on_one_axis():
         ["sinusoidal", "learned", "relative", "rope", "none"],
         ["relu", "gelu", "glu", "geglu", "swiglu"],
     )),
-)  # fmt: skip
+)
 def test_every_position_encoding_and_ffn_works_on_patches(position, ffn):
     model = build_model(patch_cfg(f"pos_encoding={position}", f"ffn={ffn}", "attention=diff"))
     src, target = torch.randn(2, IN, 1), torch.randn(2, OUT, 1)

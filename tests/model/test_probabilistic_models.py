@@ -15,7 +15,7 @@ from seqforecast.config import compose_config, validate_config
 TINY = ["d_model=8", "n_heads=2", "in_len=16", "out_len=4"]
 ENCODER_DECODER = ["model.label_len=4", "model.encoder_layers=2", "model.decoder_layers=1"]
 PATCHTST = ["model=encoder", "embedding=patch", "embedding.patch_len=4", "embedding.stride=2",
-            "model.encoder_layers=2"]  # fmt: skip
+            "model.encoder_layers=2"]
 
 # (overrides, n_features, n_targets): every way a forecast is made and mapped back
 SETTINGS = {
@@ -23,13 +23,13 @@ SETTINGS = {
     "autoregressive": ([*ENCODER_DECODER, "model.decoding=autoregressive"], 1, 1),
     "covariates": ([*ENCODER_DECODER, "model.instance_norm=revin"], 3, 2),
     "nlinear_normalized": ([*ENCODER_DECODER, "model.linear_path=nlinear",
-                            "model.instance_norm=revin"], 2, 2),  # fmt: skip
+                            "model.instance_norm=revin"], 2, 2),
     "dlinear_raw": ([*ENCODER_DECODER, "model.linear_path=dlinear",
                      "model.linear_path_input=raw", "model.instance_norm=revin"], 2, 2),
     "encoder": (PATCHTST, 3, 3),
     "patchtst_channel_independent": ([*PATCHTST, "model.channel_independent=true"], 3, 3),
     "patchtst_nlinear_ci": ([*PATCHTST, "model.channel_independent=true",
-                             "model.linear_path=nlinear"], 2, 2),  # fmt: skip
+                             "model.linear_path=nlinear"], 2, 2),
 }
 
 

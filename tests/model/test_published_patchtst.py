@@ -39,7 +39,7 @@ def _setting_cfg(in_len, out_len, patch_len, stride, d_model, n_heads, d_ff, lay
     return preset(f"in_len={in_len}", f"out_len={out_len}", f"embedding.patch_len={patch_len}",
                   f"embedding.stride={stride}", f"d_model={d_model}", f"n_heads={n_heads}",
                   f"ffn.d_ff={d_ff}", f"model.encoder_layers={layers}",
-                  "model.dropout=0.0")  # fmt: skip
+                  "model.dropout=0.0")
 
 
 # ------------------------------------------------------------------ official weights
@@ -62,7 +62,7 @@ def test_loaded_official_weights_give_the_official_forward(name, training):
     # As exact as float32 allows: against the float64 forward, no further off than the
     # reference's own float32 forward (both round differently, each about 1e-5 here).
     exact = official_forward({key: t.double() for key, t in state.items()}, x.double(),
-                             patch_len, stride, n_heads, layers, training)  # fmt: skip
+                             patch_len, stride, n_heads, layers, training)
     own_error = (expected.double() - exact).abs().max().item()
     assert (model_out.double() - exact).abs().max().item() <= 1.5 * own_error + 1e-6
 
@@ -93,7 +93,7 @@ def _cfg_odd():
                              torch.tensor(0.1)}), "1/sqrt(4)"),
     ],
     ids=["missing", "misshapen", "unexpected", "scale"],
-)  # fmt: skip
+)
 def test_a_state_dict_that_does_not_fit_is_refused_naming_the_first_bad_key(change, message):
     state = official_state_dict(C, *SETTINGS["odd"])
     change(state)
@@ -122,7 +122,7 @@ def test_another_models_state_dict_is_refused():
         (["model.channel_independent=false", "data.columns=series"],
          "model.channel_independent=true"),
     ],
-)  # fmt: skip
+)
 def test_a_config_the_official_weights_cannot_mean_is_refused(overrides, message):
     model = build_model(preset(*overrides), C, C)
     with pytest.raises(OfficialWeightsError, match=message.replace(".", r"\.")):
@@ -194,7 +194,7 @@ def test_attention_output_dropout_acts_in_training_only():
 @pytest.mark.parametrize("position", ["learned", "rope", "none"])
 def test_every_backend_that_carries_scores_trains_under_the_preset(attention, position):
     cfg = preset(f"attention={attention}", f"pos_encoding={position}", "in_len=48", "out_len=6",
-                 "embedding.patch_len=8", "embedding.stride=4", "block_size=4")  # fmt: skip
+                 "embedding.patch_len=8", "embedding.stride=4", "block_size=4")
     forward_backward(build_model(cfg, C, C), features=C)
 
 

@@ -34,14 +34,14 @@ def _against_torch(widths, q_len, k_len, dv, blocked=None):
     expected = F.scaled_dot_product_attention(
         torch.cat(refs[:n], -1), torch.cat(refs[n : 2 * n], -1), refs[-1],
         attn_mask=None if blocked is None else ~blocked, scale=0.4,
-    )  # fmt: skip
+    )
     expected.backward(grad)
     torch.testing.assert_close(ours, expected, rtol=1e-5, atol=1e-6)
     for mine, theirs in zip(leaves, refs, strict=True):
         torch.testing.assert_close(mine.grad, theirs.grad, rtol=1e-4, atol=1e-5)
     with torch.no_grad():  # no backward: the same function
         torch.testing.assert_close(native.attention(q, k, v, 0.4, blocked), expected.detach(),
-                                   rtol=1e-5, atol=1e-6)  # fmt: skip
+                                   rtol=1e-5, atol=1e-6)
     return ours
 
 

@@ -16,7 +16,7 @@ def test_an_adaptive_runs_bands_hold_a_half_width_per_series(tmp_path):
     g = torch.Generator().manual_seed(0)
     conformal = SplitConformal(torch.randn(50, H, T, generator=g, dtype=torch.float64))
     radius = {0.8: torch.rand(3, H, T, generator=g, dtype=torch.float64) + 0.5,
-              0.95: torch.rand(3, H, T, generator=g, dtype=torch.float64) + 2.0}  # fmt: skip
+              0.95: torch.rand(3, H, T, generator=g, dtype=torch.float64) + 2.0}
     radius[0.8][2] = math.nan  # a series with no test windows
     radius[0.95][2] = math.nan
     write_bands(tmp_path, conformal, [0.8, 0.95], radius=radius, adapted_windows=120)

@@ -58,7 +58,7 @@ def test_adaptive_conformal_recovers_coverage_when_the_errors_grow():
     shocked = truth.clone()
     shocked[100:160] += 50.0
     lower, upper, rates = AdaptiveConformal(residuals, 0.9, gamma=0.01).intervals(
-        point, shocked, origins)  # fmt: skip
+        point, shocked, origins)
     assert (rates < 0).any() and torch.isfinite(upper).all()
     largest = residuals.abs().amax(dim=0)
     torch.testing.assert_close(upper[rates < 0], largest.expand_as(upper)[rates < 0])
@@ -103,7 +103,7 @@ def _aci_reference(residuals, coverage_level, gamma, point, truth, origins):
     for i in range(m):
         for h in range(horizon):
             updates = [(1 - coverage_level) - missed[j, h].double()
-                       for j in range(i) if origins[j] + h < origins[i]]  # fmt: skip
+                       for j in range(i) if origins[j] + h < origins[i]]
             rate = (1 - coverage_level) + gamma * sum(updates, torch.zeros(T, dtype=torch.float64))
             k = torch.ceil((n + 1) * (1 - rate)).long()  # [T]
             radius = torch.stack([magnitudes[int(k[t].clamp(1, n)) - 1, h, t] for t in range(T)])
@@ -120,7 +120,7 @@ def test_adaptive_conformal_equals_its_definition():
     truth = point + _errors(40, g, scale=1.5)
     origins = torch.cumsum(torch.randint(1, 4, (40,), generator=g), 0)  # uneven gaps
     lower, upper, _ = AdaptiveConformal(residuals, 0.8, gamma=0.05).intervals(point, truth,
-                                                                             origins)  # fmt: skip
+                                                                             origins)
     ref_lower, ref_upper = _aci_reference(residuals, 0.8, 0.05, point, truth, origins)
     torch.testing.assert_close(lower, ref_lower)
     torch.testing.assert_close(upper, ref_upper)
@@ -174,7 +174,7 @@ def test_the_band_after_the_data_is_the_one_a_window_forecast_there_gets():
     series = torch.cat([torch.zeros(m), torch.ones(m)]).long()
     after = {}
     adaptive_quantiles(residuals, torch.cat([point[:m]] * 2), torch.cat([truth[:m], point[:m]]),
-                       series, 1, (0.1, 0.5, 0.9), 0.02, after, n_series=3)  # fmt: skip
+                       series, 1, (0.1, 0.5, 0.9), 0.02, after, n_series=3)
     assert list(after) == [pytest.approx(0.8)] and after[0.8].shape == (3, H, T)
     assert after[0.8][2].isnan().all()  # a third series without test windows: none
     torch.testing.assert_close(after[0.8][0], aci.radius(aci.rate_after))

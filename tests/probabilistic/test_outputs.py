@@ -49,7 +49,7 @@ def test_map_back_moves_locations_and_scales_spreads():
 
 
 @pytest.mark.parametrize("output", [QuantileOutput(LEVELS), GaussianOutput()],
-                         ids=["quantile", "gaussian"])  # fmt: skip
+                         ids=["quantile", "gaussian"])
 def test_training_on_known_noise_learns_its_quantiles(output):
     """Free raw outputs per horizon step, fitted by the output's own loss to N(mu_h, s_h)
     samples: the forecast quantiles approach the true ones at every level and step."""
@@ -77,7 +77,7 @@ def test_build_output_names_what_is_allowed():
     assert build_output({"name": "quantile", "quantiles": [0.1, 0.5, 0.9]}).n_params == 3
     assert isinstance(build_output({"name": "poisson"}), PoissonOutput)
     with pytest.raises(ValueError, match="loss='tweedie'; allowed: mse, quantile, gaussian, "
-                                         "poisson"):  # fmt: skip
+                                         "poisson"):
         build_output({"name": "tweedie"})
 
 
@@ -104,7 +104,7 @@ def test_poisson_loss_and_quantiles_are_the_poisson_distributions():
 def _data(values, scaled_by=None) -> ForecastData:
     split = Split(values[:, :4, None], values[:, 4:, None])
     return ForecastData(train=split, val=split, test=split, n_features=1, n_targets=1,
-                        scaled_by=scaled_by)  # fmt: skip
+                        scaled_by=scaled_by)
 
 
 def test_poisson_refuses_data_that_are_not_counts():
@@ -113,13 +113,13 @@ def test_poisson_refuses_data_that_are_not_counts():
     assert output.cannot_describe(_data(counts)) is None
     assert output.cannot_describe(_data(counts, "standard")) == (
         "loss=poisson forecasts counts in the data's own units; the data is scaled "
-        "(data.scale=standard): set data.scale=none")  # fmt: skip
+        "(data.scale=standard): set data.scale=none")
     for bad in (-1.0, 2.5):
         values = counts.clone()
         values[1, 5] = bad
         assert output.cannot_describe(_data(values)) == (
             f"loss=poisson describes counts (whole numbers >= 0); the train targets hold "
-            f"{bad:g}: choose loss=gaussian, quantile or mse")  # fmt: skip
+            f"{bad:g}: choose loss=gaussian, quantile or mse")
     for other in (PointOutput(), GaussianOutput()):  # every real value will do
         assert other.cannot_describe(_data(counts * 0.37 - 1)) is None
 
@@ -143,4 +143,4 @@ def test_training_on_known_counts_learns_their_rate():
         rate = output.map_back(output.constrain(raw), ones, zeros)
     assert ((rate[:, 0] - true).abs() / true).max() < 0.05, rate
     torch.testing.assert_close(output.quantiles(rate, (0.1, 0.5, 0.9)),
-                               output.quantiles(true[:, None], (0.1, 0.5, 0.9)))  # fmt: skip
+                               output.quantiles(true[:, None], (0.1, 0.5, 0.9)))

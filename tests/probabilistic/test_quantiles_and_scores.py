@@ -26,7 +26,7 @@ from seqforecast.probabilistic.quantiles import median_index
     ([-0.2], "outside (0, 1)"),
     ([0.1, 0.5, 0.5], "0.5 is given twice"),
     ([0.9, 0.1], "0.9 comes before 0.1"),
-])  # fmt: skip
+])
 def test_bad_levels_are_refused_in_one_line(levels, message):
     with pytest.raises(QuantileError, match=message.replace("(", r"\(").replace(")", r"\)")):
         check_quantiles(levels)

@@ -26,7 +26,7 @@ def test_batch_sums_equal_the_scores_on_everything_at_once():
         torch.tensor([found[f"pinball_{n}"] for n in ("2.5", "10", "50", "90", "97.5")],
                      dtype=torch.float64),
         pinball(quantiles, target, LEVELS).double(), rtol=1e-6, atol=1e-7,
-    )  # fmt: skip
+    )
     assert found["crps"] == pytest.approx(crps_from_quantiles(quantiles, target, LEVELS).item())
     for level, (low, high) in ((0.8, (1, 3)), (0.95, (0, 4))):
         lower, upper = quantiles[..., low], quantiles[..., high]
@@ -35,7 +35,7 @@ def test_batch_sums_equal_the_scores_on_everything_at_once():
         assert found[f"width_{name}"] == pytest.approx(interval_width(lower, upper).item())
         keep = (scale > 0)[:, None, :].expand_as(target)
         expected = msis(lower[keep], upper[keep], target[keep], level,
-                        scale[:, None, :].expand_as(target)[keep])  # fmt: skip
+                        scale[:, None, :].expand_as(target)[keep])
         assert found[f"msis_{name}"] == pytest.approx(expected.item(), rel=1e-6)
 
 

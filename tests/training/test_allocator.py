@@ -34,7 +34,7 @@ print(mapped >> 20, libc.mallinfo2().fordblks >> 20, bool(said))
 def _heap(setting: str) -> tuple[int, int, bool]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     out = subprocess.run([sys.executable, "-c", HEAP, setting], capture_output=True,
-                         text=True, env=env, check=True).stdout.split()  # fmt: skip
+                         text=True, env=env, check=True).stdout.split()
     return int(out[0]), int(out[1]), out[2] == "True"
 
 

@@ -56,7 +56,7 @@ def test_train_mse_is_logged_in_the_data_units_like_validation(tmp_path):
     path.write_text("load\n" + "\n".join(f"{v:.3f}" for v in load) + "\n")
     cfg = compose_config(["data=csv", f"data.path={path}", "data.target=load", "in_len=12",
                           "out_len=6", "d_model=16", "n_heads=2", "model.label_len=4",
-                          "trainer.validate_initial=false"])  # fmt: skip
+                          "trainer.validate_initial=false"])
     data = csv_data(cfg.data, torch.device("cpu"))
     assert data.scaler.scale[0] > 100  # scaled units differ from the data's by a factor > 1e4
     model = build_model(cfg, data.n_features)

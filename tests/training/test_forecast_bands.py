@@ -26,7 +26,7 @@ def test_the_bands_are_shaded_between_their_bounds():
 def test_a_probabilistic_models_own_interval_is_drawn_dotted():
     point = np.linspace(1.0, 2.0, 6)
     fig = forecast_figure(np.zeros(10), point, {"model": point}, "t", None,
-                          (point - 1.0, point + 1.5))  # fmt: skip
+                          (point - 1.0, point + 1.5))
     dotted = [line for line in fig.axes[0].lines if line.get_linestyle() == ":"]
     assert len(dotted) == 2
     np.testing.assert_allclose(dotted[0].get_ydata(), point - 1.0)
@@ -51,5 +51,5 @@ def test_own_interval_is_the_models_own_quantiles_and_none_for_a_point_model():
     torch.testing.assert_close(lower, params[..., levels.index(0.1)])
     torch.testing.assert_close(upper, params[..., levels.index(0.9)])
     narrow = build_model(compose_config(["loss=quantile", "loss.quantiles=[0.25,0.5,0.75]",
-                                         "intervals.levels=[0.5]"]))  # fmt: skip
+                                         "intervals.levels=[0.5]"]))
     assert own_interval(narrow, window, 1) is None  # no 0.1 and 0.9 to draw

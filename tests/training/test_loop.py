@@ -56,7 +56,7 @@ def test_a_training_step_never_waits_on_the_device(tmp_path, monkeypatch):
 
     cfg = compose_config(["experiment=quick", "data.train_size=160", "batch_size=16",
                           "attention=diff", "model.instance_norm=revin",
-                          "model.linear_path=nlinear"])  # fmt: skip
+                          "model.linear_path=nlinear"])
     data = synthetic_data(cfg.data, 0, torch.device("cpu"))
     calls, inside = [], [False]
     for name in SYNCING:

@@ -74,7 +74,7 @@ def test_onecycle_is_torchs_with_cycled_momentum():
     param = torch.nn.Parameter(torch.zeros(1))
     opt = torch.optim.Adam([param], lr=1e-4)
     ref = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=1e-4, steps_per_epoch=10, epochs=4,
-                                              pct_start=0.2)  # fmt: skip
+                                              pct_start=0.2)
     expected = []
     for _ in range(40):
         expected.append(opt.param_groups[0]["lr"])

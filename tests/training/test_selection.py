@@ -68,34 +68,34 @@ def test_a_trained_epoch_replaces_the_best_only_beyond_noise(tmp_path, blocks, k
         (0.96, [0.96, 0.95, 0.97, 0.96]),  # lower in every stretch
     ]
     trainer = dict(cfg.trainer, epochs=2, patience=0, validate_initial=True,
-                   selection_blocks=blocks)  # fmt: skip
+                   selection_blocks=blocks)
     result = train_model(
         build_model(cfg), data, trainer, tmp_path, seed=0, config_yaml="x",
         evaluator=Scripted(data, script),
-    )  # fmt: skip
+    )
     assert result.best_epoch == kept
     assert result.best_val_mse == script[kept][0]
 
 
 @pytest.mark.parametrize("select_on,kept", [("mse", 1), ("loss", 2)])
 def test_select_on_loss_keeps_the_epoch_with_the_lowest_validation_loss(tmp_path, select_on,
-                                                                       kept):  # fmt: skip
+                                                                       kept):
     cfg = compose_config(["experiment=quick", "loss=quantile", "data.train_size=32",
-                          "batch_size=16"])  # fmt: skip
+                          "batch_size=16"])
     data = synthetic_data(cfg.data, 0, torch.device("cpu"))
     script = [(1.0, [], 0.50), (0.90, [], 0.45), (0.95, [], 0.40)]  # the best median != loss's
     trainer = dict(cfg.trainer, epochs=2, patience=0, validate_initial=True, select_on=select_on)
     result = train_model(
         build_model(cfg), data, trainer, tmp_path, seed=0, config_yaml="x",
         evaluator=Scripted(data, script),
-    )  # fmt: skip
+    )
     assert result.best_epoch == kept
 
 
 @pytest.mark.parametrize("loss", ["mse", "quantile", "gaussian"])
 def test_the_validation_loss_is_the_models_own_loss_over_the_validation_windows(loss):
     cfg = compose_config(["experiment=quick", f"loss={loss}", "data.train_size=32",
-                          "data.val_size=24"])  # fmt: skip
+                          "data.val_size=24"])
     data = synthetic_data(cfg.data, 0, torch.device("cpu"))
     torch.manual_seed(0)
     model = build_model(cfg).eval()
