@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_helpers import REPO
+from ..cli_helpers import REPO
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ from seqforecast.config import compose_config
 from seqforecast.data import synthetic_data
 from seqforecast.training import train_model
 
-from .cli_helpers import REPO, run_cli, run_script
+from ..cli_helpers import REPO, run_cli, run_script
 
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 

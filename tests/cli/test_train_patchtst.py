@@ -13,9 +13,8 @@ import torch
 from seqforecast import build_model
 from seqforecast.config import compose_config
 
-from .cli_helpers import run_cli
-from .model.official_reference import official_forward, official_state_dict
-from .test_longhorizon import _bench
+from ..cli_helpers import run_cli
+from ..model.official_reference import official_forward, official_state_dict
 
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 
@@ -25,11 +24,6 @@ SMALL = ["experiment=patchtst", f"in_len={IN}", f"out_len={OUT}", "batch_size=32
          f"data.test_end={END}", "log.figures=false"]
 # channels, in, out, patch, stride, d_model, heads, d_ff, layers
 SETTING = (3, IN, OUT, 16, 8, 16, 4, 128, 3)
-
-
-@pytest.fixture(scope="module")
-def ett_file(tmp_path_factory):
-    return _bench().write_smoke_file(tmp_path_factory.mktemp("ett") / "ett.csv")
 
 
 def test_the_preset_trains_on_windows_of_time_dropping_the_last_batch(ett_file, tmp_path):

@@ -9,7 +9,7 @@ import pytest
 
 from seqforecast.compare import main as compare_main
 
-from .cli_helpers import run_cli
+from ..cli_helpers import run_cli
 
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from .cli_helpers import REPO, run_cli, run_script
+from ..cli_helpers import REPO, run_cli, run_script
 
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 

@@ -18,7 +18,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from seqforecast.config import CONFIG_VERSION
 from seqforecast.training import load_checkpoint, save_checkpoint
 
-from .cli_helpers import REPO, TINY, run_cli, run_cli_in_process
+from ..cli_helpers import REPO, TINY, run_cli, run_cli_in_process
 
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 

@@ -10,7 +10,7 @@ import re
 import pytest
 import torch
 
-from .cli_helpers import REPO, TINY, run_cli
+from ..cli_helpers import REPO, TINY, run_cli
 
 EXAMPLE = REPO / "data" / "example.csv"
 CSV = ["experiment=csv_example", f"data.path={EXAMPLE}", "epochs=2", "in_len=24", "out_len=12",

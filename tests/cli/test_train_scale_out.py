@@ -19,7 +19,7 @@ import pytest
 import yaml
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from .cli_helpers import REPO, TINY, run_cli
+from ..cli_helpers import REPO, TINY, run_cli
 
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from .cli_helpers import TINY, TINY_WITH_FIGURES, run_cli
+from ..cli_helpers import TINY, TINY_WITH_FIGURES, run_cli
 
 POINT = {"mse", "mae", "rmse", "smape"}
 FORECASTERS = {"model", "last_value", "drift", "nlinear"}

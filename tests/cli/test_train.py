@@ -9,7 +9,7 @@ import pytest
 
 from seqforecast.training import load_checkpoint
 
-from .cli_helpers import TINY, run_cli
+from ..cli_helpers import TINY, run_cli
 
 
 def read_metrics(run_dir: Path) -> dict:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .cli_helpers import load_script, run_cli, run_script
+from ..cli_helpers import run_cli, run_script
 
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 
@@ -16,15 +16,6 @@ BORDERS = ["data.val_start=400", "data.test_start=530", "data.test_end=660"]
 SMALL = ["experiment=longhorizon", "in_len=96", "out_len=24", "d_model=8", "n_heads=2",
          "ffn.d_ff=16", "model.encoder_layers=1", "epochs=2", "trainer.num_threads=1",
          "log.figures=false", *BORDERS]
-
-
-def _bench():
-    return load_script("bench_longhorizon.py")
-
-
-@pytest.fixture(scope="module")
-def ett_file(tmp_path_factory):
-    return _bench().write_smoke_file(tmp_path_factory.mktemp("ett") / "ett.csv")
 
 
 @pytest.fixture(scope="module")

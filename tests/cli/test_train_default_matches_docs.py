@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from .cli_helpers import REPO, run_cli
+from ..cli_helpers import REPO, run_cli
 
 pytestmark = pytest.mark.slow
 PAGE = REPO / "docs" / "benchmarks" / "synthetic.md"

@@ -13,8 +13,7 @@ from seqforecast.model import build_model
 from seqforecast.training import train_model
 from seqforecast.training.monitor import Monitor
 
-from .cli_helpers import REPO
-from .test_longhorizon import _bench
+from ..cli_helpers import REPO, load_script
 
 PRESETS = sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.yaml"))
 
@@ -61,7 +60,7 @@ def _needs_a_file(preset: str) -> bool:
 
 def _ett_like_file(tmp_path: Path) -> Path:
     """Hourly rows in ETT's layout, as many as the hourly ETT borders need (14,400)."""
-    return _bench().write_smoke_file(tmp_path / "ett.csv", rows=14_400)
+    return load_script("bench_longhorizon.py").write_smoke_file(tmp_path / "ett.csv", rows=14_400)
 
 
 def _data(preset: str) -> str:

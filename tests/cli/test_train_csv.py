@@ -11,7 +11,7 @@ import pytest
 
 from seqforecast.data.windows import forecast_starts
 
-from .cli_helpers import REPO, TINY, run_cli, run_cli_in_process
+from ..cli_helpers import REPO, TINY, run_cli, run_cli_in_process
 
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from .cli_helpers import run_script
+from ..cli_helpers import run_script
 
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 

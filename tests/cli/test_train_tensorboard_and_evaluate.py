@@ -9,7 +9,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.plugins.hparams import plugin_data_pb2
 
-from .cli_helpers import TINY_WITH_FIGURES, run_cli
+from ..cli_helpers import TINY_WITH_FIGURES, run_cli
 
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 
