@@ -48,7 +48,7 @@ def csv_data(
     if saved is None:
         ranges = split_ranges(
             rows, data_cfg["split"], data_cfg["val_start"], data_cfg["test_start"], series.times,
-            data_cfg.get("test_end"),
+            data_cfg["test_end"],
         )
         train_rows = series.values[ranges["train"].start : ranges["train"].stop]
         for j, name in enumerate(columns):
@@ -107,7 +107,7 @@ def csv_data(
             "scaler": scaler.state(),
             "rows": {name: [r.start, r.stop] for name, r in ranges.items()},
             "n_rows": rows,
-            "closed_end": data_cfg.get("test_end") is not None,  # rows after the test unused
+            "closed_end": data_cfg["test_end"] is not None,  # rows after the test unused
             "hashes": {name: rows_hash(series, r) for name, r in ranges.items()},
             "n_targets": n_targets,
         },
@@ -125,7 +125,7 @@ def csv_data(
 def target_columns(data_cfg: Mapping) -> list[str]:
     """The columns forecast: data.target, or wide-format data.targets (a list, or `all`: every
     column but the time column) read as the joint channels of one series."""
-    targets = data_cfg.get("targets")
+    targets = data_cfg["targets"]
     if not targets:
         return [data_cfg["target"]]
     if targets == "all":

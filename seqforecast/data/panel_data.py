@@ -35,8 +35,8 @@ from .windows import SPLITS, forecast_starts, fraction_starts
 
 
 def read_panel(data_cfg: Mapping) -> Panel:
-    if data_cfg.get("id_column"):
-        if data_cfg.get("targets"):
+    if data_cfg["id_column"]:
+        if data_cfg["targets"]:
             raise DataError(
                 "data.id_column (long format) and data.targets (wide format) exclude each "
                 "other: a long panel forecasts data.target"
@@ -137,14 +137,14 @@ def panel_data(
             "kind": "panel",
             "columns": panel.columns,
             "time_column": data_cfg["time_column"],
-            "id_column": data_cfg.get("id_column"),
+            "id_column": data_cfg["id_column"],
             "ids": panel.ids,
             "bounds": torch.from_numpy(bounds),
             "keep": torch.from_numpy(keep),
             "shift": torch.from_numpy(shift),
             "scale": torch.from_numpy(scale),
             "split_by": split_by,
-            "closed_end": data_cfg.get("test_end") is not None,
+            "closed_end": data_cfg["test_end"] is not None,
             "hashes": hashes,
         },
     )
@@ -181,10 +181,10 @@ def split_bounds(panel: Panel, data_cfg: Mapping) -> tuple[np.ndarray, str]:
     `data.test_end` (the rows after it unused)."""
     lengths = panel.lengths()
     val_start, test_start = data_cfg["val_start"], data_cfg["test_start"]
-    test_end = data_cfg.get("test_end")
+    test_end = data_cfg["test_end"]
     if (val_start is None) != (test_start is None):
         raise DataError("data.val_start and data.test_start go together: give both or neither")
-    wide = not data_cfg.get("id_column")
+    wide = not data_cfg["id_column"]
     end = lengths if test_end is None else _border(panel, test_end, "data.test_end", wide)
     if val_start is None:
         fractions = data_cfg["split"]

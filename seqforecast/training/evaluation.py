@@ -43,7 +43,8 @@ class Evaluator:
     @classmethod
     def for_run(cls, data: ForecastData, config: Mapping) -> Evaluator:
         """Baselines fitted on the run's training windows (with its `data.season`)."""
-        season = config["data"].get("season", 0)  # CSV data's only
+        data_cfg = config["data"]
+        season = data_cfg["season"] if data_cfg["name"] == "csv" else 0  # CSV data's only
         baselines = fit_baselines(data.train, season)
         return cls(data, baselines, config["trainer"]["eval_batch_size"])
 

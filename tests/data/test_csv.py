@@ -11,6 +11,8 @@ from seqforecast.data.windows import forecast_starts, split_ranges
 from seqforecast.model.normalization import RevIN
 from seqforecast.training.baselines import fit_baselines, seasonal_naive
 
+from .helpers import csv_config
+
 
 def write_csv(path, header, rows):
     path.write_text("\n".join([",".join(header)] + [",".join(map(str, r)) for r in rows]) + "\n")
@@ -18,13 +20,8 @@ def write_csv(path, header, rows):
 
 
 def csv_cfg(path, **overrides):
-    cfg = dict(
-        name="csv", path=str(path), target="y", features=["x"], time_column=None,
-        in_len=6, out_len=3, window_stride=1, protocol="standard", split=[0.6, 0.2, 0.2],
-        val_start=None, test_start=None, scale="standard", fill="error", season=0,
-    )
-    cfg.update(overrides)
-    return cfg
+    return csv_config(**{"path": str(path), "target": "y", "features": ["x"], "in_len": 6,
+                         "out_len": 3, "split": [0.6, 0.2, 0.2], **overrides})
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ from seqforecast.data import DataError, csv_data
 from seqforecast.data.gaps import GapFiller
 from seqforecast.data.windows import forecast_starts
 
+from .helpers import csv_config
+
 IN_LEN, OUT_LEN = 6, 3
 
 
@@ -19,11 +21,8 @@ def write_csv(path, values):
 
 
 def cfg(path, fill, protocol="standard"):
-    return dict(
-        name="csv", path=str(path), target="y", features=[], time_column=None, in_len=IN_LEN,
-        out_len=OUT_LEN, window_stride=1, protocol=protocol, split=[0.6, 0.2, 0.2], val_start=None,
-        test_start=None, scale="none", fill=fill, season=0,
-    )
+    return csv_config(path=str(path), target="y", in_len=IN_LEN, out_len=OUT_LEN,
+                      protocol=protocol, split=[0.6, 0.2, 0.2], scale="none", fill=fill)
 
 
 def windows_by_start(data, protocol="standard"):
