@@ -86,6 +86,17 @@ def test_the_console_scripts_train_evaluate_predict_and_compare_from_an_empty_fo
     assert "mse" in out.lower()
 
 
+def test_every_experiment_travels_in_the_wheel_and_composes(installed, tmp_path):
+    code = ("from pathlib import Path\n"
+            "from seqforecast.config import CONFIG_DIR, compose_config\n"
+            "names = sorted(p.stem for p in (Path(CONFIG_DIR) / 'experiment').glob('*.yaml'))\n"
+            "for name in names:\n"
+            "    assert compose_config([f'experiment={name}']).model.d_model > 0, name\n"
+            "print(' '.join(names))\n")
+    composed = _run([str(installed / "python"), "-c", code], cwd=tmp_path).stdout.split()
+    assert composed == sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.yaml"))
+
+
 def test_a_users_own_config_folder_joins_the_search_path(installed, tmp_path):
     mine = tmp_path / "my_configs" / "experiment"
     mine.mkdir(parents=True)
