@@ -10,7 +10,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ..training.checkpoint import RunError
-from .migrations import migrate
+from .migrations import former_name, migrate
 
 
 def saved_config(run_dir: Path) -> DictConfig:
@@ -42,8 +42,10 @@ def run_choices(choices: Mapping) -> dict[str, str]:
 
 
 def saved_choices(run_dir: Path) -> dict[str, str]:
-    """Group -> option the run was composed from (from .hydra/hydra.yaml; empty if absent)."""
+    """Group -> option the run was composed from (from .hydra/hydra.yaml; empty if absent),
+    each by its current name."""
     path = Path(run_dir) / ".hydra" / "hydra.yaml"
     if not path.is_file():
         return {}
-    return run_choices(OmegaConf.load(path).hydra.runtime.choices)
+    choices = run_choices(OmegaConf.load(path).hydra.runtime.choices)
+    return {g: former_name(f"{g}.name", o) or o for g, o in choices.items()}

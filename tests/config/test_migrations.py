@@ -18,6 +18,7 @@ from seqforecast.config import (
 )
 from seqforecast.config import migrations as migrations_module
 from seqforecast.config.check import resolved
+from seqforecast.config.saved import saved_choices
 from seqforecast.config.schema import schema_of
 from seqforecast.runs.training import _current
 
@@ -141,3 +142,13 @@ def test_moved_keys_and_a_renamed_model_read_as_the_run_meant_them(caplog, monke
 def test_a_former_option_or_key_on_the_command_line_names_the_current_one(override, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         compose_config(["data=csv", override] if override.startswith("data.") else [override])
+
+
+def test_a_saved_runs_choices_read_by_their_current_names(tmp_path):
+    (tmp_path / ".hydra").mkdir()
+    OmegaConf.save({"hydra": {"runtime": {"choices": {
+        "model": "patchtst", "data": "sigmoid_seed", "attention": "diff",
+        "schema/model": "patchtst", "hydra/launcher": "basic"}}}},
+        tmp_path / ".hydra" / "hydra.yaml")
+    assert saved_choices(tmp_path) == {"model": "encoder", "data": "sigmoid_pair",
+                                       "attention": "diff"}
