@@ -17,6 +17,7 @@ import pytest
 
 from seqforecast import compare, evaluate, predict
 from seqforecast.config import compose_config, validate_config
+from seqforecast.datasets import cli as data_cli
 
 from .cli_helpers import REPO, load_script
 
@@ -156,6 +157,15 @@ def test_the_pages_hold_evaluate_predict_and_compare_commands():
                          ids=[f"{p}:{c[:60]}" for p, c, *_ in TOOLS])
 def test_every_evaluate_predict_and_compare_command_parses(page, command, module, args):
     PARSERS[module](args)
+
+
+DATA = [(str(page.relative_to(REPO)), line) for page in PAGES
+        for line in code_lines(page.read_text()) if line.startswith("seqforecast-data ")]
+
+
+@pytest.mark.parametrize("page,command", DATA, ids=[f"{p}:{c}" for p, c in DATA])
+def test_every_seqforecast_data_command_parses(page, command):
+    data_cli.parse(split(command)[1:])  # a name no entry has is one line (DatasetError)
 
 
 SCRIPTS = commands("scripts/")

@@ -20,7 +20,7 @@ from omegaconf.errors import OmegaConfBaseException
 from ..options import ConfigError, check_options
 from .migrations import former_name, moved_key
 from .rules import RULES
-from .schema import CONFIG_VERSION, TrainConfig, schema_of
+from .schema import CONFIG_VERSION, DatasetConfig, TrainConfig, schema_of
 
 ORDER = ("model", "embedding", "attention", "pos_encoding", "ffn", "data", "trainer", "log",
          "intervals", "loss")
@@ -44,6 +44,8 @@ def validate_config(cfg: DictConfig | Mapping) -> None:
                           f"{CONFIG_VERSION})")
     typed(plain)
     check_options(TrainConfig, {k: v for k, v in plain.items() if k not in ORDER})
+    if plain["dataset"] is not None:  # the one optional group
+        check_options(DatasetConfig, plain["dataset"], "dataset.")
     for group in ORDER:
         check_options(schema_of(group, plain[group]), plain[group], f"{group}.")
         for check in RULES.get(group, []):

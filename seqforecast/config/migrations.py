@@ -66,6 +66,8 @@ BEFORE_THE_KEY = {
     "intervals": {"method": "none", "levels": [], "quantiles": [], "gamma": 0.005},
     "intervals.gamma": 0.005,
     "loss": {"name": "mse"},
+    "dataset": None,  # data.path named the file
+    "data_dir": "data",
 }
 # Keys only some options have: filled where the option is the one named.
 BEFORE_THE_KEY_OF = {

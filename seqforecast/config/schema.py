@@ -269,6 +269,22 @@ class CsvDataConfig:  # data=csv: your own series (data/csv_data.py)
     # [48, 336]: one each
 
 
+@dataclass
+class DatasetConfig:  # dataset=<name>: a file of the field's benchmark (configs/dataset/), its
+    # borders and reading set on data (data.path = ${data_dir}/<file>); seqforecast-data gets it
+    name: str = MISSING
+    file: str = MISSING  # its file name under data_dir
+    rows: int = option(MISSING, positive)  # data rows, the header aside
+    channels: int = option(MISSING, positive)  # columns besides the time column
+    interval: str = MISSING  # the time between rows, e.g. 1h, 15min (for reading; time
+    # features follow data.time_freq)
+    licence: str = MISSING
+    source: str = MISSING  # where it is published (a page)
+    url: str | None = None  # a direct download; None: a manual step at `source`
+    sha256: str | None = None  # of the file as published (None: not recorded; rows and
+    # channels are checked)
+
+
 # ---------------------------------------------------------------- training and reporting
 
 
@@ -350,6 +366,8 @@ class TrainConfig:
     out_len: int = 12
     device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
     resume: str | None = None  # <run_dir> or last: continue a stopped run, in its own dir
+    # Where dataset=<name> finds its file (and seqforecast-data puts it).
+    data_dir: str = "${oc.env:SEQFORECAST_DATA,data}"
     # Groups: per-option schemas (Any here) or one schema for the whole group.
     attention: Any = MISSING
     pos_encoding: Any = MISSING
@@ -361,6 +379,7 @@ class TrainConfig:
     log: LogConfig = MISSING
     intervals: IntervalsConfig = MISSING
     loss: Any = MISSING
+    dataset: DatasetConfig | None = None  # optional: dataset=<name>
 
 
 PER_OPTION_SCHEMAS = {

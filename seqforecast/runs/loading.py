@@ -13,6 +13,7 @@ from torch import nn
 from .. import native
 from ..config import saved_config, validate_config
 from ..data import ForecastData, build_data
+from ..datasets import require as require_dataset
 from ..model import build_model
 from ..probabilistic.bands import FILE, Bands, read_bands
 from ..training.checkpoint import RunError, load_checkpoint
@@ -70,6 +71,7 @@ def load_run(
     seed_everything(config["seed"])
     data = None
     if with_data:
+        require_dataset(config)
         data = build_data(
             config["data"],
             config["seed"],

@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from .. import native
 from ..config.saved import migrated
 from ..data import DataError, build_data
+from ..datasets import require as require_dataset
 from ..model import build_model
 from ..model.official import OfficialWeightsError, load_official_weights
 from ..options import ConfigError
@@ -103,6 +104,7 @@ def run_training(
 
     # A resumed CSV run scores the rows it was trained on, or stops if the file changed.
     saved = None if resume is None else resume.get("data_state")
+    require_dataset(plain)  # dataset=<name>: its file there, with its entry's columns
     data = build_data(plain["data"], cfg.seed, device, saved=saved)
     kernels = native.resolve(trainer_cfg["kernels"], device, trainer_cfg["precision"])
     trained_with = None if resume is None else resume["kernels"]  # None: not recorded

@@ -39,9 +39,11 @@ def test_a_preset_composes_and_trains_one_step(preset, tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)  # presets name their data files relative to the repository
     # Small synthetic draws: the preset's model and windows, not its data volume, are tested.
     overrides = [f"experiment={preset}"]
-    if _data(preset) == "sigmoid":
+    composed = compose_config(overrides)
+    if composed.data.name != "csv":
         overrides += ["data.train_size=64", "data.val_size=16", "data.test_size=16"]
-    elif _needs_a_file(preset):  # the long-horizon recipe: a file in ETT's layout and length
+    elif composed.dataset is not None or OmegaConf.is_missing(composed.data, "path"):
+        # a benchmark dataset's recipe: a file in ETT's layout and length
         overrides.append(f"data.path={_ett_like_file(tmp_path)}")
     cfg = compose_config(overrides)
     validate_config(cfg)
@@ -54,15 +56,7 @@ def test_a_preset_composes_and_trains_one_step(preset, tmp_path, monkeypatch):
                     monitor=StopAfterOneStep(), progress=False)
 
 
-def _needs_a_file(preset: str) -> bool:
-    return "path: ???" in (REPO / "configs" / "experiment" / f"{preset}.yaml").read_text()
-
-
 def _ett_like_file(tmp_path: Path) -> Path:
     """Hourly rows in ETT's layout, as many as the hourly ETT borders need (14,400)."""
     return load_script("bench_longhorizon.py").write_smoke_file(tmp_path / "ett.csv", rows=14_400)
 
-
-def _data(preset: str) -> str:
-    text = (REPO / "configs" / "experiment" / f"{preset}.yaml").read_text()
-    return "csv" if "override /data: csv" in text else "sigmoid"
