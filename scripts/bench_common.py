@@ -111,3 +111,36 @@ def write_report(out: Path, script: str, argv: list[str] | None, **fields) -> No
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"\nwrote {out}", file=sys.stderr)
+
+
+def timed_official(module: str, experiment: str, run_file: str) -> str:
+    """Python source that runs an official repository's `run_file` (with the command line it is
+    given) inside that repository, as its authors run it, timing its experiment class's
+    `train` (the whole call) and `vali` (summed) methods, and printing them last as JSON:
+    {"train_call_seconds", "vali_seconds"}. One torch thread. numpy 2 removed np.Inf, which the
+    published EarlyStopping reads; nothing else is changed."""
+    return f"""
+import json, runpy, sys, time
+import numpy as np
+import torch
+np.Inf = np.inf
+torch.set_num_threads(1)
+sys.path.insert(0, ".")
+import {module} as exp
+timed = {{"vali_seconds": 0.0}}
+train, vali = exp.{experiment}.train, exp.{experiment}.vali
+def timed_train(self, setting):
+    start = time.perf_counter()
+    out = train(self, setting)
+    timed["train_call_seconds"] = time.perf_counter() - start
+    return out
+def timed_vali(self, *args):
+    start = time.perf_counter()
+    out = vali(self, *args)
+    timed["vali_seconds"] += time.perf_counter() - start
+    return out
+exp.{experiment}.train, exp.{experiment}.vali = timed_train, timed_vali
+sys.argv = ["{run_file}", *sys.argv[1:]]
+runpy.run_path("{run_file}", run_name="__main__")
+print(json.dumps(timed))
+"""

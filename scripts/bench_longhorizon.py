@@ -66,7 +66,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import REPO, run_facts, train_run, write_report  # noqa: E402
+from bench_common import REPO, run_facts, timed_official, train_run, write_report  # noqa: E402
 
 from seqforecast.runs.loading import load_run  # noqa: E402
 from seqforecast.stats import paired_ratio  # noqa: E402
@@ -268,33 +268,8 @@ def paper_count(run_dir: Path, batch: int = PAPER_BATCH) -> dict:
 
 # ---------------------------------------------------------------- speed beside the official code
 
-# Runs inside the official code's folder: its own training loop for one epoch, timed. numpy 2
-# removed np.Inf, which its EarlyStopping reads; nothing else is changed.
-OFFICIAL_EPOCH = r"""
-import json, runpy, sys, time
-import numpy as np
-import torch
-np.Inf = np.inf
-torch.set_num_threads(1)
-sys.path.insert(0, ".")
-import exp.exp_main as exp_main
-timed = {"val_test_seconds": 0.0}
-train, vali = exp_main.Exp_Main.train, exp_main.Exp_Main.vali
-def timed_train(self, setting):
-    start = time.perf_counter()
-    out = train(self, setting)
-    timed["epoch_seconds"] = time.perf_counter() - start
-    return out
-def timed_vali(self, *args):
-    start = time.perf_counter()
-    out = vali(self, *args)
-    timed["val_test_seconds"] += time.perf_counter() - start
-    return out
-exp_main.Exp_Main.train, exp_main.Exp_Main.vali = timed_train, timed_vali
-sys.argv = ["run_longExp.py", *sys.argv[1:]]
-runpy.run_path("run_longExp.py", run_name="__main__")
-print(json.dumps(timed))
-"""
+# Runs inside the official code's folder: its own training loop for one epoch, timed.
+OFFICIAL_EPOCH = timed_official("exp.exp_main", "Exp_Main", "run_longExp.py")
 
 
 def official_args(path: Path, horizon: int, in_len: int, channels: int, workdir: Path) -> list:
@@ -324,8 +299,8 @@ def official_epoch(code: Path, path: Path, horizon: int, in_len: int, channels: 
         raise SystemExit(f"the official code failed: {(proc.stderr or proc.stdout)[-800:]}")
     cost = re.search(r"Epoch: 1 cost time: ([0-9.]+)", proc.stdout)
     timed = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {"train_seconds": float(cost.group(1)), "epoch_seconds": timed["epoch_seconds"],
-            "val_test_seconds": timed["val_test_seconds"]}
+    return {"train_seconds": float(cost.group(1)), "epoch_seconds": timed["train_call_seconds"],
+            "val_test_seconds": timed["vali_seconds"]}
 
 
 def seqforecast_epoch(path: Path, borders, horizon: int, in_len: int, run_dir: Path) -> dict:

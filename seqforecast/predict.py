@@ -32,6 +32,7 @@ from .data import DataError, read_series
 from .data.gaps import GapFiller
 from .data.panel_data import read_panel
 from .data.scaling import Scaler, fit_scaler
+from .data.time_features import time_features
 from .data.windows import window_rows
 from .probabilistic.bands import is_open
 from .probabilistic.sums import level_name
@@ -79,7 +80,8 @@ def forecast_csv(run: LoadedRun, input_path: Path, output_path: Path) -> tuple[i
         raise UsageError(f"output={output_path} would overwrite the input; choose another file")
     in_len, out_len = data_cfg["in_len"], data_cfg["out_len"]
     columns, time_column = state["columns"], state["time_column"]
-    series = read_series(input_path, columns, time_column, data_cfg["fill"])
+    series = read_series(input_path, columns, time_column, data_cfg["fill"],
+                         data_cfg["duplicate_times"])
     if len(series.values) < in_len:
         raise DataError(
             f"{input_path}: {len(series.values)} rows; the model reads the last in_len={in_len}"
@@ -90,8 +92,11 @@ def forecast_csv(run: LoadedRun, input_path: Path, output_path: Path) -> tuple[i
     rows = len(series.values)
     inputs, _ = window_rows([rows], in_len, 0)  # [1, in_len] row indices
     window = filler.inputs(inputs, np.array([rows]))  # [1, in_len, C], model units
+    if data_cfg["time_features"]:  # the calendar features of the window's own steps
+        marks = time_features(series.times[-in_len:], data_cfg["time_freq"])  # [in_len, k]
+        window = np.concatenate([window, marks[None]], axis=-1)  # [1, in_len, C + k]
     device = next(run.model.parameters()).device
-    src = torch.from_numpy(window).float().to(device)  # [1, in_len, C]
+    src = torch.from_numpy(window).float().to(device)  # [1, in_len, C (+ k)]
     n_targets = state.get("n_targets", 1)
     forecast = model_forecast(run.model, src, batch_size=1).double().cpu()  # [1, out_len, T]
     # The point, each band's lower and upper bound, the model's own quantiles: [1, out_len, T]

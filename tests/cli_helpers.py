@@ -1,6 +1,7 @@
 """Running the project's CLIs in subprocesses, as a user would."""
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -68,3 +69,22 @@ def load_script(name):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def trained(args, cwd):
+    """Train with `args` into cwd/run; (the run dir, its metrics.json)."""
+    run_dir = Path(cwd) / "run"
+    run_cli([*args, f"hydra.run.dir={run_dir}"], cwd)
+    return run_dir, json.loads((run_dir / "metrics.json").read_text())
+
+
+def assert_refused(args, cwd, expected):
+    """Training with `args` stops before writing anything: exit 2, its last stderr line the
+    one line `error: ...` holding `expected`, no traceback."""
+    run_dir = Path(cwd) / "run"
+    proc = run_cli([*args, f"hydra.run.dir={run_dir}"], cwd, check=False)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1].startswith("error: ") and expected in lines[-1], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (run_dir / "metrics.json").exists() and not (run_dir / "checkpoints").exists()

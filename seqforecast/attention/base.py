@@ -53,6 +53,11 @@ class AttentionOptions:
         """The options set that put the backend's own position terms in its scores."""
         return []
 
+    def time_axis(self) -> list[tuple[str, object]]:
+        """(option, value) of the options set that assume tokens along time (windows, distance
+        terms); variate tokens (embedding=variate) have none."""
+        return [(key, True) for key in self.position_terms()]
+
     def score_terms(self) -> list[str]:
         """The options set that add to or mix the pre-softmax scores (residual attention
         cannot carry them)."""

@@ -93,6 +93,10 @@ class DiffOptions(AttentionOptions):
     def score_terms(self) -> list[str]:
         return self.position_terms() + (["talking_heads"] if self.talking_heads else [])
 
+    def time_axis(self) -> list[tuple[str, object]]:
+        windows = [("block_size", self.block_size)] if self.block_size else []
+        return windows + super().time_axis()
+
 
 def default_lambda_init(layer: int) -> float:
     """The paper's depth schedule, `layer` counted from 1."""

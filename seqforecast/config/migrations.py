@@ -72,9 +72,11 @@ BEFORE_THE_KEY = {
 # Keys only some options have: filled where the option is the one named.
 BEFORE_THE_KEY_OF = {
     ("model", "encoder"): {"attention_output_dropout": 0.0, "attention_init": "mha",
-                            "res_attention": False, "official_weights": None},
+                            "res_attention": False, "official_weights": None,
+                            "final_norm": "auto"},
     ("pos_encoding", "learned"): {"init": "normal"},
-    ("data", "csv"): {"targets": None, "id_column": None, "columns": "series"},
+    ("data", "csv"): {"targets": None, "id_column": None, "columns": "series",
+                      "time_features": False, "time_freq": "h", "duplicate_times": "error"},
 }
 
 _said: set[tuple[str, str]] = set()  # each renaming is reported once per process

@@ -75,7 +75,7 @@ def residual_attention_can_carry_the_scores(cfg: dict) -> None:
 @rule("embedding")
 def patches_fit_the_window(cfg: dict) -> None:
     emb, data = cfg["embedding"], cfg["data"]
-    if emb["name"] == "point":  # one token per step: patch_len and stride do not apply
+    if emb["name"] != "patch":  # patch_len and stride do not apply
         return
     patch_len, stride = emb["patch_len"], emb["stride"]
     if patch_len > data["in_len"]:
@@ -138,11 +138,34 @@ def a_linear_path_to_fit_and_no_covariates_to_ignore(cfg: dict) -> None:
     if model["linear_init"] == "least_squares" and model["linear_path"] == "none":
         _conflict("model.linear_init", "least_squares", "model.linear_path", "none",
                   "there is no linear path to fit; set model.linear_path=nlinear or dlinear")
-    features = cfg["data"].get("features") or []  # CSV data's only
-    if model["channel_independent"] and features:
-        _conflict("model.channel_independent", "true", "data.features", features,
-                  "each channel is forecast from its own past, so covariates would be ignored; "
-                  "drop data.features or set model.channel_independent=false")
+    data = cfg["data"]  # covariates and calendar features: CSV data's only
+    read = ("features" if data.get("features") else
+            "time_features" if data.get("time_features") else None)
+    if model["channel_independent"] and read:
+        _conflict("model.channel_independent", "true", f"data.{read}",
+                  "true" if read == "time_features" else data[read],
+                  f"each channel is forecast from its own past, so covariates would be ignored; "
+                  f"drop data.{read} or set model.channel_independent=false")
+
+
+@rule("embedding")
+def variate_tokens_have_no_time_axis(cfg: dict) -> None:
+    """embedding=variate: channels as the encoder-only model's tokens, in no order."""
+    if cfg["embedding"]["name"] != "variate":
+        return
+    model, pos = cfg["model"], cfg["pos_encoding"]["name"]
+    if model["name"] != "encoder":
+        _conflict("embedding", "variate", "model", model["name"],
+                  "the decoder generates along time; channel tokens feed model=encoder")
+    if pos != "none":
+        _conflict("embedding", "variate", "pos_encoding", pos,
+                  "the order of channels means nothing; use pos_encoding=none")
+    if model["channel_independent"]:
+        _conflict("embedding", "variate", "model.channel_independent", "true",
+                  "channel tokens mix the channels")
+    for key, value in _attention(cfg).time_axis():
+        _conflict("embedding", "variate", f"attention.{key}", str(value).lower(),
+                  "it assumes tokens along time; channel tokens are in no order")
 
 
 # ---------------------------------------------------------------- data
@@ -198,7 +221,8 @@ def csv_columns_and_borders(cfg: dict) -> None:
         if data["time_column"] is None:
             _refuse("data.time_column", None,
                     "a long panel (data.id_column) needs the time column ordering each series")
-    if (id_column or (targets and data["columns"] == "series")) and data["fill"] == "interpolate":
+    panel = id_column or (targets and data["columns"] == "series")
+    if panel and data["fill"] == "interpolate":
         _conflict("data.fill", "interpolate", "data.id_column/targets", id_column or targets,
                   "a panel's windows share one buffer of rows; use data.fill=ffill")
     season = data["season"]  # its form checked by its schema; here, inside the window
@@ -209,6 +233,10 @@ def csv_columns_and_borders(cfg: dict) -> None:
     if (data["val_start"] is None) != (data["test_start"] is None):
         _refuse("data.val_start", data["val_start"],
                 "give data.val_start and data.test_start together, or neither")
+    if data["time_features"] and (data["time_column"] is None or panel):
+        _conflict("data.time_features", "true", "data.time_column/columns",
+                  [data["time_column"], data["columns"]], "calendar features are read from the "
+                  "time column of one series (a wide file: data.columns=channels)")
 
 
 @rule("trainer")

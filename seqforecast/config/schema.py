@@ -25,8 +25,9 @@ from ..attention.position import DecayForm
 from ..data import COLUMNS
 from ..data.gaps import FILLS
 from ..data.scaling import SCALERS
+from ..data.time_features import TIME_FREQS
 from ..data.windows import PROTOCOLS
-from ..model.builder import ATTENTION_INITS, MODELS
+from ..model.builder import ATTENTION_INITS, FINAL_NORM, MODELS
 from ..model.embedding import EMBEDDINGS, PADDINGS
 from ..model.ffn import ACTIVATIONS
 from ..model.layers import NORMS
@@ -63,6 +64,7 @@ LinearInit = choice("LinearInit", LINEAR_INITS)
 Columns = choice("Columns", COLUMNS)
 Decoding = choice("Decoding", DECODING)
 AttentionInit = choice("AttentionInit", ATTENTION_INITS)
+FinalNorm = choice("FinalNorm", FINAL_NORM)
 Activation = choice("Activation", ACTIVATIONS)
 Embedding = choice("Embedding", EMBEDDINGS)
 Padding = choice("Padding", PADDINGS)
@@ -70,6 +72,8 @@ LearnedInit = choice("LearnedInit", LEARNED_INITS)
 Protocol = choice("Protocol", PROTOCOLS)
 Scale = choice("Scale", SCALERS)
 Fill = choice("Fill", FILLS)
+TimeFreq = choice("TimeFreq", TIME_FREQS)
+DuplicateTimes = choice("DuplicateTimes", ("error", "keep"))  # data/csv_series.py
 Optimizer = choice("Optimizer", OPTIMIZERS)
 Schedule = choice("Schedule", SCHEDULES)
 SelectOn = choice("SelectOn", SELECT_ON)
@@ -154,7 +158,8 @@ class FFNConfig:  # position-wise feed-forward (model/ffn.py): ffn=relu|gelu|glu
 
 
 @dataclass
-class EmbeddingConfig:  # tokens (model/embedding.py): point (one per step) | patch
+class EmbeddingConfig:  # tokens (model/embedding.py): point (one per step) | patch | variate
+    # (one per channel, iTransformer's: model=encoder, no positions)
     name: Embedding = Embedding.point
     patch_len: int = option(16, positive)  # patch: steps a patch spans
     stride: int = option(8, positive)  # patch: steps between patches; the decoder's tokens
@@ -210,7 +215,10 @@ class EncoderModelConfig(SharedModelConfig):  # model=encoder: encoder-only, fla
     # linear: nn.Linear's own, every projection (the published PatchTST's)
     res_attention: bool = False  # residual attention (RealFormer): each encoder layer adds the
     # previous one's pre-softmax scores to its own (published: true)
-    official_weights: str | None = None  # an official PatchTST checkpoint.pth to start from
+    official_weights: str | None = None  # an official checkpoint.pth to start from (PatchTST's
+    # with time tokens, iTransformer's with embedding=variate)
+    final_norm: FinalNorm = FinalNorm.auto  # a norm after the encoder stack: auto (after a
+    # pre-norm stack only, as nn.Transformer) | always (iTransformer's) | never
 
 
 # ---------------------------------------------------------------- data
@@ -252,6 +260,8 @@ class CsvDataConfig:  # data=csv: your own series (data/csv_data.py)
     # series
     features: list[str] = option([], factory=True)  # further columns read (covariates)
     time_column: str | None = None  # ISO 8601 timestamps: checked sorted and unique
+    duplicate_times: DuplicateTimes = DuplicateTimes.error  # keep: a timestamp repeated on
+    # consecutive rows is read as it is (dataset=weather: the published loaders read its one)
     in_len: int = option(MISSING, positive)
     out_len: int = option(MISSING, positive)
     window_stride: int = option(1, positive)  # rows between consecutive windows
@@ -267,6 +277,10 @@ class CsvDataConfig:  # data=csv: your own series (data/csv_data.py)
     fill: Fill = Fill.error  # empty/NaN cells: error | ffill | interpolate
     season: Any = option(0, seasons)  # > 0: a seasonal naive with this period (rows);
     # [48, 336]: one each
+    time_features: bool = False  # each input step's calendar features (the published timeF,
+    # each in [-0.5, 0.5]) as further input channels: variate tokens of their own
+    time_freq: TimeFreq = TimeFreq.h  # which features (data/time_features.py): h (the
+    # published scripts' choice for every file) | s | min | d | w | m
 
 
 @dataclass
@@ -296,8 +310,9 @@ class TrainerConfig:  # the training loop (training/loop.py)
     lr: float = option(MISSING, above(0))
     optimizer: Optimizer = Optimizer.adamw  # adamw (decoupled decay on matrices) | adam
     weight_decay: float = option(0.01, at_least(0))  # adamw only
-    schedule: Schedule = Schedule.warmup_cosine  # warmup_cosine | type3 | constant |
-    # onecycle: the published PatchTST's (training/schedule.py, docs/patchtst.md)
+    schedule: Schedule = Schedule.warmup_cosine  # warmup_cosine | type3 | type1 | constant |
+    # onecycle: type3, constant and onecycle the published PatchTST's, type1 iTransformer's
+    # (training/schedule.py)
     pct_start: float = option(0.3, within(0, 1, closed="()"))  # onecycle: share rising to lr
     warmup_frac: float = option(0.05, probability)  # share of all steps warming the LR up
     min_lr_frac: float = option(0.05, within(0, 1))  # cosine decay floor, a share of lr

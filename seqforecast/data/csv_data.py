@@ -20,6 +20,7 @@ from .csv_series import DataError, Series, check_scaled, read_series, read_table
 from .gaps import GapFiller
 from .scaling import Scaler, fit_scaler
 from .splits import ForecastData, Split, add_fingerprints
+from .time_features import calendar_features, time_features
 from .windows import (
     SPLITS,
     forecast_starts,
@@ -37,7 +38,8 @@ def csv_data(
     targets = target_columns(data_cfg)
     columns = [*targets, *data_cfg["features"]]  # the targets first
     n_targets = len(targets)
-    series = read_series(path, columns, data_cfg["time_column"], data_cfg["fill"])
+    series = read_series(path, columns, data_cfg["time_column"], data_cfg["fill"],
+                         data_cfg["duplicate_times"])
     in_len, out_len = data_cfg["in_len"], data_cfg["out_len"]
     stride, protocol = data_cfg["window_stride"], data_cfg["protocol"]
     rows, notes = len(series.values), []
@@ -69,6 +71,10 @@ def csv_data(
     scaled = scaler.transform(series.values)
     check_scaled(path, scaled, columns, np.arange(rows) + 2)
     filler = GapFiller(scaled, data_cfg["fill"], columns, str(path))
+    # Calendar features (never scaled, never missing): further input channels after the columns.
+    marks, mark_names = None, calendar_features(data_cfg)
+    if mark_names:
+        marks = time_features(series.times, data_cfg["time_freq"])  # [rows, k]
     splits, info = {}, {}
     for name in SPLITS:
         span = ranges[name]
@@ -90,6 +96,8 @@ def csv_data(
             filler.targets(targets, span, name, n_targets),
             n_targets,
         )
+        if marks is not None:  # [N, in_len, C] + [N, in_len, k]
+            src = torch.cat([src, torch.from_numpy(marks[inputs]).float()], dim=-1)
         splits[name] = Split(src.to(device), target.to(device))
         info[name] = split_info(span, starts, in_len, out_len, stride, protocol, series)
     test = splits["test"]
@@ -97,7 +105,7 @@ def csv_data(
         train=splits["train"],
         val=splits["val"],
         test=test,
-        n_features=len(columns),
+        n_features=len(columns) + len(mark_names),
         n_targets=n_targets,
         probe=Split(test.src[-1:], test.target[-1:]),  # the newest test window
         scaler=scaler,
@@ -110,6 +118,7 @@ def csv_data(
             "closed_end": data_cfg["test_end"] is not None,  # rows after the test unused
             "hashes": {name: rows_hash(series, r) for name, r in ranges.items()},
             "n_targets": n_targets,
+            "time_features": mark_names,  # after the columns, in this order
         },
         mase_scale=mase_scale(series.values, ranges["train"], n_targets, data_cfg["season"]),
         scaled_by=None if scaler.kind == "none" else scaler.kind,

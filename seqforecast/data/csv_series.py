@@ -95,7 +95,10 @@ def read_series(
     columns: Sequence[str],
     time_column: str | None = None,
     fill: str = "error",
+    duplicate_times: str = "error",
 ) -> Series:
+    """`duplicate_times=keep`: a timestamp repeated on consecutive rows is read as it is (the
+    published loaders read Weather's one repeated row); `error` refuses it."""
     path = Path(path)
     header, body = read_table(path)
     wanted = list(columns) + ([time_column] if time_column else [])
@@ -140,11 +143,13 @@ def read_series(
                     f"is not an ISO 8601 time (e.g. 2024-01-31 13:00)"
                 ) from None
         for i in range(1, len(times)):
-            if times[i] <= times[i - 1]:
-                kind = "duplicate" if times[i] == times[i - 1] else "unsorted"
+            repeated = times[i] == times[i - 1]
+            if times[i] < times[i - 1] or (repeated and duplicate_times == "error"):
+                kind = "duplicate" if repeated else "unsorted"
                 raise DataError(
                     f"{path}: line {i + 2}, column {time_column!r}: {kind} timestamp "
                     f"{times[i].isoformat(sep=' ')} (after {times[i - 1].isoformat(sep=' ')}); "
                     f"rows must be in strictly increasing time"
+                    + (" (data.duplicate_times=keep reads a repeated one)" if repeated else "")
                 )
     return Series(values=values, columns=list(columns), times=times)

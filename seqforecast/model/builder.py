@@ -17,6 +17,7 @@ from torch import nn
 
 from .. import native
 from ..attention import attention_context, build_attention
+from ..data.time_features import calendar_features
 from ..probabilistic.outputs import build_output
 from .embedding import patch_shape
 from .encoder import EncoderForecaster
@@ -27,6 +28,8 @@ from .positional import attention_position_factory, build_input_encoding
 from .transformer import ForecastTransformer
 
 MODELS = ("transformer", "encoder")
+# model.final_norm: a norm after the encoder stack; auto: after a pre-norm stack only
+FINAL_NORM = {"auto": None, "always": True, "never": False}
 # mha: xavier q/k/v, zero biases (nn.MultiheadAttention's) | linear: nn.Linear's own
 ATTENTION_INITS = ("mha", "linear")
 
@@ -113,6 +116,9 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1, kernels: 
         res_attention=res_attention,
         revin_affine=model["revin_affine"],
         output=build_output(cfg["loss"]),  # loss=mse|quantile|gaussian|poisson
+        variate_tokens=cfg["embedding"]["name"] == "variate",
+        n_marks=len(calendar_features(cfg["data"])),
+        final_norm=FINAL_NORM[model["final_norm"]] if encoder_only else None,
     )
     if encoder_only:
         forecaster = EncoderForecaster(head_dropout=model["head_dropout"], **shared)

@@ -18,6 +18,11 @@ The input is padded on the left (its first value repeated) so that this holds fo
 Decoder token j therefore sits at `encoder_tokens - label_len / stride + j`, and the position
 encodings and the position terms inside attention count encoder and decoder on that axis.
 With patch_len = stride = 1 all of this is the point model, bit for bit.
+
+- `variate` (iTransformer, Liu et al. 2024): each input channel's whole window (and each
+  calendar feature's, `data.time_features`) is one token, so attention mixes channels, not
+  time steps. The channels have no order: no positional encoding, no time axis (the
+  encoder-only model only).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from collections.abc import Mapping
 import torch
 from torch import Tensor
 
-EMBEDDINGS = ("point", "patch")
+EMBEDDINGS = ("point", "patch", "variate")
 PADDINGS = ("start", "end")
 
 
@@ -75,6 +80,10 @@ class Tokenizer:
     def is_point(self) -> bool:
         return self.patch_len == 1 and self.stride == 1
 
+    def token_width(self, features: int) -> int:
+        """Values in one encoder token: patch_len steps of every feature."""
+        return self.patch_len * features
+
     def encoder_input(self, src: Tensor) -> Tensor:
         """src [B, in_len, F] -> [B, encoder_tokens, patch_len * F] (step-major in a token)."""
         if self.is_point:
@@ -108,3 +117,23 @@ class Tokenizer:
         """[first, last] time step of each of the decoder's first `tokens` tokens."""
         start = self.in_len - self.label_len
         return [(start + j * self.stride, start + (j + 1) * self.stride - 1) for j in range(tokens)]
+
+
+class VariateTokens:
+    """embedding=variate: a window [B, in_len, F] is F tokens, each channel's in_len values."""
+
+    def __init__(self, in_len: int, channels: int):
+        self.in_len, self.encoder_tokens = in_len, channels
+
+    def token_width(self, features: int) -> int:
+        return self.in_len
+
+    def encoder_input(self, src: Tensor) -> Tensor:
+        return src.transpose(1, 2)  # [B, in_len, F] -> [B, F, in_len]
+
+    def encoder_spans(self) -> list[tuple[int, int]]:
+        """Every token reads the whole window."""
+        return [(0, self.in_len - 1)] * self.encoder_tokens
+
+    def decoder_spans(self, tokens: int) -> list[tuple[int, int]]:
+        return []

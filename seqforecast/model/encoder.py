@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from .embedding import VariateTokens
 from .forecaster import WindowForecaster
 
 
@@ -28,16 +29,32 @@ class EncoderForecaster(WindowForecaster):
         there is no decoder, so label_len is 0."""
         super().__init__(d_model=d_model, label_len=0, **shared)
         self.head_dropout = nn.Dropout(head_dropout)
-        # [B, N * d_model] -> every step of the horizon, for every target channel (K values
-        # each for a probabilistic output: inner_outputs = T * K)
-        self.head = nn.Linear(
-            self.tokens.encoder_tokens * d_model, self.out_len * self.inner_outputs
-        )
+        if isinstance(self.tokens, VariateTokens):
+            # each target channel's token -> its horizon (K values a step for a probabilistic
+            # output): one map shared by the channels, as iTransformer's projector
+            self.head = nn.Linear(d_model, self.out_len * self.output.n_params)
+            self._read_out = self._per_variate
+        else:
+            # [B, N * d_model] -> every step of the horizon, for every target channel (K
+            # values each for a probabilistic output: inner_outputs = T * K)
+            self.head = nn.Linear(
+                self.tokens.encoder_tokens * d_model, self.out_len * self.inner_outputs
+            )
+            self._read_out = self._flattened
         self._attach_linear_path(self.head)
 
     def _forecast(
         self, src: Tensor, tgt: Tensor | None, stats, maps: dict, need_weights: bool
     ) -> Tensor:
         memory = self._encode(src, maps, need_weights)  # [B, N, d_model]
-        flat = self.head_dropout(memory.flatten(1))  # [B, N * d_model]
-        return self.head(flat).view(len(src), self.out_len, self.inner_outputs)  # [B, out_len, T*K]
+        return self._read_out(self.head_dropout(memory))  # [B, out_len, T * K]
+
+    def _flattened(self, memory: Tensor) -> Tensor:
+        flat = memory.flatten(1)  # [B, N * d_model]
+        return self.head(flat).view(len(memory), self.out_len, self.inner_outputs)
+
+    def _per_variate(self, memory: Tensor) -> Tensor:
+        # the target channels' tokens, the first T: [B, T, d_model] -> [B, T, out_len * K]
+        out = self.head(memory[:, : self.inner_targets])
+        out = out.unflatten(-1, (self.out_len, self.output.n_params))  # [B, T, out_len, K]
+        return out.transpose(1, 2).flatten(2)  # [B, out_len, T * K]

@@ -30,7 +30,7 @@ from torch import Tensor, nn
 
 from ..attention import ResidualQK
 from ..probabilistic.outputs import PointOutput
-from .embedding import Tokenizer
+from .embedding import Tokenizer, VariateTokens
 from .layers import EncoderLayer, make_norm
 from .linear_path import LinearPath
 from .normalization import build_instance_norm
@@ -62,9 +62,15 @@ class WindowForecaster(nn.Module):
         res_attention: bool,
         revin_affine: bool,
         output: PointOutput,
+        variate_tokens: bool = False,
+        n_marks: int = 0,
+        final_norm: bool | None = None,
     ):
         """The options are the model group's (config/schema.py), passed by the builder;
-        `n_features` and `n_targets` are the data's (targets first, then covariates)."""
+        `n_features` and `n_targets` are the data's (targets first, then covariates, then
+        `n_marks` calendar features, which no instance norm touches). `variate_tokens`: one
+        token per channel (embedding=variate) instead of tokens along time. `final_norm`: a
+        norm after the encoder stack (None: after a pre-norm stack only, as nn.Transformer)."""
         super().__init__()
         if not 1 <= n_targets <= n_features:
             raise ValueError(f"n_targets={n_targets} must be in [1, n_features={n_features}]")
@@ -82,15 +88,20 @@ class WindowForecaster(nn.Module):
         self.out_len = out_len
         self.label_len = label_len
         self.instance_norm = instance_norm
-        self.norm = build_instance_norm(instance_norm, inner_features, revin_affine)
-        self.tokens = Tokenizer(in_len, label_len, out_len, patch_len, stride, padding)
+        self.n_marks = n_marks
+        self.norm = build_instance_norm(instance_norm, inner_features - n_marks, revin_affine)
+        # The instance norm reads the series' channels; calendar features pass as they are.
+        self._normalize = self.norm.normalize if n_marks == 0 else self._normalize_series
+        self.tokens = (VariateTokens(in_len, inner_features) if variate_tokens else
+                       Tokenizer(in_len, label_len, out_len, patch_len, stride, padding))
         # Residual attention (residual.py): each encoder layer adds the previous one's scores.
         self.res_attention = res_attention
-        self.src_embed = nn.Linear(patch_len * inner_features, d_model)
+        self.src_embed = nn.Linear(self.tokens.token_width(inner_features), d_model)
         self.input_encoding = input_encoding
         self.encoder = nn.ModuleList(encoder_layers)
         # Pre-norm stacks end un-normalised; close the stack with a norm (as nn.Transformer).
-        self.encoder_norm = make_norm(norm, d_model) if norm_first else nn.Identity()
+        final_norm = norm_first if final_norm is None else final_norm
+        self.encoder_norm = make_norm(norm, d_model) if final_norm else nn.Identity()
         self.linear_path_input = linear_path_input
         self._linear_path_args = (linear_path, decomposition_kernel, linear_path_trainable)
         self.linear_path: LinearPath | None = None  # built by `_attach_linear_path`
@@ -144,7 +155,7 @@ class WindowForecaster(nn.Module):
             src = _fold(src)
             tgt = _fold(tgt) if tgt is not None else None
         maps: dict[str, list[Tensor]] = {"encoder": [], "decoder_self": [], "cross": []}
-        normalized, stats = self.norm.normalize(src)
+        normalized, stats = self._normalize(src)
         forecast = self._forecast(normalized, tgt, stats, maps, return_attention)
         if not self.output.probabilistic and not distribution:
             forecast = self._map_back(forecast, normalized, src, stats)
@@ -164,6 +175,12 @@ class WindowForecaster(nn.Module):
         if self.channel_independent:
             forecast = _unfold(forecast, batch)
         return (forecast, maps) if return_attention else forecast
+
+    def _normalize_series(self, src: Tensor) -> tuple[Tensor, object]:
+        """The instance norm of the series' channels, the calendar features appended as they
+        are: [B, L, F - k] normalised + [B, L, k]."""
+        normalized, stats = self.norm.normalize(src[..., : -self.n_marks])
+        return torch.cat([normalized, src[..., -self.n_marks :]], dim=-1), stats
 
     def _map_back(self, forecast: Tensor, normalized: Tensor, src: Tensor, stats) -> Tensor:
         """The head's forecast [B, out_len, T] in normalised units -> the model's units, with
@@ -202,7 +219,7 @@ class WindowForecaster(nn.Module):
         if self.linear_path_input == "raw":  # NLinear's own fit, in the loss's units
             self.linear_path.fit_least_squares(src[..., :n_targets], target)
             return
-        normalized, stats = self.norm.normalize(src)
+        normalized, stats = self._normalize(src)
         self.linear_path.fit_least_squares(
             normalized[..., :n_targets],
             self.norm.normalize_targets(target, stats),

@@ -80,7 +80,8 @@ def load_run(
             allow_changed=allow_changed_data,
         )
     data_state = state.get("data_state") or {}
-    n_features = len(data_state.get("columns", [None]))
+    # the columns read, then the calendar features (data.time_features)
+    n_features = len(data_state.get("columns", [None])) + len(data_state.get("time_features", []))
     n_targets = data_state.get("n_targets", 1)
     # The kernels the run asked for, on this device (a run evaluated where it trained scores
     # what it scored then).

@@ -19,7 +19,7 @@ from ..config.saved import migrated
 from ..data import DataError, build_data
 from ..datasets import require as require_dataset
 from ..model import build_model
-from ..model.official import OfficialWeightsError, load_official_weights
+from ..model.official import OfficialWeightsError, load_official_weights, published_model
 from ..options import ConfigError
 from ..probabilistic.bands import write_bands
 from ..training.baselines import FIT_WINDOWS
@@ -53,8 +53,8 @@ def _current(config_yaml: str) -> str:
 
 
 def load_official_checkpoint(model, path: str) -> None:
-    """model.official_weights: an official PatchTST checkpoint.pth into `model`, or one line
-    saying why not (RunError)."""
+    """model.official_weights: an official checkpoint.pth (PatchTST's, or iTransformer's for
+    variate tokens) into `model`, or one line saying why not (RunError)."""
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # missing, truncated, or not a weights-only torch file
@@ -69,7 +69,7 @@ def load_official_checkpoint(model, path: str) -> None:
         load_official_weights(model, state)
     except OfficialWeightsError as err:
         raise RunError(f"model.official_weights={path}: {err}") from None
-    log.info("started from the official PatchTST weights in %s", path)
+    log.info("started from the official %s weights in %s", published_model(model), path)
 
 
 def run_training(

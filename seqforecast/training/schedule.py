@@ -8,6 +8,9 @@
   the published training loop builds a OneCycleLR scheduler whatever the schedule, and its
   constructor sets the optimizer's rate to max_lr / div_factor; the epoch-wise adjustment
   only sets a rate at the end of each epoch.
+- `type1`: the Time-Series-Library's (iTransformer's) halving: the rate for epochs 1 and 2,
+  then half of it at every further epoch (its `adjust_learning_rate(epoch + 1)` at the end of
+  each epoch sets lr * 0.5^(e - 1) for epoch e + 1); that loop has no OneCycleLR, so no lr / 25.
 - `onecycle`: torch's OneCycleLR (the published code's `TST`): up to the rate over
   `pct_start` of the steps, cosine annealing down after, momentum (Adam's beta1) cycled
   between 0.85 and 0.95.
@@ -20,7 +23,7 @@ import math
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LambdaLR, LRScheduler, OneCycleLR
 
-SCHEDULES = ("warmup_cosine", "type3", "constant", "onecycle")  # build_schedule
+SCHEDULES = ("warmup_cosine", "type3", "type1", "constant", "onecycle")  # build_schedule
 
 
 ONECYCLE_DIV = 25.0  # OneCycleLR's default div_factor: its first rate is lr / 25
@@ -47,7 +50,10 @@ class WarmupCosine:
 
 
 def published_epoch_factor(kind: str, epoch: int) -> float:
-    """The published PatchTST code's multiplier of the rate in `epoch` (1-based)."""
+    """The published code's multiplier of the rate in `epoch` (1-based): PatchTST's type3 and
+    constant, the Time-Series-Library's type1."""
+    if kind == "type1":
+        return 0.5 ** max(0, epoch - 2)
     if epoch == 1:
         return 1.0 / ONECYCLE_DIV
     if kind == "constant" or epoch <= 4:
@@ -77,7 +83,7 @@ def build_schedule(optimizer: Optimizer, cfg: dict, steps_per_epoch: int) -> LRS
     total = cfg["epochs"] * steps_per_epoch
     if kind == "warmup_cosine":
         return warmup_cosine(optimizer, total, cfg["warmup_frac"], cfg["min_lr_frac"])
-    if kind in ("type3", "constant"):
+    if kind in ("type3", "type1", "constant"):
         return LambdaLR(optimizer, EpochWise(kind, steps_per_epoch))
     if kind == "onecycle":
         return OneCycleLR(optimizer, max_lr=cfg["lr"], total_steps=max(1, total),

@@ -13,7 +13,7 @@ import torch
 from seqforecast import build_model
 from seqforecast.config import compose_config
 
-from ..cli_helpers import run_cli
+from ..cli_helpers import assert_refused, run_cli, trained
 from ..model.official_reference import official_forward, official_state_dict
 
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
@@ -27,9 +27,7 @@ SETTING = (3, IN, OUT, 16, 8, 16, 4, 128, 3)
 
 
 def test_the_preset_trains_on_windows_of_time_dropping_the_last_batch(ett_file, tmp_path):
-    run_dir = tmp_path / "run"
-    run_cli([*SMALL, f"data.path={ett_file}", "epochs=2", f"hydra.run.dir={run_dir}"], tmp_path)
-    metrics = json.loads((run_dir / "metrics.json").read_text())
+    run_dir, metrics = trained([*SMALL, f"data.path={ett_file}", "epochs=2"], tmp_path)
     assert metrics["splits"]["test"]["windows"] == END - TEST - OUT + 1  # windows of time
     assert 0 < metrics["test"]["model"]["mse_scaled"] < 5
     last = torch.load(run_dir / "checkpoints" / "last.pt", weights_only=True)
@@ -68,31 +66,21 @@ def test_official_weights_are_evaluated_to_the_reference_number(ett_file, tmp_pa
     assert metrics["test"]["model"]["mse_scaled"] == pytest.approx(expected, rel=1e-5)
 
 
-def _refused(args, tmp_path, expected):
-    run_dir = tmp_path / "run"
-    proc = run_cli([*SMALL, *args, f"hydra.run.dir={run_dir}"], tmp_path, check=False)
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert lines[-1].startswith("error: ") and expected in lines[-1], proc.stderr
-    assert "Traceback" not in proc.stderr
-    assert not (run_dir / "metrics.json").exists() and not (run_dir / "checkpoints").exists()
-
-
 def test_a_state_dict_from_another_model_is_one_line_and_exit_2(ett_file, tmp_path):
     cfg = compose_config([*SMALL, "data.path=x.csv"])
     weights = tmp_path / "ours.pth"
     torch.save(build_model(cfg, 3, 3).state_dict(), weights)  # seqforecast's keys, not theirs
-    _refused([f"data.path={ett_file}", f"model.official_weights={weights}"], tmp_path,
-             "not an official PatchTST state dict for this config: key "
-             "'model.backbone.W_P.weight' is missing")
+    assert_refused([*SMALL, f"data.path={ett_file}", f"model.official_weights={weights}"],
+                   tmp_path, "not an official PatchTST state dict for this config: key "
+                   "'model.backbone.W_P.weight' is missing")
 
 
 def test_a_patch_longer_than_the_input_is_one_line_and_exit_2(ett_file, tmp_path):
-    _refused([f"data.path={ett_file}", "embedding.patch_len=120"], tmp_path,
-             f"embedding.patch_len=120 is not allowed: must be in [1, data.in_len={IN}]")
+    assert_refused([*SMALL, f"data.path={ett_file}", "embedding.patch_len=120"], tmp_path,
+                   f"embedding.patch_len=120 is not allowed: must be in [1, data.in_len={IN}]")
 
 
 def test_an_unknown_schedule_is_one_line_and_exit_2(ett_file, tmp_path):
-    _refused([f"data.path={ett_file}", "trainer.schedule=type9"], tmp_path,
-             "trainer.schedule='type9' is not allowed: choose one of warmup_cosine, type3, "
-             "constant, onecycle")
+    assert_refused([*SMALL, f"data.path={ett_file}", "trainer.schedule=type9"], tmp_path,
+                   "trainer.schedule='type9' is not allowed: choose one of warmup_cosine, "
+                   "type3, type1, constant, onecycle")

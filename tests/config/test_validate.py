@@ -65,7 +65,7 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
     (["lr=0"], "trainer.lr=0.0 is not allowed: must be > 0"),
     (["epochs=-1"], "trainer.epochs=-1"),
     (["trainer.schedule=type9"], "trainer.schedule='type9' is not allowed: choose one of "
-     "warmup_cosine, type3, constant, onecycle"),
+     "warmup_cosine, type3, type1, constant, onecycle"),
     (["trainer.optimizer=sgd"],
      "trainer.optimizer='sgd' is not allowed: choose one of adamw, adam"),
     (["trainer.pct_start=1.0"], "trainer.pct_start=1.0 is not allowed: must be in (0, 1)"),
@@ -130,6 +130,25 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
         "data.season=[12, 30] is not allowed: a period in rows in [1, data.in_len=24]",
     ),
     ([CSV_ARGS, "data.season=-1"], "data.season=-1"),
+    # calendar features: from the time column of one series
+    ([CSV_ARGS, "data.time_features=true"],
+     "data.time_features=true conflicts with data.time_column/columns=[None, 'series']"),
+    ([CSV_ARGS, "data.time_freq=hour"], "data.time_freq='hour' is not allowed: choose one of "
+     "s, min, h, d, w, m"),
+    # variate tokens: the encoder-only model's, channels in no order
+    (["embedding=variate"], "embedding=variate conflicts with model=transformer"),
+    (["model=encoder", "embedding=variate"],
+     "embedding=variate conflicts with pos_encoding=sinusoidal: the order of channels means "
+     "nothing"),
+    (["model=encoder", "embedding=variate", "pos_encoding=none", "attention=diff",
+      "block_size=4"], "embedding=variate conflicts with attention.block_size=4"),
+    (["model=encoder", "embedding=variate", "pos_encoding=none", "attention=diff",
+      "attention.past_bias=true"], "embedding=variate conflicts with attention.past_bias=true"),
+    (["model=encoder", "embedding=variate", "pos_encoding=none",
+      "model.channel_independent=true"],
+     "embedding=variate conflicts with model.channel_independent=true"),
+    (["model=encoder", "model.final_norm=sometimes"],
+     "model.final_norm='sometimes' is not allowed: choose one of auto, always, never"),
     # a quantile loss: its levels valid, the median (the point) among them, and every
     # interval level the run scores held by them
     (["loss=quantile", "loss.quantiles=[0.1,0.9]"],

@@ -111,3 +111,25 @@ def test_bench_cpu_kernels_times_each_kernel_beside_its_torch_path(tmp_path):
         assert list(timings)[0].startswith("C kernel")
         assert len(timings) >= 2 and all(t > 0 for t in timings.values())
         assert f"| {case} |" in table
+
+
+def test_bench_leaderboard_scores_every_model_beside_the_linear_fits_and_merges(tmp_path):
+    out = tmp_path / "lb.json"
+    run_script("bench_leaderboard.py", "--smoke", "--runs-dir", str(tmp_path / "runs"),
+               "--out", str(out), cwd=tmp_path)
+    cell = json.loads(out.read_text())["cells"]["etth1-24"]
+    assert {r["model"] for r in cell["runs"]} == {"itransformer", "patchtst"}
+    assert all(r["status"] == "ok" and r["mse"] > 0 for r in cell["runs"])
+    itransformer = next(r for r in cell["runs"] if r["model"] == "itransformer")
+    # its loader scores every window: the same number (summed in float64 there)
+    assert abs(itransformer["paper_mse"] / itransformer["mse"] - 1) < 1e-6
+    fits = cell["linear"]
+    assert cell["summary"]["best_linear"] == min(fits, key=lambda n: fits[n]["mse"])
+    ratio = cell["summary"]["patchtst"]["vs_linear"]["ratio"]
+    best = fits[cell["summary"]["best_linear"]]["mse"]
+    assert abs(ratio - cell["summary"]["patchtst"]["mse"] / best) < 1e-9
+    merged = tmp_path / "merged.json"
+    run_script("bench_leaderboard.py", "--merge", str(out), str(out), "--out", str(merged),
+               cwd=tmp_path)
+    assert len(json.loads(merged.read_text())["cells"]["etth1-24"]["runs"]) == 2  # once each
+    assert merged.with_suffix(".md").read_text().count("| etth1-24 |") == 4

@@ -69,6 +69,20 @@ def test_the_epoch_wise_schedules_are_the_published_codes(kind):
         assert per_epoch[:6] == pytest.approx([4e-6, 1e-4, 1e-4, 1e-4, 0.9e-4, 0.81e-4])
 
 
+def test_type1_is_the_time_series_librarys_halving():
+    """iTransformer's loop (no OneCycleLR): after epoch e (1-based) adjust_learning_rate sets
+    lr * 0.5^(e - 1) for the next epoch, so epochs 1 and 2 run at lr, then it halves."""
+    rates, _ = _stepped("type1", epochs=6, steps_per_epoch=4)
+    param = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.Adam([param], lr=1e-4)
+    expected = []
+    for epoch in range(1, 7):
+        expected.append(opt.param_groups[0]["lr"])
+        opt.param_groups[0]["lr"] = 1e-4 * 0.5 ** ((epoch - 1) // 1)  # the published code
+    assert rates[::4] == pytest.approx(expected, rel=1e-12)
+    assert rates[::4] == pytest.approx([1e-4, 1e-4, 5e-5, 2.5e-5, 1.25e-5, 6.25e-6])
+
+
 def test_onecycle_is_torchs_with_cycled_momentum():
     rates, betas = _stepped("onecycle", epochs=4, steps_per_epoch=10, pct_start=0.2)
     param = torch.nn.Parameter(torch.zeros(1))
@@ -87,7 +101,7 @@ def test_onecycle_is_torchs_with_cycled_momentum():
 
 def test_an_unknown_schedule_names_the_allowed_ones():
     opt = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=1e-3)
-    with pytest.raises(ValueError, match="warmup_cosine, type3, constant, onecycle"):
+    with pytest.raises(ValueError, match="warmup_cosine, type3, type1, constant, onecycle"):
         build_schedule(opt, {"schedule": "type9", "epochs": 1}, 1)
 
 

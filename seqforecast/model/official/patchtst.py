@@ -19,21 +19,16 @@ naming the first key that is missing, unexpected or of the wrong shape.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import torch
 from torch import Tensor
 
-from ..attention.base import ProjectedAttention
-from .builder import build_model
-from .encoder import EncoderForecaster
-from .positional import LearnedEncoding
-
-Rearrange = Callable[[Tensor], Tensor]
-
-
-class OfficialWeightsError(ValueError):
-    """str(err) is one line naming the first key that does not fit."""
+from ...attention.base import ProjectedAttention
+from ..builder import build_model
+from ..encoder import EncoderForecaster
+from ..positional import LearnedEncoding
+from .common import OfficialWeightsError, Plan, Reshaped, copy_weights, stripped, weight_and_bias
 
 
 def load_official_patchtst(
@@ -42,62 +37,36 @@ def load_official_patchtst(
     """The encoder-only model (model=encoder) built from `cfg` for `n_channels` channels (all
     forecast), holding the official `state_dict`'s weights."""
     model = build_model(cfg, n_features=n_channels, n_targets=n_channels)
-    load_official_weights(model, state_dict)
+    load_patchtst_weights(model, state_dict)
     return model
 
 
-def load_official_weights(model: EncoderForecaster, state_dict: Mapping[str, Tensor]) -> None:
+def load_patchtst_weights(model: EncoderForecaster, state_dict: Mapping[str, Tensor]) -> None:
     """Copy an official PatchTST state dict into `model` in place (refused whole, nothing
     copied, if any key does not fit)."""
-    state = {_strip(k): v for k, v in state_dict.items()}
+    copy_weights(state_dict, patchtst_plan(model, stripped(state_dict)), model="PatchTST",
+                 settings="in_len, out_len, patch_len, stride, d_model, n_heads, ffn.d_ff, "
+                          "encoder_layers and model.norm",
+                 unexpected="only individual=False, decomposition=False checkpoints load")
+
+
+def patchtst_plan(model: EncoderForecaster, state: Mapping[str, Tensor]) -> Plan:
+    """Official key -> this model's tensor (and rearrangement); the official sdp_attn.scale
+    entries are checked here, then left out of the copy."""
     plan = _plan(model)
-    copies = []
-    for key, (target, rearrange) in plan.items():
-        if key not in state:
-            raise OfficialWeightsError(
-                f"not an official PatchTST state dict for this config: key {key!r} is missing "
-                f"(is in_len, out_len, patch_len, stride, d_model, encoder_layers or "
-                f"model.norm the checkpoint's?)"
-            )
-        value = state[key]
-        if rearrange is not None:
-            if value.shape != rearrange.shape:
-                raise _misshapen(key, value, rearrange.shape)
-            value = rearrange(value)
-        if value.shape != target.shape:
-            raise _misshapen(key, state[key], target.shape)
-        copies.append((target, value))
+    head_dim = model.encoder[0].self_attn.head_dim
     for key, value in state.items():
-        if key in plan:
-            continue
         if key.endswith("sdp_attn.scale"):  # frozen 1/sqrt(head_dim): a check, not a weight
-            head_dim = model.encoder[0].self_attn.head_dim
             if abs(float(value) - head_dim**-0.5) > 1e-6:
                 raise OfficialWeightsError(
                     f"{key} = {float(value):.6g}, but this config's heads score at "
                     f"1/sqrt({head_dim}) = {head_dim**-0.5:.6g} (model.n_heads, d_model)"
                 )
-            continue
-        raise OfficialWeightsError(
-            f"not an official PatchTST state dict for this config: unexpected key {key!r} "
-            f"(only individual=False, decomposition=False checkpoints load)"
-        )
-    with torch.no_grad():
-        for target, value in copies:
-            target.copy_(value)
+            plan[key] = None
+    return plan
 
 
-class _Reshaped:
-    """A rearrangement with the official shape it expects."""
-
-    def __init__(self, shape: tuple[int, ...], fn: Rearrange):
-        self.shape, self.fn = torch.Size(shape), fn
-
-    def __call__(self, value: Tensor) -> Tensor:
-        return self.fn(value)
-
-
-def _plan(model: EncoderForecaster) -> dict[str, tuple[Tensor, _Reshaped | None]]:
+def _plan(model: EncoderForecaster) -> Plan:
     """Official key -> (this model's tensor, rearrangement or None), in the official order."""
     if not isinstance(model, EncoderForecaster) or not model.channel_independent:
         raise OfficialWeightsError(
@@ -122,7 +91,7 @@ def _plan(model: EncoderForecaster) -> dict[str, tuple[Tensor, _Reshaped | None]
             "official PatchTST weights load with model.instance_norm=revin "
             "model.revin_affine=false (the published --revin 1 --affine 0)"
         )
-    plan: dict[str, tuple[Tensor, _Reshaped | None]] = {}
+    plan: Plan = {}
     plan["model.backbone.W_P.weight"] = (model.src_embed.weight, None)
     plan["model.backbone.W_P.bias"] = (model.src_embed.bias, None)
     plan["model.backbone.W_pos"] = (encoding.embedding[:n_tokens], None)
@@ -135,7 +104,7 @@ def _plan(model: EncoderForecaster) -> dict[str, tuple[Tensor, _Reshaped | None]
             )
         for theirs, ours in (("W_Q", attn.q_proj), ("W_K", attn.k_proj),
                              ("W_V", attn.v_proj), ("to_out.0", attn.out_proj)):
-            _linear(plan, f"{prefix}self_attn.{theirs}", ours)
+            weight_and_bias(plan, f"{prefix}self_attn.{theirs}", ours)
         for theirs, norm in (("norm_attn", layer.attn_residual.norm),
                              ("norm_ffn", layer.ffn_residual.norm)):
             # BatchNorm sits inside nn.Sequential(Transpose, BatchNorm1d, Transpose)
@@ -146,34 +115,17 @@ def _plan(model: EncoderForecaster) -> dict[str, tuple[Tensor, _Reshaped | None]
         ffn = layer.ffn
         if ffn.gate is not None:
             raise OfficialWeightsError("official PatchTST weights need a plain FFN (ffn=gelu)")
-        _linear(plan, f"{prefix}ff.0", ffn.up)
-        _linear(plan, f"{prefix}ff.3", ffn.down)
+        weight_and_bias(plan, f"{prefix}ff.0", ffn.up)
+        weight_and_bias(plan, f"{prefix}ff.3", ffn.down)
     horizon = model.head.out_features
     # Theirs: [horizon, d_model * N] (d_model-major); ours: [horizon, N * d_model].
     plan["model.head.linear.weight"] = (
         model.head.weight,
-        _Reshaped((horizon, d_model * n_tokens),
-                  lambda w: w.view(horizon, d_model, n_tokens).transpose(1, 2)
-                  .reshape(horizon, n_tokens * d_model)),
+        Reshaped((horizon, d_model * n_tokens),
+                 lambda w: w.view(horizon, d_model, n_tokens).transpose(1, 2)
+                 .reshape(horizon, n_tokens * d_model)),
     )
     plan["model.head.linear.bias"] = (model.head.bias, None)
     return plan
 
 
-def _linear(plan: dict, prefix: str, linear: torch.nn.Linear) -> None:
-    plan[f"{prefix}.weight"] = (linear.weight, None)
-    if linear.bias is not None:
-        plan[f"{prefix}.bias"] = (linear.bias, None)
-
-
-def _strip(key: str) -> str:
-    """Checkpoints saved from nn.DataParallel prefix every key with `module.`."""
-    return key.removeprefix("module.")
-
-
-def _misshapen(key: str, value: Tensor, expected) -> OfficialWeightsError:
-    return OfficialWeightsError(
-        f"not an official PatchTST state dict for this config: key {key!r} has shape "
-        f"{tuple(value.shape)}, this config needs {tuple(expected)} (check in_len, out_len, "
-        f"patch_len, stride, d_model, n_heads, ffn.d_ff)"
-    )

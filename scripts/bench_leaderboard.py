@@ -1,0 +1,419 @@
+"""The input-96 leaderboard of the published tables: iTransformer, the published PatchTST at an
+input of 96 steps, and the best linear fit (NLinear, DLinear) on the field's datasets by name,
+over seeds, beside the published rows and the official iTransformer's own run on this machine.
+
+    python scripts/bench_leaderboard.py --datasets etth1 etth2 ettm1 ettm2 weather --seeds 0 1 2
+    python scripts/bench_leaderboard.py --datasets etth1 --models itransformer --jobs 2
+    python scripts/bench_leaderboard.py --merge a.json b.json --out benchmarks/leaderboard.json
+    python scripts/bench_leaderboard.py --official iTransformer --datasets etth1 ettm1 weather
+    python scripts/bench_leaderboard.py --speed iTransformer --datasets etth1 --rounds 3
+    python scripts/bench_leaderboard.py --smoke      # a small generated file, 1 epoch (the tests)
+
+Every run is `python -m seqforecast.train experiment=<model> dataset=<name> in_len=96
+out_len=<horizon>` with the published sizes of that dataset and horizon (SIZES below): the
+dataset's borders, every channel z-scored on its training rows, MSE and MAE in those z units
+over every test window (iTransformer's published test loader has a batch of 1). PatchTST's
+published test loader drops the last incomplete batch of 128; its rows also give the MSE on
+the windows that loader scores ("as the paper counts"). The linear rows are least-squares fits
+on the training windows, the same windows scored: NLinear (the run's own baseline) and DLinear's
+function class (a seasonal-trend split of the window, each part through a map shared by the
+channels: as the split is invertible, that is every linear map of the window, fitted here in
+closed form rather than by Adam). Each model's paired MSE ratio to the best of the two, over
+seeds, has a 95% interval (seqforecast.stats.paired_ratio, as `compare` gives it).
+
+`--official DIR` runs the authors' iTransformer (DIR: a checkout of thuml/iTransformer, with
+pandas and scikit-learn for `--official-python`) at its published settings and fixed seed
+(2023), every test window scored, and keeps its test MSE and MAE beside. `--speed DIR` times
+one training epoch of each, the same batches of 32 windows of time, one torch thread each,
+alternating for `--rounds` rounds: the training steps, and the whole epoch as each runs it
+(seqforecast: steps and a validation pass; the official loop: steps, then a validation pass and
+a pass over the test windows one at a time).
+
+Reports merge (`--merge`): cells can run on several machines or at different times. Output:
+benchmarks/leaderboard.json and .md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import REPO, run_facts, timed_official, train_run, write_report  # noqa: E402
+from bench_longhorizon import paper_count, write_smoke_file  # noqa: E402
+
+from seqforecast.datasets import entry  # noqa: E402
+from seqforecast.model.linear_path import least_squares  # noqa: E402
+from seqforecast.runs.loading import load_run  # noqa: E402
+from seqforecast.stats import paired_ratio  # noqa: E402
+
+IN_LEN, PAPER_BATCH = 96, 128
+MODELS = ("itransformer", "patchtst")
+# The published iTransformer's sizes (scripts/multivariate_forecasting/): dataset -> horizon ->
+# overrides of experiment=itransformer (ETTh1's 96 and 192 are the preset's).
+_D128 = ["d_model=128", "ffn.d_ff=128"]
+_D512 = ["d_model=512", "ffn.d_ff=512"]
+SIZES = {
+    "etth1": {96: [], 192: [], 336: _D512, 720: _D512},
+    **{name: dict.fromkeys((96, 192, 336, 720), _D128)
+       for name in ("etth2", "ettm1", "ettm2", "exchange")},
+    "weather": dict.fromkeys((96, 192, 336, 720), [*_D512, "model.encoder_layers=3"]),
+}
+# The published PatchTST's settings (scripts/PatchTST/*.sh; docs/patchtst.md) at input 96.
+PATCHTST = {
+    **dict.fromkeys(("etth1", "etth2"), []),
+    **dict.fromkeys(("ettm1", "ettm2"), [
+        "d_model=128", "n_heads=16", "ffn.d_ff=256", "model.dropout=0.2",
+        "trainer.schedule=onecycle", "trainer.pct_start=0.4", "trainer.patience=20"]),
+    "weather": ["d_model=128", "n_heads=16", "ffn.d_ff=256", "model.dropout=0.2",
+                "trainer.patience=20"],
+}
+# iTransformer (Liu et al. 2024, ICLR), Table 10, input 96: MSE and MAE as printed there.
+PUBLISHED_SOURCE = "Liu et al. 2024 (ICLR), iTransformer, Table 10 (input 96)"
+PUBLISHED = {
+    "etth1": {"iTransformer": (0.386, 0.405), "PatchTST": (0.414, 0.419),
+              "DLinear": (0.386, 0.400)},
+    "etth2": {"iTransformer": (0.297, 0.349), "PatchTST": (0.302, 0.348),
+              "DLinear": (0.333, 0.387)},
+    "ettm1": {"iTransformer": (0.334, 0.368), "PatchTST": (0.329, 0.367),
+              "DLinear": (0.345, 0.372)},
+    "ettm2": {"iTransformer": (0.180, 0.264), "PatchTST": (0.175, 0.259),
+              "DLinear": (0.193, 0.292)},
+    "weather": {"iTransformer": (0.174, 0.214), "PatchTST": (0.177, 0.218),
+                "DLinear": (0.196, 0.255)},
+}
+SMOKE = {"borders": ("400", "530", "660"), "horizon": 24,
+         "extra": ["epochs=1", "d_model=16", "ffn.d_ff=16", "n_heads=2", "model.encoder_layers=1",
+                   "in_len=48"]}
+
+
+def overrides(model: str, dataset: str, horizon: int, args) -> list[str]:
+    """The run's command line: the preset, the dataset, the published sizes."""
+    sizes = (SIZES.get(dataset, {}).get(horizon, []) if model == "itransformer" else
+             PATCHTST.get(dataset, []))
+    found = [f"experiment={model}", f"dataset={dataset}", f"in_len={IN_LEN}",
+             f"out_len={horizon}", *sizes]
+    if args.smoke:
+        val, test, end = SMOKE["borders"]
+        return [*found, f"data.path={args.smoke_file}", f"data.val_start={val}",
+                f"data.test_start={test}", f"data.test_end={end}", *SMOKE["extra"]]
+    return [*found, f"data_dir={args.data_dir}"]
+
+
+def run_one(dataset: str, horizon: int, model: str, seed: int, args) -> dict:
+    run_dir = args.runs_dir / dataset / f"h{horizon}" / model / f"seed{seed}"
+    label = {"dataset": dataset, "horizon": horizon, "model": model, "seed": seed}
+    cmd = [*overrides(model, dataset, horizon, args), f"seed={seed}",
+           f"trainer.num_threads={args.threads}", "log.figures=false"]
+    metrics, last, wall = train_run(cmd, run_dir)
+    if metrics is None:
+        return {**label, "status": f"failed: {last}"}
+    test = metrics["test"]["model"]
+    paper = paper_count(run_dir, args.paper_batch if model == "patchtst" else 1)
+    record = {**label, "status": "ok", "run_dir": str(run_dir),
+              "mse": test["mse_scaled"], "mae": test["mae_scaled"],
+              "paper_mse": paper["model"]["mse"], "paper_mae": paper["model"]["mae"],
+              **run_facts(metrics, wall)}
+    print(f"  {dataset}-{horizon} {model} seed {seed}: test MSE {record['mse']:.4f} "
+          f"({record['epochs_run']} epochs, {wall:.0f} s)", flush=True)
+    return record
+
+
+def linear_fits(run_dir: Path) -> dict:
+    """NLinear (the run's own least-squares baseline) and DLinear's class fitted by least
+    squares on the run's training windows, scored on its test windows (z units)."""
+    run = load_run(run_dir, "best", "cpu")
+    data, targets = run.data, run.data.n_targets
+    with open(Path(run_dir) / "metrics.json") as f:
+        nlinear = json.load(f)["test"]["nlinear"]
+    found = {"nlinear": {"mse": nlinear["mse_scaled"], "mae": nlinear["mae_scaled"]}}
+    # Every channel of every window one sample, its window's values in, its horizon out.
+    x = data.train.src[..., :targets].transpose(1, 2).reshape(-1, data.train.src.shape[1])
+    y = data.train.target.transpose(1, 2).reshape(-1, data.train.target.shape[1])
+    weight, bias = least_squares(x.double(), y.double(), 1e-6)
+    src, target = data.test.src[..., :targets].double(), data.test.target.double()
+    forecast = (src.transpose(1, 2) @ weight + bias).transpose(1, 2)  # [N, out_len, T]
+    error = forecast - target
+    found["dlinear"] = {"mse": float(error.square().mean()), "mae": float(error.abs().mean())}
+    return found
+
+
+# ---------------------------------------------------------------- the official code
+
+# Runs inside the official iTransformer checkout: its own run.py, timed.
+OFFICIAL = timed_official("experiments.exp_long_term_forecasting", "Exp_Long_Term_Forecast",
+                          "run.py")
+
+
+def official_args(dataset: str, horizon: int, epochs: int | None, workdir: Path, args) -> list:
+    """The published script's arguments for (dataset, horizon), on CPU."""
+    e = entry(dataset)
+    sizes = {k: v for k, _, v in (o.partition("=") for o in SIZES[dataset][horizon])}
+    kind = {"etth1": "ETTh1", "etth2": "ETTh2", "ettm1": "ETTm1", "ettm2": "ETTm2"}
+    found = ["--is_training", "1", "--root_path", f"{Path(args.data_dir).resolve()}/",
+             "--data_path", e.file, "--model_id", f"{dataset}_{IN_LEN}_{horizon}",
+             "--model", "iTransformer", "--data", kind.get(dataset, "custom"), "--features",
+             "M", "--seq_len", str(IN_LEN), "--pred_len", str(horizon), "--enc_in",
+             str(e.channels), "--dec_in", str(e.channels), "--c_out", str(e.channels),
+             "--e_layers", sizes.get("model.encoder_layers", "2"), "--d_model",
+             sizes.get("d_model", "256"), "--d_ff", sizes.get("ffn.d_ff", "256"),
+             "--des", "Exp", "--itr", "1", "--num_workers", "0",
+             "--checkpoints", str(workdir / "official_checkpoints")]
+    return found + (["--train_epochs", str(epochs)] if epochs else [])
+
+
+def official_run(code: Path, dataset: str, horizon: int, epochs: int | None, workdir: Path,
+                 args) -> dict:
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
+    workdir.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        [args.official_python, "-c", OFFICIAL,
+         *official_args(dataset, horizon, epochs, workdir, args)],
+        cwd=code, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"the official code failed: {(proc.stderr or proc.stdout)[-800:]}")
+    costs = [float(c) for c in re.findall(r"cost time: ([0-9.]+)", proc.stdout)]
+    scores = re.findall(r"mse:([0-9.]+), mae:([0-9.]+)", proc.stdout)
+    timed = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {"epochs": len(costs), "train_seconds": costs, "mse": float(scores[-1][0]),
+            "mae": float(scores[-1][1]), "vali_seconds": timed["vali_seconds"],
+            "train_call_seconds": timed["train_call_seconds"]}
+
+
+def official(args) -> dict:
+    found = {}
+    for dataset in args.datasets:
+        for horizon in args.horizons:
+            start = time.perf_counter()
+            r = official_run(args.official.resolve(), dataset, horizon, None,
+                             args.runs_dir / "official", args)
+            r["wall_seconds"] = round(time.perf_counter() - start, 1)
+            found[f"{dataset}-{horizon}"] = r
+            print(f"  official iTransformer {dataset}-{horizon}: test MSE {r['mse']:.4f} "
+                  f"({r['epochs']} epochs, {r['wall_seconds']:.0f} s)", flush=True)
+    return found
+
+
+def speed(args) -> dict:
+    """One epoch each, alternating: the training steps and the whole epoch, seconds."""
+    dataset, horizon = args.datasets[0], args.horizons[0]
+    workdir, rounds = args.runs_dir / "speed", []
+    for i in range(args.rounds):
+        run_dir = workdir / f"seqforecast{i}"
+        metrics, last, _ = train_run([*overrides("itransformer", dataset, horizon, args),
+                                      "epochs=1", "trainer.num_threads=1",
+                                      "log.figures=false"], run_dir)
+        if metrics is None:
+            raise SystemExit(f"seqforecast failed: {last}")
+        loop = torch.load(run_dir / "checkpoints" / "last.pt", weights_only=True)["loop"]
+        epoch = loop["history"][-1]
+        ours = {"train_seconds": epoch["train_seconds"], "steps": loop["step"],
+                "epoch_seconds": epoch["train_seconds"] + epoch["val_seconds"]}
+        theirs = official_run(args.speed.resolve(), dataset, horizon, 1, workdir, args)
+        theirs = {"train_seconds": theirs["train_seconds"][0],  # its own "cost time"
+                  "epoch_seconds": theirs["train_call_seconds"]}  # + its validation passes
+        rounds.append({"seqforecast": ours, "official": theirs})
+        print(f"  round {i + 1}: steps {ours['train_seconds']:.1f} s (official "
+              f"{theirs['train_seconds']:.1f} s); whole epoch {ours['epoch_seconds']:.1f} s "
+              f"(official {theirs['epoch_seconds']:.1f} s)", flush=True)
+    best = {side: {k: min(r[side][k] for r in rounds) for k in ("train_seconds",
+                                                                 "epoch_seconds")}
+            for side in ("seqforecast", "official")}
+    ratio = {k: best["official"][k] / best["seqforecast"][k] for k in best["official"]}
+    return {"dataset": dataset, "horizon": horizon, "threads": 1, "rounds": rounds,
+            "best": best, "steps": rounds[0]["seqforecast"]["steps"],
+            "speedup_train": ratio["train_seconds"], "speedup_epoch": ratio["epoch_seconds"]}
+
+
+# ---------------------------------------------------------------- the report
+
+
+def summarise(runs: list[dict], linear: dict) -> dict:
+    """Per model: mean ± std over seeds and the paired MSE ratio to the best linear fit."""
+    best = min(linear, key=lambda name: linear[name]["mse"])
+    out = {"best_linear": best}
+    for model in sorted({r["model"] for r in runs}, key=MODELS.index):
+        ok = [r for r in runs if r["model"] == model and r["status"] == "ok"]
+        if not ok:
+            continue
+        mse = {r["seed"]: r["mse"] for r in ok}
+        ratio = paired_ratio(mse, dict.fromkeys(mse, linear[best]["mse"]))
+        out[model] = {
+            "seeds": sorted(mse), "mse": statistics.mean(mse.values()),
+            "mse_std": statistics.stdev(mse.values()) if len(ok) > 1 else 0.0,
+            "mae": statistics.mean(r["mae"] for r in ok),
+            "paper_mse": statistics.mean(r["paper_mse"] for r in ok),
+            "epochs_run": [r["epochs_run"] for r in ok],
+            "vs_linear": {"ratio": ratio.ratio, "low": ratio.low, "high": ratio.high,
+                          "n": ratio.n},
+        }
+    return out
+
+
+def cells(runs: list[dict]) -> dict:
+    """(dataset-horizon) -> its runs, linear fits and summary."""
+    found: dict = {}
+    for r in runs:
+        found.setdefault(f"{r['dataset']}-{r['horizon']}", {"runs": []})["runs"].append(r)
+    for cell in found.values():
+        ok = [r for r in cell["runs"] if r["status"] == "ok"]
+        cell["runs"].sort(key=lambda r: (MODELS.index(r["model"]), r["seed"]))
+        if ok:
+            cell["linear"] = ok[0].get("linear") or linear_fits(Path(ok[0]["run_dir"]))
+            cell["test_windows"] = ok[0]["test_windows"]
+            cell["summary"] = summarise(cell["runs"], cell["linear"])
+    return found
+
+
+def _verdict(v: dict) -> str:
+    if v["n"] < 2:
+        return "one seed"
+    if v["high"] < 1:
+        return "below (beyond noise)"
+    return "above (beyond noise)" if v["low"] > 1 else "within noise"
+
+
+def markdown(report: dict) -> str:
+    out = ["| cell | forecaster | test MSE (every window) | MAE | MSE as the paper counts | "
+           "÷ best linear [95% CI] | verdict | published MSE | official code here |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    names = {"itransformer": "iTransformer", "patchtst": "PatchTST"}
+    for key, cell in report["cells"].items():
+        if "summary" not in cell:
+            continue
+        dataset, _ = key.split("-")
+        published = PUBLISHED.get(dataset, {}) if key.endswith("-96") else {}
+        s, theirs = cell["summary"], report.get("official", {}).get(key)
+        for model in MODELS:
+            if model not in s:
+                continue
+            m, v = s[model], s[model]["vs_linear"]
+            here = f"{theirs['mse']:.4f} (seed 2023)" if theirs and model == "itransformer" \
+                else ""
+            pub = published.get(names[model])
+            out.append(
+                f"| {key} | {names[model]} ({len(m['seeds'])} seeds) | {m['mse']:.4f} ± "
+                f"{m['mse_std']:.4f} | {m['mae']:.4f} | {m['paper_mse']:.4f} | "
+                f"{v['ratio']:.3f} [{v['low']:.3f}, {v['high']:.3f}] | {_verdict(v)} | "
+                f"{pub[0] if pub else ''} | {here} |")
+        for name in ("nlinear", "dlinear"):
+            lin = cell["linear"][name]
+            pub = published.get("DLinear") if name == "dlinear" else None
+            best = " (best linear)" if name == s["best_linear"] else ""
+            out.append(f"| {key} | {name} (least squares){best} | {lin['mse']:.4f} | "
+                       f"{lin['mae']:.4f} | | | | {pub[0] if pub else ''} | |")
+    out += ["", f"Published: {PUBLISHED_SOURCE}. Test windows: every one; PatchTST's published "
+            f"loader scores those filling whole batches of {report['protocol']['paper_batch']} "
+            f"(the paper's count)."]
+    if report.get("speed"):
+        out += ["", speed_markdown(report["speed"])]
+    return "\n".join(out) + "\n"
+
+
+def speed_markdown(s: dict) -> str:
+    b = s["best"]
+    return "\n".join([
+        f"One epoch, {s['dataset']} at horizon {s['horizon']}: {s['steps']} steps of 32 windows "
+        f"of time, 1 torch thread each, alternating, best of {len(s['rounds'])} rounds "
+        f"(seconds).",
+        "",
+        "| | training steps | whole epoch as each runs it |",
+        "|---|---|---|",
+        f"| official iTransformer code | {b['official']['train_seconds']:.1f} | "
+        f"{b['official']['epoch_seconds']:.1f} (steps, validation, test one window at a time) |",
+        f"| seqforecast experiment=itransformer | {b['seqforecast']['train_seconds']:.1f} | "
+        f"{b['seqforecast']['epoch_seconds']:.1f} (steps, validation) |",
+        f"| official ÷ seqforecast | {s['speedup_train']:.2f}x | {s['speedup_epoch']:.2f}x |",
+    ])
+
+
+def finish(report: dict, out: Path, argv) -> int:
+    report["cells"] = cells([r for c in report.get("cells", {}).values() for r in c["runs"]]
+                            + report.pop("new_runs", []))
+    for cell in report["cells"].values():  # keep the fits so merges need no run dirs
+        for r in cell["runs"]:
+            r.setdefault("linear", cell.get("linear"))
+    write_report(out, "scripts/bench_leaderboard.py", argv, **report)
+    text = markdown(report)
+    out.with_suffix(".md").write_text(text)
+    print(text)
+    return 0
+
+
+def merge(paths: list[Path], out: Path, argv) -> int:
+    merged: dict = {"protocol": None, "cells": {}, "official": {}, "speed": None,
+                    "merged_from": [str(p) for p in paths], "new_runs": []}
+    seen = set()
+    for path in paths:
+        report = json.loads(path.read_text())
+        merged["protocol"] = merged["protocol"] or report.get("protocol")
+        merged["official"].update(report.get("official") or {})
+        merged["speed"] = report.get("speed") or merged["speed"]
+        for cell in report.get("cells", {}).values():
+            for r in cell["runs"]:
+                key = (r["dataset"], r["horizon"], r["model"], r["seed"])
+                if key not in seen:  # a later report's run of the same case is a repeat
+                    seen.add(key)
+                    merged["new_runs"].append(r)
+    return finish(merged, out, argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datasets", nargs="+", default=["etth1", "etth2", "ettm1", "ettm2",
+                                                          "weather"])
+    parser.add_argument("--horizons", nargs="+", type=int, default=[96])
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--data-dir", default=str(REPO / "data"), help="where the files are")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per run")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at a time")
+    parser.add_argument("--runs-dir", type=Path, default=REPO / "outputs" / "bench_leaderboard")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "leaderboard.json")
+    parser.add_argument("--merge", nargs="+", type=Path, metavar="JSON")
+    parser.add_argument("--official", type=Path, metavar="DIR",
+                        help="also run the official iTransformer in DIR at each cell")
+    parser.add_argument("--official-python", default=sys.executable,
+                        help="the Python (with pandas, scikit-learn) that runs the official code")
+    parser.add_argument("--speed", type=Path, metavar="DIR",
+                        help="time one epoch beside the official iTransformer in DIR")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--paper-batch", type=int, default=PAPER_BATCH,
+                        help="PatchTST's published test batch (the windows it scores)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="a small generated file, 1 epoch, 1 seed (the tests)")
+    args = parser.parse_args(argv)
+    if args.merge:
+        return merge(args.merge, args.out, argv)
+    if args.smoke:
+        args.smoke_file = write_smoke_file(args.runs_dir / "smoke_data" / "ETTsmoke.csv")
+        args.datasets, args.horizons, args.seeds = ["etth1"], [SMOKE["horizon"]], args.seeds[:1]
+        args.paper_batch = 32
+    report: dict = {"protocol": {"in_len": IN_LEN, "units": "z (training rows)",
+                                 "paper_batch": args.paper_batch,
+                                 "published": PUBLISHED_SOURCE},
+                    "cells": {}, "official": {}, "speed": None, "new_runs": []}
+    if args.speed:
+        report["speed"] = speed(args)
+    if args.official:
+        report["official"] = official(args)
+    if not (args.speed or args.official):
+        cases = [(d, h, m, s) for d in args.datasets for h in args.horizons
+                 for m in args.models for s in args.seeds]
+        with ThreadPoolExecutor(args.jobs) as pool:
+            report["new_runs"] = list(pool.map(lambda c: run_one(*c, args), cases))
+    return finish(report, args.out, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

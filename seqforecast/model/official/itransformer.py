@@ -1,0 +1,83 @@
+"""The official iTransformer's weights in this package's model (Liu et al. 2024; the authors'
+`model/iTransformer.py`, `use_norm=1`, `class_strategy=projection`, calendar features on).
+
+    model = load_official_itransformer(torch.load("checkpoint.pth", weights_only=True), cfg, 7)
+
+`cfg` is the project config the checkpoint corresponds to (`experiment=itransformer` and the
+checkpoint's in_len, out_len and sizes). Every official tensor has its counterpart here in the
+same layout but the FFN's: the official kernel-1 convolutions' weights [out, in, 1] are this
+model's linear maps [out, in]. A state dict from another model or another setting is refused
+with one line naming the first key that is missing, unexpected or of the wrong shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from torch import Tensor, nn
+
+from ...attention.base import ProjectedAttention
+from ...data.time_features import calendar_features
+from ..builder import build_model
+from ..embedding import VariateTokens
+from ..encoder import EncoderForecaster
+from .common import OfficialWeightsError, Plan, Reshaped, copy_weights, weight_and_bias
+
+
+def load_official_itransformer(
+    state_dict: Mapping[str, Tensor], cfg, n_channels: int
+) -> EncoderForecaster:
+    """The iTransformer built from `cfg` (experiment=itransformer) for `n_channels` series (all
+    forecast, then cfg's calendar features), holding the official `state_dict`'s weights."""
+    marks = len(calendar_features(cfg["data"]))
+    model = build_model(cfg, n_features=n_channels + marks, n_targets=n_channels)
+    load_itransformer_weights(model, state_dict)
+    return model
+
+
+def load_itransformer_weights(model: EncoderForecaster, state_dict: Mapping[str, Tensor]
+                              ) -> None:
+    copy_weights(state_dict, itransformer_plan(model), model="iTransformer",
+                 settings="in_len, out_len, d_model, ffn.d_ff and encoder_layers",
+                 unexpected="only the iTransformer model's checkpoints load")
+
+
+def itransformer_plan(model: EncoderForecaster) -> Plan:
+    """Official key -> (this model's tensor, rearrangement or None), in the official order."""
+    if not isinstance(model, EncoderForecaster) or not isinstance(model.tokens, VariateTokens):
+        raise OfficialWeightsError(
+            "official iTransformer weights load into model=encoder with embedding=variate "
+            "(experiment=itransformer)")
+    if (model.instance_norm != "revin" or getattr(model.norm, "affine", False)
+            or model.linear_path is not None or isinstance(model.encoder_norm, nn.Identity)):
+        raise OfficialWeightsError(
+            "official iTransformer weights need model.instance_norm=revin "
+            "model.revin_affine=false model.final_norm=always model.linear_path=none "
+            "(experiment=itransformer)")
+    plan: Plan = {}
+    weight_and_bias(plan, "enc_embedding.value_embedding", model.src_embed)
+    for i, layer in enumerate(model.encoder):
+        attn, prefix = layer.self_attn, f"encoder.attn_layers.{i}."
+        if not isinstance(attn, ProjectedAttention):
+            raise OfficialWeightsError(
+                "official iTransformer weights load into attention=vanilla or einsum (the "
+                "published attention), not this backend")
+        for theirs, ours in (("query_projection", attn.q_proj), ("key_projection", attn.k_proj),
+                             ("value_projection", attn.v_proj),
+                             ("out_projection", attn.out_proj)):
+            weight_and_bias(plan, f"{prefix}attention.{theirs}", ours)
+        ffn = layer.ffn
+        if ffn.gate is not None or not isinstance(layer.attn_residual.norm, nn.LayerNorm):
+            raise OfficialWeightsError(
+                "official iTransformer weights need a plain FFN and LayerNorm (ffn=gelu "
+                "model.norm=layer)")
+        for theirs, ours in (("conv1", ffn.up), ("conv2", ffn.down)):
+            out_width, in_width = ours.weight.shape  # Conv1d(kernel 1): [out, in, 1]
+            plan[f"{prefix}{theirs}.weight"] = (
+                ours.weight, Reshaped((out_width, in_width, 1), lambda w: w.squeeze(-1)))
+            plan[f"{prefix}{theirs}.bias"] = (ours.bias, None)
+        weight_and_bias(plan, f"{prefix}norm1", layer.attn_residual.norm)
+        weight_and_bias(plan, f"{prefix}norm2", layer.ffn_residual.norm)
+    weight_and_bias(plan, "encoder.norm", model.encoder_norm)
+    weight_and_bias(plan, "projector", model.head)
+    return plan
