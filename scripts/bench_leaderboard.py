@@ -111,10 +111,11 @@ def overrides(model: str, dataset: str, horizon: int, args) -> list[str]:
 
 
 def run_one(dataset: str, horizon: int, model: str, seed: int, args) -> dict:
-    run_dir = args.runs_dir / dataset / f"h{horizon}" / model / f"seed{seed}"
-    label = {"dataset": dataset, "horizon": horizon, "model": model, "seed": seed}
+    label = {"dataset": dataset, "horizon": horizon, "model": model, "variant": args.variant,
+             "seed": seed}
+    run_dir = args.runs_dir / dataset / f"h{horizon}" / _name(label) / f"seed{seed}"
     cmd = [*overrides(model, dataset, horizon, args), f"seed={seed}",
-           f"trainer.num_threads={args.threads}", "log.figures=false"]
+           f"trainer.num_threads={args.threads}", "log.figures=false", *args.set]
     metrics, last, wall = train_run(cmd, run_dir)
     if metrics is None:
         return {**label, "status": f"failed: {last}"}
@@ -124,7 +125,8 @@ def run_one(dataset: str, horizon: int, model: str, seed: int, args) -> dict:
               "mse": test["mse_scaled"], "mae": test["mae_scaled"],
               "paper_mse": paper["model"]["mse"], "paper_mae": paper["model"]["mae"],
               **run_facts(metrics, wall)}
-    print(f"  {dataset}-{horizon} {model} seed {seed}: test MSE {record['mse']:.4f} "
+    print(f"  {dataset}-{horizon} {_name(label)} seed {seed}: test MSE "
+          f"{record['mse']:.4f} "
           f"({record['epochs_run']} epochs, {wall:.0f} s)", flush=True)
     return record
 
@@ -212,7 +214,7 @@ def speed(args) -> dict:
         run_dir = workdir / f"seqforecast{i}"
         metrics, last, _ = train_run([*overrides("itransformer", dataset, horizon, args),
                                       "epochs=1", "trainer.num_threads=1",
-                                      "log.figures=false"], run_dir)
+                                      "log.figures=false", *args.set], run_dir)
         if metrics is None:
             raise SystemExit(f"seqforecast failed: {last}")
         loop = torch.load(run_dir / "checkpoints" / "last.pt", weights_only=True)["loop"]
@@ -231,6 +233,7 @@ def speed(args) -> dict:
             for side in ("seqforecast", "official")}
     ratio = {k: best["official"][k] / best["seqforecast"][k] for k in best["official"]}
     return {"dataset": dataset, "horizon": horizon, "threads": 1, "rounds": rounds,
+            "variant": args.variant, "set": args.set,
             "best": best, "steps": rounds[0]["seqforecast"]["steps"],
             "speedup_train": ratio["train_seconds"], "speedup_epoch": ratio["epoch_seconds"]}
 
@@ -238,12 +241,23 @@ def speed(args) -> dict:
 # ---------------------------------------------------------------- the report
 
 
+def _name(run: dict) -> str:
+    """A run's model, with its variant where it has one (reports before variants have none)."""
+    variant = run.get("variant", "")
+    return f"{run['model']}:{variant}" if variant else run["model"]
+
+
+def _order(name: str) -> tuple:
+    model, _, variant = name.partition(":")
+    return MODELS.index(model), variant
+
+
 def summarise(runs: list[dict], linear: dict) -> dict:
     """Per model: mean ± std over seeds and the paired MSE ratio to the best linear fit."""
     best = min(linear, key=lambda name: linear[name]["mse"])
     out = {"best_linear": best}
-    for model in sorted({r["model"] for r in runs}, key=MODELS.index):
-        ok = [r for r in runs if r["model"] == model and r["status"] == "ok"]
+    for model in sorted({_name(r) for r in runs}, key=_order):
+        ok = [r for r in runs if _name(r) == model and r["status"] == "ok"]
         if not ok:
             continue
         mse = {r["seed"]: r["mse"] for r in ok}
@@ -267,7 +281,7 @@ def cells(runs: list[dict]) -> dict:
         found.setdefault(f"{r['dataset']}-{r['horizon']}", {"runs": []})["runs"].append(r)
     for cell in found.values():
         ok = [r for r in cell["runs"] if r["status"] == "ok"]
-        cell["runs"].sort(key=lambda r: (MODELS.index(r["model"]), r["seed"]))
+        cell["runs"].sort(key=lambda r: (_order(_name(r)), r["seed"]))
         if ok:
             cell["linear"] = ok[0].get("linear") or linear_fits(Path(ok[0]["run_dir"]))
             cell["test_windows"] = ok[0]["test_windows"]
@@ -294,15 +308,15 @@ def markdown(report: dict) -> str:
         dataset, _ = key.split("-")
         published = PUBLISHED.get(dataset, {}) if key.endswith("-96") else {}
         s, theirs = cell["summary"], report.get("official", {}).get(key)
-        for model in MODELS:
-            if model not in s:
-                continue
+        for model in sorted((k for k in s if k != "best_linear"), key=_order):
+            base, _, variant = model.partition(":")
             m, v = s[model], s[model]["vs_linear"]
             here = f"{theirs['mse']:.4f} (seed 2023)" if theirs and model == "itransformer" \
                 else ""
-            pub = published.get(names[model])
+            pub = published.get(names[base]) if not variant else None
+            shown = names[base] + (f", {variant}" if variant else "")
             out.append(
-                f"| {key} | {names[model]} ({len(m['seeds'])} seeds) | {m['mse']:.4f} ± "
+                f"| {key} | {shown} ({len(m['seeds'])} seeds) | {m['mse']:.4f} ± "
                 f"{m['mse_std']:.4f} | {m['mae']:.4f} | {m['paper_mse']:.4f} | "
                 f"{v['ratio']:.3f} [{v['low']:.3f}, {v['high']:.3f}] | {_verdict(v)} | "
                 f"{pub[0] if pub else ''} | {here} |")
@@ -315,17 +329,17 @@ def markdown(report: dict) -> str:
     out += ["", f"Published: {PUBLISHED_SOURCE}. Test windows: every one; PatchTST's published "
             f"loader scores those filling whole batches of {report['protocol']['paper_batch']} "
             f"(the paper's count)."]
-    if report.get("speed"):
-        out += ["", speed_markdown(report["speed"])]
+    for found in report.get("speed") or []:
+        out += ["", speed_markdown(found)]
     return "\n".join(out) + "\n"
 
 
 def speed_markdown(s: dict) -> str:
-    b = s["best"]
+    b, ours = s["best"], " ".join(s.get("set") or []) or "as the preset (fp32)"
     return "\n".join([
-        f"One epoch, {s['dataset']} at horizon {s['horizon']}: {s['steps']} steps of 32 windows "
-        f"of time, 1 torch thread each, alternating, best of {len(s['rounds'])} rounds "
-        f"(seconds).",
+        f"One epoch, {s['dataset']} at horizon {s['horizon']}, seqforecast {ours}: {s['steps']} "
+        f"steps of 32 windows of time, 1 torch thread each, alternating, best of "
+        f"{len(s['rounds'])} rounds (seconds).",
         "",
         "| | training steps | whole epoch as each runs it |",
         "|---|---|---|",
@@ -351,17 +365,20 @@ def finish(report: dict, out: Path, argv) -> int:
 
 
 def merge(paths: list[Path], out: Path, argv) -> int:
-    merged: dict = {"protocol": None, "cells": {}, "official": {}, "speed": None,
+    merged: dict = {"protocol": None, "cells": {}, "official": {}, "speed": [],
                     "merged_from": [str(p) for p in paths], "new_runs": []}
     seen = set()
     for path in paths:
         report = json.loads(path.read_text())
         merged["protocol"] = merged["protocol"] or report.get("protocol")
         merged["official"].update(report.get("official") or {})
-        merged["speed"] = report.get("speed") or merged["speed"]
+        found = report.get("speed") or []
+        for one in [found] if isinstance(found, dict) else found:  # one per variant, the latest
+            merged["speed"] = [s for s in merged["speed"]
+                               if s.get("variant", "") != one.get("variant", "")] + [one]
         for cell in report.get("cells", {}).values():
             for r in cell["runs"]:
-                key = (r["dataset"], r["horizon"], r["model"], r["seed"])
+                key = (r["dataset"], r["horizon"], r["model"], r.get("variant", ""), r["seed"])
                 if key not in seen:  # a later report's run of the same case is a repeat
                     seen.add(key)
                     merged["new_runs"].append(r)
@@ -374,6 +391,9 @@ def main(argv: list[str] | None = None) -> int:
                                                           "weather"])
     parser.add_argument("--horizons", nargs="+", type=int, default=[96])
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    parser.add_argument("--set", nargs="*", default=[], help="further overrides for every run")
+    parser.add_argument("--variant", default="",
+                        help="a name for the runs --set changes (kept apart in the tables)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--data-dir", default=str(REPO / "data"), help="where the files are")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per run")
@@ -402,9 +422,9 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {"protocol": {"in_len": IN_LEN, "units": "z (training rows)",
                                  "paper_batch": args.paper_batch,
                                  "published": PUBLISHED_SOURCE},
-                    "cells": {}, "official": {}, "speed": None, "new_runs": []}
+                    "cells": {}, "official": {}, "speed": [], "new_runs": []}
     if args.speed:
-        report["speed"] = speed(args)
+        report["speed"] = [speed(args)]
     if args.official:
         report["official"] = official(args)
     if not (args.speed or args.official):

@@ -47,11 +47,15 @@ def parse(argv: list[str]) -> tuple[str, list[str], str | None]:
     return command, names, folder
 
 
-def state(name: str, folder) -> str:
+def state(dataset, folder) -> str:
+    """Whether the dataset's file is in `folder`, and verified, in words."""
+    path = folder / dataset.file
+    if not path.is_file():
+        return "missing"
     try:
-        return verify(entry(name), folder / entry(name).file)
+        return verify(dataset, path)
     except DatasetError as err:
-        return "missing" if not (folder / entry(name).file).is_file() else f"DAMAGED: {err}"
+        return f"DAMAGED: {err}"
 
 
 def run(argv: list[str]) -> None:
@@ -61,10 +65,15 @@ def run(argv: list[str]) -> None:
         print(f"data folder: {folder}")
         print(f"{'name':<12} {'rows':>7} {'channels':>8}  {'interval':<8} status")
         for name, e in entries().items():
-            print(f"{name:<12} {e.rows:>7} {e.channels:>8}  {e.interval:<8} {state(name, folder)}")
+            print(f"{name:<12} {e.rows:>7} {e.channels:>8}  {e.interval:<8} {state(e, folder)}")
             how = "download" if e.url else "manual step"
             print(f"{'':<12} {e.file}; licence: {e.licence}; source ({how}): {e.source}")
         return
+    if command == "verify" and not names:  # every dataset file in the folder
+        names = [name for name, e in entries().items() if (folder / e.file).is_file()]
+        if not names:
+            raise DatasetError(f"no dataset file in {folder}: `seqforecast-data list` says "
+                               f"where each comes from")
     failed = []
     for name in names:
         try:

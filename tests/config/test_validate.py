@@ -135,6 +135,8 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
      "data.time_features=true conflicts with data.time_column/columns=[None, 'series']"),
     ([CSV_ARGS, "data.time_freq=hour"], "data.time_freq='hour' is not allowed: choose one of "
      "s, min, h, d, w, m"),
+    (["dataset=etth9"], "dataset=etth9 is not allowed: choose one of electricity, etth1, etth2, "
+     "ettm1, ettm2, exchange, illness, traffic, weather"),
     # variate tokens: the encoder-only model's, channels in no order
     (["embedding=variate"], "embedding=variate conflicts with model=transformer"),
     (["model=encoder", "embedding=variate"],

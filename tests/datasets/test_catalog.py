@@ -48,6 +48,9 @@ def test_the_shared_files_verify_against_their_entries():
         assert row.endswith("verified (SHA-256)"), row
     verified = _data("verify", *present, f"data_dir={SHARED}")
     assert verified.returncode == 0 and verified.stdout.count("verified (SHA-256)") == len(present)
+    every = _data("verify", f"data_dir={SHARED}")  # no names: every dataset file there
+    assert every.returncode == 0
+    assert sorted(every.stdout.splitlines()) == sorted(verified.stdout.splitlines())
 
 
 def test_bad_names_and_missing_or_wrong_files_are_one_line_and_exit_2(tmp_path):
@@ -55,6 +58,7 @@ def test_bad_names_and_missing_or_wrong_files_are_one_line_and_exit_2(tmp_path):
         (["download", "etth9"], "dataset 'etth9' does not exist: choose one of electricity, "),
         (["verify", "ettm1", f"data_dir={tmp_path}"], "dataset ettm1 is not downloaded: no "),
         (["fetch"], "give a command (list, download, verify)"),
+        (["verify", f"data_dir={tmp_path}"], f"no dataset file in {tmp_path}"),
     ]:
         done = _data(*args)
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
