@@ -36,7 +36,7 @@ def attention_figure(
 ) -> Figure:
     """weights [H, Lq, Lk] -> a row of H heatmaps, one colour bar. Axes in time steps for
     point tokens ([first, last] spans of one step), else one cell per patch, ticks labelled
-    with the steps each covers.
+    with the steps each covers; variate tokens (each the whole window) by their channel index.
 
     Signed (differential) maps use a diverging colour map centred on zero, so zeros outside a
     block-local window read as white; softmax maps use a sequential one from zero.
@@ -45,6 +45,7 @@ def attention_figure(
     from matplotlib.ticker import MaxNLocator
 
     points = all(a == b for a, b in list(query_spans) + list(key_spans))
+    channels = len(set(query_spans) | set(key_spans)) == 1 and len(key_spans) > 1
     heads = weights.shape[0]
     # A fixed layout: matplotlib's constrained layout would double the drawing time.
     fig = _new_figure(2.6 * heads + 1.2, 3.0)
@@ -55,7 +56,7 @@ def attention_figure(
     else:  # one cell per token
         q0, q1, k0, k1 = 0, len(query_spans) - 1, 0, len(key_spans) - 1
     extent = (k0 - 0.5, k1 + 0.5, q1 + 0.5, q0 - 0.5)
-    unit = "time step" if points else "patch (time steps)"
+    unit = "time step" if points else "channel" if channels else "patch (time steps)"
     if signed:
         bound = max(float(np.abs(weights).max()), 1e-12)
         style = dict(cmap="RdBu_r", norm=TwoSlopeNorm(vcenter=0.0, vmin=-bound, vmax=bound))
@@ -71,7 +72,7 @@ def attention_figure(
         if head == 0:
             ax.set_ylabel(f"query {unit}", fontsize=8)
         ax.tick_params(labelsize=7)
-        if points:
+        if points or channels:
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         else:

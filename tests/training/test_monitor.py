@@ -30,6 +30,18 @@ def test_signed_maps_use_a_diverging_colour_map_centred_on_zero():
     assert plain.axes[0].images[0].get_extent() == [-0.5, 1.5, 6.5, 4.5]
 
 
+def test_variate_maps_are_labelled_by_channel():
+    """Variate tokens each read the whole window: one cell per channel, integer ticks."""
+    weights = np.full((2, 5, 5), 0.2)
+    fig = attention_figure(weights, [(0, 95)] * 5, [(0, 95)] * 5, "t", signed=False)
+    assert fig.axes[0].get_xlabel() == "key channel"
+    assert fig.axes[0].get_ylabel() == "query channel"
+    assert fig.axes[0].images[0].get_extent() == [-0.5, 4.5, 4.5, -0.5]
+    patches = attention_figure(weights, [(0, 15), (8, 23)] * 2 + [(16, 31)],
+                               [(0, 15), (8, 23)] * 2 + [(16, 31)], "t", signed=False)
+    assert patches.axes[0].get_xlabel() == "key patch (time steps)"
+
+
 def test_forecast_figure_draws_every_forecaster_and_renders():
     fig = forecast_figure(
         np.zeros(6), np.ones(3), {"model": np.ones(3), "drift": np.zeros(3)}, "title"
