@@ -118,13 +118,18 @@ def timed_official(module: str, experiment: str, run_file: str) -> str:
     given) inside that repository, as its authors run it, timing its experiment class's
     `train` (the whole call) and `vali` (summed) methods, and printing them last as JSON:
     {"train_call_seconds", "vali_seconds"}. One torch thread. numpy 2 removed np.Inf, which the
-    published EarlyStopping reads; nothing else is changed."""
+    published EarlyStopping reads; nothing else is changed, but with OFFICIAL_SEED set in the
+    environment the seed the code fixes is that one (random, numpy and torch alike)."""
     return f"""
-import json, runpy, sys, time
+import json, os, random, runpy, sys, time
 import numpy as np
 import torch
 np.Inf = np.inf
 torch.set_num_threads(1)
+if os.environ.get("OFFICIAL_SEED"):
+    for module, name in ((random, "seed"), (np.random, "seed"), (torch, "manual_seed")):
+        setattr(module, name, lambda _, fix=getattr(module, name):
+                fix(int(os.environ["OFFICIAL_SEED"])))
 sys.path.insert(0, ".")
 import {module} as exp
 timed = {{"vali_seconds": 0.0}}
