@@ -339,13 +339,13 @@ def markdown(report: dict) -> str:
                 f"| {key} | {shown} ({len(m['seeds'])} seeds) | {m['mse']:.4f} ± "
                 f"{m['mse_std']:.4f} | {m['mae']:.4f} | {m['paper_mse']:.4f} | "
                 f"{v['ratio']:.3f} [{v['low']:.3f}, {v['high']:.3f}] | {_verdict(v)} | "
-                f"{pub[0] if pub else ''} | {here} |")
+                f"{f'{pub[0]:.3f}' if pub else ''} | {here} |")
         for name in ("nlinear", "dlinear"):
             lin = cell["linear"][name]
             pub = published.get("DLinear") if name == "dlinear" else None
             best = " (best linear)" if name == s["best_linear"] else ""
             out.append(f"| {key} | {name} (least squares){best} | {lin['mse']:.4f} | "
-                       f"{lin['mae']:.4f} | | | | {pub[0] if pub else ''} | |")
+                       f"{lin['mae']:.4f} | | | | {f'{pub[0]:.3f}' if pub else ''} | |")
     out += ["", f"Published: {PUBLISHED_SOURCE}. Test windows: every one; PatchTST's published "
             f"loader scores those filling whole batches of {report['protocol']['paper_batch']} "
             f"(the paper's count)."]

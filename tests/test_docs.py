@@ -299,6 +299,17 @@ def test_the_speed_tables_are_their_reports():
         assert "\n".join(rows) in page
 
 
+def test_the_leaderboard_page_is_its_report():
+    """Every table on docs/benchmarks/leaderboard.md (the cells, the speed beside the official
+    code) is benchmarks/leaderboard.json as bench_leaderboard.py prints it, and its .md beside
+    it too, so a merge that changes a number fails here until the page says it."""
+    report = json.loads((REPO / "benchmarks" / "leaderboard.json").read_text())
+    printed = load_script("bench_leaderboard.py").markdown(report)
+    page = (REPO / "docs" / "benchmarks" / "leaderboard.md").read_text()
+    assert _table_rows(page) == _table_rows(printed)
+    assert (REPO / "benchmarks" / "leaderboard.md").read_text() == printed
+
+
 # ---------------------------------------------------------------- extending.md
 
 
