@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -35,6 +36,17 @@ class AttentionOptions:
     name: str = ""
     dropout: float = option(0.0, probability)  # on the attention weights, in training
     bias: bool = True  # in the q, k, v and output projections
+
+    # What the mechanism itself can do, whatever its options (config/rules.py refuses the
+    # combinations it cannot serve, in one line, naming the backend and the reason):
+    TIME_AXIS: ClassVar[str | None] = None  # why its tokens must lie along time (lags,
+    # frequencies), or None: any tokens, variate tokens too
+    CAUSAL: ClassVar[str | None] = None  # why it cannot mask the future, or None: it can
+    MIXES_QUERIES: ClassVar[str | None] = None  # why one query's output depends on the other
+    # queries (so a decoder step would read later steps through cross-attention), or None
+    SCORES: ClassVar[str | None] = None  # why it has no pre-softmax q.k scores for residual
+    # attention to carry, or None: it has
+    INSIDE_POSITIONS: ClassVar[bool] = True  # rope / relative terms act inside it
 
     # What a backend says of itself, for the rules between its options and the model's
     # (config/rules.py, residual.carries_residual): a backend whose options change these

@@ -16,7 +16,7 @@ from torch import nn
 
 from ..options import ConfigError, check_options
 
-CONTEXT = ("layer", "cross_attention", "position")
+CONTEXT = ("layer", "cross_attention", "position", "lengths")
 
 
 class Backend(NamedTuple):

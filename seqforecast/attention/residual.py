@@ -71,6 +71,8 @@ def carries_residual(options, pos_encoding: str) -> str | None:
     if pos_encoding == "relative":
         return ("pos_encoding=relative adds its terms to the scores, which residual attention "
                 "cannot carry; use sinusoidal, learned, rope or none")
+    if type(options).SCORES:
+        return f"{type(options).SCORES}; set model.res_attention=false"
     terms = options.score_terms()
     if terms:
         return (f"attention.{terms[0]}=true acts on the scores, which residual attention "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import fields
+from dataclasses import fields, is_dataclass
 
 from hydra.errors import MissingConfigException
 from omegaconf import DictConfig, OmegaConf
@@ -126,6 +126,10 @@ def composition_error(err: BaseException) -> str:
     if unknown:
         node = key.rpartition(".")[0] or "the config's root"
         moved = moved_key(key)
+        schema = getattr(found, "object_type", None)
+        keys = ("its keys: " + ", ".join(f.name for f in fields(schema) if f.name != "name")
+                if schema is not None and is_dataclass(schema) else
+                "its keys: --cfg job prints them")
         return (f"{key} is not allowed: {node} has no key {unknown.group(1)} ("
-                + (f"it is now {moved})" if moved else "its keys: --cfg job prints them)"))
+                + (f"it is now {moved})" if moved else f"{keys})"))
     return f"{key}: {message}"

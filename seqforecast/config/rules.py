@@ -5,10 +5,11 @@ single option's type, allowed values and range are its own (schema.py), checked 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from ..attention import AttentionOptions, attention_schema, carries_residual
-from ..model.embedding import Tokenizer
+from ..model.embedding import Tokenizer, token_lengths
 from ..model.positional import INSIDE_ATTENTION
 from ..options import ConfigError
 from ..probabilistic.quantiles import QuantileError, check_quantiles, interval_bounds
@@ -118,6 +119,10 @@ def attention_and_positions_agree(cfg: dict) -> None:
     if conflict:
         key, why = conflict
         _conflict(f"attention.{key}", getattr(attention, key), "model.d_model", d_model, why)
+    if pos in INSIDE_ATTENTION and not attention.INSIDE_POSITIONS:
+        _conflict("pos_encoding", pos, "attention", attention.name,
+                  f"{attention.name} attention has no q.k scores for {pos} to act in; use "
+                  f"sinusoidal, learned or none")
     own = attention.position_terms()
     if own and pos in INSIDE_ATTENTION:
         _conflict(f"attention.{own[0]}", "true", "pos_encoding", pos,
@@ -130,6 +135,42 @@ def attention_and_positions_agree(cfg: dict) -> None:
         _conflict("pos_encoding", "rope", "model.d_model", d_model,
                   f"rope rotates pairs of q/k channels, and the q/k width per head, "
                   f"{how.format(head=head)} = {width}, is odd")
+
+
+@rule("attention")
+def the_backend_can_serve_the_model(cfg: dict) -> None:
+    """What the backend says it cannot do (AttentionOptions' CAUSAL, MIXES_QUERIES) against
+    what the model asks of it."""
+    attention, model = _attention(cfg), cfg["model"]
+    # a decoder step reads the steps before it only: causal self-attention, and
+    # cross-attention where each query is its own
+    why = type(attention).CAUSAL or type(attention).MIXES_QUERIES
+    if why and _encoder_decoder(cfg) and model["decoding"] == "autoregressive":
+        _conflict("attention", attention.name, "model.decoding", "autoregressive",
+                  f"a decoder step may read only the steps before it, and {why}; use "
+                  f"model.decoding=oneshot or a backend that can be causal")
+
+
+@rule("attention")
+def lags_and_modes_fit_the_tokens(cfg: dict) -> None:
+    """autocorrelation's lags (floor(factor ln L) >= 1) and fourier's modes (some, of half
+    the tokens) on every layer's tokens."""
+    attention = _attention(cfg)
+    if attention.name not in ("autocorrelation", "fourier") or \
+            cfg["embedding"]["name"] == "variate":  # refused with its own line
+        return
+    encoder, decoder = token_lengths(cfg, 1)
+    fewest = min(n for n in (encoder, decoder) if n)
+    if attention.name == "autocorrelation":
+        lags = int(attention.factor * math.log(fewest))
+        if lags < 1:
+            _refuse("attention.factor", attention.factor,
+                    f"floor(factor ln {fewest} tokens) = {lags} lags; the fewest tokens a layer "
+                    f"reads are {fewest}: a factor >= {1 / math.log(fewest):.3g} gives one"
+                    if fewest > 1 else "a layer reads 1 token, which has no lags")
+    elif fewest < 2:
+        _conflict("attention", "fourier", "the tokens", fewest,
+                  "a layer reading one token has no Fourier mode to keep")
 
 
 @rule("embedding")
@@ -163,7 +204,11 @@ def variate_tokens_have_no_time_axis(cfg: dict) -> None:
     if model["channel_independent"]:
         _conflict("embedding", "variate", "model.channel_independent", "true",
                   "channel tokens mix the channels")
-    for key, value in _attention(cfg).time_axis():
+    attention = _attention(cfg)
+    if attention.TIME_AXIS:
+        _conflict("embedding", "variate", "attention", attention.name,
+                  f"{attention.TIME_AXIS}, and channel tokens are in no order")
+    for key, value in attention.time_axis():
         _conflict("embedding", "variate", f"attention.{key}", str(value).lower(),
                   "it assumes tokens along time; channel tokens are in no order")
 

@@ -19,7 +19,7 @@ from .. import native
 from ..attention import attention_context, build_attention
 from ..data.time_features import calendar_features
 from ..probabilistic.outputs import build_output
-from .embedding import patch_shape
+from .embedding import patch_shape, token_lengths
 from .encoder import EncoderForecaster
 from .ffn import FeedForward
 from .forecaster import WindowForecaster
@@ -65,9 +65,13 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1, kernels: 
     accepted = set(attention_context(attn_name))
     attn_options = {k: v for k, v in attention.items() if k != "name"}
     new_position = attention_position_factory(cfg["pos_encoding"], n_heads)
+    encoder_tokens, decoder_tokens = token_lengths(
+        cfg, 1 if model["channel_independent"] else n_features)
 
-    def make_attention(layer: int, cross: bool) -> nn.Module:
-        context = {"layer": layer, "cross_attention": cross, "position": new_position()}
+    def make_attention(layer: int, cross: bool, lengths: tuple[int, int]) -> nn.Module:
+        """`lengths`: the tokens (queries, keys) the layer attends over."""
+        context = {"layer": layer, "cross_attention": cross, "position": new_position(),
+                   "lengths": lengths}
         context = {k: v for k, v in context.items() if k in accepted and v is not None}
         attn = build_attention(attn_name, d_model, n_heads, **attn_options, **context)
         if linear_init:
@@ -83,15 +87,16 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1, kernels: 
                            dropout=ffn_cfg["dropout"])
 
     encoder = [
-        EncoderLayer(make_attention(i, False), make_ffn(), d_model, dropout, norm_first, norm,
-                     attention_output_dropout)
+        EncoderLayer(make_attention(i, False, (encoder_tokens, encoder_tokens)), make_ffn(),
+                     d_model, dropout, norm_first, norm, attention_output_dropout)
         for i in range(1, model["encoder_layers"] + 1)
     ]
     # The decoder's layers are drawn before the input encoding (a learned one draws too): a
     # seed gives the weights it gave before the encoder-only model shared this builder.
     decoder = [] if encoder_only else [
-        DecoderLayer(make_attention(i, False), make_attention(i, True), make_ffn(), d_model,
-                     dropout, norm_first, norm)
+        DecoderLayer(make_attention(i, False, (decoder_tokens, decoder_tokens)),
+                     make_attention(i, True, (decoder_tokens, encoder_tokens)), make_ffn(),
+                     d_model, dropout, norm_first, norm)
         for i in range(1, model["decoder_layers"] + 1)
     ]
     shared = dict(

@@ -45,6 +45,20 @@ def patch_shape(cfg: Mapping) -> tuple[int, int]:
     return embedding["patch_len"], embedding["stride"]
 
 
+def token_lengths(cfg: Mapping, n_features: int) -> tuple[int, int]:
+    """(encoder tokens, one-shot decoder tokens) of a composed config's model, for windows of
+    `n_features` channels (variate tokens: one per channel; the encoder-only model has no
+    decoder)."""
+    data, model = cfg["data"], cfg["model"]
+    if cfg["embedding"]["name"] == "variate":
+        return n_features, 0
+    encoder_only = model["name"] == "encoder"
+    tokens = Tokenizer(data["in_len"], 0 if encoder_only else model["label_len"],
+                       data["out_len"], *patch_shape(cfg), cfg["embedding"]["padding"])
+    return tokens.encoder_tokens, 0 if encoder_only else (tokens.label_tokens
+                                                          + tokens.output_tokens)
+
+
 class Tokenizer:
     """Cuts windows into tokens and puts per-token outputs back as time steps."""
 

@@ -46,6 +46,8 @@ def probe(model: nn.Module, src: Tensor) -> tuple[Tensor, list[AttentionMap]]:
     result = []
     for stack in STACKS:
         for i, weights in enumerate(maps[stack], start=1):
+            if weights is None:  # a mechanism without weights on its inputs (fourier)
+                continue
             array = weights[0].float().cpu().numpy()  # [H, Lq, Lk]
             encoder_spans, decoder_spans = model.token_spans(array.shape[1])
             query_spans = encoder_spans if stack == "encoder" else decoder_spans

@@ -149,6 +149,43 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
     (["model=encoder", "embedding=variate", "pos_encoding=none",
       "model.channel_independent=true"],
      "embedding=variate conflicts with model.channel_independent=true"),
+    # the literature's backends: what each says it cannot do
+    (["model=encoder", "embedding=variate", "pos_encoding=none", "attention=autocorrelation"],
+     "embedding=variate conflicts with attention=autocorrelation: its lags roll the tokens "
+     "along time, and channel tokens are in no order"),
+    (["model=encoder", "embedding=variate", "pos_encoding=none", "attention=fourier"],
+     "embedding=variate conflicts with attention=fourier: its modes are frequencies"),
+    (["attention=fourier", "model.decoding=autoregressive"],
+     "attention=fourier conflicts with model.decoding=autoregressive: a decoder step may read "
+     "only the steps before it, and every Fourier mode mixes the whole window"),
+    (["attention=autocorrelation", "model.decoding=autoregressive"],
+     "attention=autocorrelation conflicts with model.decoding=autoregressive"),
+    (["attention=probsparse", "model.decoding=autoregressive"],
+     "attention=probsparse conflicts with model.decoding=autoregressive"),
+    (["attention=flow", "model.decoding=autoregressive"],
+     "attention=flow conflicts with model.decoding=autoregressive: a decoder step may read "
+     "only the steps before it, and its flow is conserved over every query"),
+    (["attention=flow", "attention.block_size=4"],
+     "attention.block_size is not allowed: attention has no key block_size (its keys: "
+     "dropout, bias, eps, source_clamp)"),
+    (["attention=flow", "pos_encoding=rope"],
+     "pos_encoding=rope conflicts with attention=flow: flow attention has no q.k scores for "
+     "rope to act in"),
+    (["attention=autocorrelation", "pos_encoding=relative"],
+     "pos_encoding=relative conflicts with attention=autocorrelation"),
+    (["model=encoder", "model.res_attention=true", "attention=flow"],
+     "model.res_attention=true conflicts: flow attention has no q.k scores"),
+    (["model=encoder", "model.res_attention=true", "attention=probsparse"],
+     "model.res_attention=true conflicts: probsparse scores only its active queries"),
+    (["attention=probsparse", "attention.factor=0"],
+     "attention.factor=0 is not allowed: must be >= 1"),
+    (["attention=probsparse", "attention.layout=informer"],
+     "attention.layout='informer' is not allowed: choose one of paper, tslib"),
+    (["attention=autocorrelation", "attention.factor=0.2"],
+     "attention.factor=0.2 is not allowed: floor(factor ln "),
+    (["attention=fourier", "attention.modes=0"], "attention.modes=0 is not allowed: must be >= 1"),
+    (["attention=fourier", "attention.mode_select=highest"],
+     "attention.mode_select='highest' is not allowed: choose one of random, lowest"),
     (["model=encoder", "model.final_norm=sometimes"],
      "model.final_norm='sometimes' is not allowed: choose one of auto, always, never"),
     # a quantile loss: its levels valid, the median (the point) among them, and every
@@ -207,6 +244,9 @@ def test_types_and_keys_are_the_schemas_job(override, key):
     assert "\n" not in str(err.value)
 
 
+LITERATURE = ("flow", "probsparse", "autocorrelation", "fourier")
+
+
 def _combinations():
     """Every attention x position encoding x the diff options that interact with positions,
     at head widths that are even, odd, and odd once halved. Each base config is composed
@@ -223,7 +263,7 @@ def _combinations():
         for pos in ("sinusoidal", "learned", "none", "relative", "rope"):
             base = ["experiment=quick", f"d_model={d_model}", f"n_heads={heads}",
                     f"pos_encoding={pos}"]
-            for attention in ("vanilla", "einsum"):
+            for attention in ("vanilla", "einsum", *LITERATURE):
                 yield compose_config([*base, f"attention={attention}"])
             diff = compose_config([*base, "attention=diff"])
             for options in diff_options:
