@@ -6,7 +6,8 @@ literatures-mechanisms).
         --informer Informer2020 --flowformer Flowformer --itransformer iTransformer
 
 Each DIR is a checkout of the authors' repository (thuml/Time-Series-Library,
-zhouhaoyi/Informer2020, thuml/Flowformer, thuml/iTransformer); their modules are imported from
+zhouhaoyi/Informer2020, thuml/Flowformer, thuml/iTransformer; the Time-Series-Library's
+`models/Nonstationary_Transformer.py` imports its layers only); their modules are imported from
 there, never copied here (the Time-Series-Library's and iTransformer's attention files import
 reformer_pytorch, which is stubbed: no checked module uses it). For every case the authors'
 layer is built with torch's generator at one seed, its weights copied into the backend, and
@@ -172,6 +173,46 @@ def fourier_cases(tslib: Path) -> dict:
     return found
 
 
+def destationary_cases(tslib: Path) -> dict:
+    from seqforecast.model.destationary import DestationaryFactors, Factors
+
+    module = _import(tslib, "layers.SelfAttention_Family")
+    found = {}
+    for causal, q_len, k_len in ((False, 48, 48), (True, 48, 48), (False, 30, 48)):
+        torch.manual_seed(0)
+        theirs = module.AttentionLayer(module.DSAttention(causal, 5, attention_dropout=0.0),
+                                       D_MODEL, HEADS).double()
+        ours = build_attention("destationary", D_MODEL, HEADS).double()
+        _copy(ours, theirs)
+        tau = torch.rand(3, 1, dtype=torch.float64) + 0.5
+        delta = torch.randn(3, k_len, dtype=torch.float64)
+        factors = Factors(tau[:, 0], delta)
+        found[f"destationary, DSAttention, {'causal' if causal else 'no mask'}, Lq {q_len} "
+              f"Lk {k_len}, float64"] = _compare(
+            lambda x, m, t=theirs, a=tau, d=delta: t(x, m, m, None, tau=a, delta=d)[0],
+            lambda x, m, o=ours, c=causal, f=factors: o(x, m, causal=c, factors=f)[0],
+            q_len, k_len, q_len != k_len, torch.float64)
+    projector = _import(tslib, "models.Nonstationary_Transformer").Projector
+    torch.manual_seed(0)
+    channels, length = 7, 96
+    tau_learner = projector(channels, length, [128, 128], 2, 1).double()
+    delta_learner = projector(channels, length, [128, 128], 2, length).double()
+    ours = DestationaryFactors(channels, length, length, [128, 128]).double()
+    ours.tau_learner.load_state_dict(tau_learner.state_dict())
+    ours.delta_learner.load_state_dict(delta_learner.state_dict())
+    window = torch.randn(4, length, channels, dtype=torch.float64) * 3 + 1
+    mean = window.mean(1, keepdim=True)
+    std = torch.sqrt(torch.var(window - mean, dim=1, keepdim=True, unbiased=False) + 1e-5)
+    tau = tau_learner(window, std).clamp(max=80.0).exp()[:, 0]
+    delta = delta_learner(window, mean)
+    factors = ours(window)
+    found["destationary factors, the Non-stationary Transformer's Projectors, float64"] = {
+        "output": max(((tau - factors.tau).abs().max() / tau.abs().max()).item(),
+                      ((delta - factors.delta).abs().max() / delta.abs().max()).item()),
+        "gradient": float("nan")}
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     for name in ("tslib", "informer", "flowformer", "itransformer"):
@@ -183,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.tslib is not None:
         found.update(autocorrelation_cases(args.tslib))
         found.update(fourier_cases(args.tslib))
+        found.update(destationary_cases(args.tslib))
     print("| case | output | input gradient |\n|---|---|---|")
     for case, diff in found.items():
         print(f"| {case} | {diff['output']:.1e} | {diff['gradient']:.1e} |")

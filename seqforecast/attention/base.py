@@ -52,6 +52,11 @@ class AttentionOptions:
     # (config/rules.py, residual.carries_residual): a backend whose options change these
     # overrides them, so no rule elsewhere names a backend.
 
+    def model_parts(self) -> dict:
+        """What the model must build for this backend, as the forecaster's keywords
+        (de-stationary attention's factors); nothing for most."""
+        return {}
+
     def shape_conflict(self, d_model: int, n_heads: int) -> tuple[str, str] | None:
         """(the option, why) if these options cannot build at this width, else None."""
         return None

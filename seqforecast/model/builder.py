@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from .. import native
-from ..attention import attention_context, build_attention
+from ..attention import attention_context, attention_schema, build_attention
 from ..data.time_features import calendar_features
 from ..probabilistic.outputs import build_output
 from .embedding import patch_shape, token_lengths
@@ -124,6 +124,8 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1, kernels: 
         variate_tokens=cfg["embedding"]["name"] == "variate",
         n_marks=len(calendar_features(cfg["data"])),
         final_norm=FINAL_NORM[model["final_norm"]] if encoder_only else None,
+        # what the backend needs the model to build for it (de-stationary factors)
+        **attention_schema(attn_name)(**attention).model_parts(),
     )
     if encoder_only:
         forecaster = EncoderForecaster(head_dropout=model["head_dropout"], **shared)

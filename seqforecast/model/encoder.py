@@ -44,9 +44,10 @@ class EncoderForecaster(WindowForecaster):
         self._attach_linear_path(self.head)
 
     def _forecast(
-        self, src: Tensor, tgt: Tensor | None, stats, maps: dict, need_weights: bool
+        self, src: Tensor, tgt: Tensor | None, stats, maps: dict, need_weights: bool,
+        factors=None,
     ) -> Tensor:
-        memory = self._encode(src, maps, need_weights)  # [B, N, d_model]
+        memory = self._encode(src, maps, need_weights, factors)  # [B, N, d_model]
         return self._read_out(self.head_dropout(memory))  # [B, out_len, T * K]
 
     def _flattened(self, memory: Tensor) -> Tensor:

@@ -30,6 +30,7 @@ from torch import Tensor, nn
 
 from ..attention import ResidualQK
 from ..probabilistic.outputs import PointOutput
+from .destationary import DestationaryFactors, Factors
 from .embedding import Tokenizer, VariateTokens
 from .layers import EncoderLayer, make_norm
 from .linear_path import LinearPath
@@ -65,12 +66,15 @@ class WindowForecaster(nn.Module):
         variate_tokens: bool = False,
         n_marks: int = 0,
         final_norm: bool | None = None,
+        destationary_hidden: list[int] | None = None,
     ):
         """The options are the model group's (config/schema.py), passed by the builder;
         `n_features` and `n_targets` are the data's (targets first, then covariates, then
         `n_marks` calendar features, which no instance norm touches). `variate_tokens`: one
         token per channel (embedding=variate) instead of tokens along time. `final_norm`: a
-        norm after the encoder stack (None: after a pre-norm stack only, as nn.Transformer)."""
+        norm after the encoder stack (None: after a pre-norm stack only, as nn.Transformer).
+        `destationary_hidden`: the de-stationary factors' MLP widths (attention=destationary),
+        or None: no factors."""
         super().__init__()
         if not 1 <= n_targets <= n_features:
             raise ValueError(f"n_targets={n_targets} must be in [1, n_features={n_features}]")
@@ -99,6 +103,8 @@ class WindowForecaster(nn.Module):
         self.src_embed = nn.Linear(self.tokens.token_width(inner_features), d_model)
         self.input_encoding = input_encoding
         self.encoder = nn.ModuleList(encoder_layers)
+        self.destationary = None if destationary_hidden is None else DestationaryFactors(
+            inner_features - n_marks, in_len, self.tokens.encoder_tokens, destationary_hidden)
         # Pre-norm stacks end un-normalised; close the stack with a norm (as nn.Transformer).
         final_norm = norm_first if final_norm is None else final_norm
         self.encoder_norm = make_norm(norm, d_model) if final_norm else nn.Identity()
@@ -155,8 +161,11 @@ class WindowForecaster(nn.Module):
             src = _fold(src)
             tgt = _fold(tgt) if tgt is not None else None
         maps: dict[str, list[Tensor]] = {"encoder": [], "decoder_self": [], "cross": []}
+        # De-stationary factors (attention=destationary) read the window before its norm.
+        factors = None if self.destationary is None else self.destationary(
+            src[..., : src.shape[-1] - self.n_marks])
         normalized, stats = self._normalize(src)
-        forecast = self._forecast(normalized, tgt, stats, maps, return_attention)
+        forecast = self._forecast(normalized, tgt, stats, maps, return_attention, factors)
         if not self.output.probabilistic and not distribution:
             forecast = self._map_back(forecast, normalized, src, stats)
         else:
@@ -195,11 +204,14 @@ class WindowForecaster(nn.Module):
         forecast = self.norm.denormalize_scale(forecast, stats)
         return forecast + self.linear_path(src[..., :targets])
 
-    def _encode(self, src: Tensor, maps: dict, need_weights: bool) -> Tensor:
+    def _encode(self, src: Tensor, maps: dict, need_weights: bool,
+                factors: Factors | None = None) -> Tensor:
         """src [B, in_len, F'] -> [B, encoder_tokens, d_model], tokens 0..encoder_tokens-1 on
-        the time axis."""
+        the time axis. `factors`: de-stationary attention's, or None."""
         x = self.input_encoding(self.src_embed(self.tokens.encoder_input(src)))
         carry = {"residual": ResidualQK()} if self.res_attention else {}
+        if factors is not None:
+            carry["factors"] = factors
         for layer in self.encoder:
             x, weights = layer(x, need_weights=need_weights, start=0, **carry)
             maps["encoder"].append(weights)

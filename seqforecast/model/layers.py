@@ -74,11 +74,14 @@ class EncoderLayer(nn.Module):
         need_weights: bool = False,
         start: int = 0,
         residual: ResidualQK | None = None,
+        factors=None,
     ) -> tuple[Tensor, Tensor | None]:
         """x [B, L, d_model] at time steps start.. -> (x, self-attention weights [B, H, L, L]
-        or None). `residual`: the stack's carried scores (residual attention), or None."""
+        or None). `residual`: the stack's carried scores (residual attention), or None;
+        `factors`: de-stationary attention's tau and delta (model/destationary.py), or None."""
         maps = {}
-        carry = {} if residual is None else {"residual": residual}
+        carry = {k: v for k, v in (("residual", residual), ("factors", factors))
+                 if v is not None}
 
         def attend(h: Tensor) -> Tensor:
             out, maps["self"] = self.self_attn(
@@ -117,22 +120,27 @@ class DecoderLayer(nn.Module):
         need_weights: bool = False,
         start: int = 0,
         memory_start: int = 0,
+        factors=None,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
         """x [B, Lt, d_model] at time steps start.., memory [B, Ls, d_model] at steps
-        memory_start.. -> (x, self weights, cross weights)."""
+        memory_start.. -> (x, self weights, cross weights). `factors`: de-stationary
+        attention's; the self-attention reads tau only (delta is per encoder token)."""
         maps = {}
+        own = {} if factors is None else {"factors": factors._replace(delta=None)}
+        cross = {} if factors is None else {"factors": factors}
 
         def attend_self(h: Tensor) -> Tensor:
             out, maps["self"] = self.self_attn(
                 h, h, causal=causal, need_weights=need_weights, query_start=start,
-                key_start=start,
+                key_start=start, **own,
             )
             return out
 
         def attend_memory(h: Tensor) -> Tensor:
             # Cross-attention: the decoder's steps for queries, the encoder's for keys.
             out, maps["cross"] = self.cross_attn(
-                h, memory, need_weights=need_weights, query_start=start, key_start=memory_start
+                h, memory, need_weights=need_weights, query_start=start, key_start=memory_start,
+                **cross,
             )
             return out
 

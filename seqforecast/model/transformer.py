@@ -56,25 +56,27 @@ class ForecastTransformer(WindowForecaster):
         self._attach_linear_path(self.head)
 
     def _forecast(
-        self, src: Tensor, tgt: Tensor | None, stats, maps: dict, need_weights: bool
+        self, src: Tensor, tgt: Tensor | None, stats, maps: dict, need_weights: bool,
+        factors=None,
     ) -> Tensor:
-        memory = self._encode(src, maps, need_weights)
+        memory = self._encode(src, maps, need_weights, factors)
         n_targets = self.inner_targets
         # The decoder starts from the last label_len observed target values: [B, label_len, T]
         known = src[:, src.shape[1] - self.label_len :, :n_targets]
         stride, out_tokens = self.tokens.stride, self.tokens.output_tokens
 
         if self.decoding == "oneshot":
-            forecast = self._decode(known, memory, maps, need_weights, placeholders=True)
+            forecast = self._decode(known, memory, maps, need_weights, factors,
+                                    placeholders=True)
         elif tgt is not None and self.training:
             # Teacher forcing: each decoder token reads the chunk before it and predicts its
             # own, so the inputs are the known chunks and all output chunks but the last.
             shifted = self.norm.normalize_targets(tgt[:, : (out_tokens - 1) * stride], stats)
             values = torch.cat([known, shifted], dim=1)
-            forecast = self._decode(values, memory, maps, need_weights)
+            forecast = self._decode(values, memory, maps, need_weights, factors)
             forecast = forecast[:, -out_tokens * stride :]
         else:
-            forecast = self._generate(known, memory, maps, need_weights)
+            forecast = self._generate(known, memory, maps, need_weights, factors)
         return forecast[:, : self.out_len]  # [B, out_len, T * K]
 
     def _decode(
@@ -83,6 +85,7 @@ class ForecastTransformer(WindowForecaster):
         memory: Tensor,
         maps: dict,
         need_weights: bool,
+        factors=None,
         placeholders: bool = False,
     ) -> Tensor:
         """values [B, k * stride, T] (+ output placeholders) -> predictions, a chunk per
@@ -102,7 +105,7 @@ class ForecastTransformer(WindowForecaster):
         maps["decoder_self"], maps["cross"] = [], []
         for layer in self.decoder:
             x, self_weights, cross_weights = layer(
-                x, memory, causal, need_weights, start=start, memory_start=0
+                x, memory, causal, need_weights, start=start, memory_start=0, factors=factors
             )
             maps["decoder_self"].append(self_weights)
             maps["cross"].append(cross_weights)
@@ -117,13 +120,14 @@ class ForecastTransformer(WindowForecaster):
         output = self.output
         return output.point(output.constrain(predicted.unflatten(-1, (-1, output.n_params))))
 
-    def _generate(self, known: Tensor, memory: Tensor, maps: dict, need_weights: bool) -> Tensor:
+    def _generate(self, known: Tensor, memory: Tensor, maps: dict, need_weights: bool,
+                  factors=None) -> Tensor:
         values, predicted = known, []
         stride = self.tokens.stride
         for _ in range(self.tokens.output_tokens):
             # One chunk of `stride` steps a time. Only the last step's maps are kept (the
             # full prefix attends there).
-            nxt = self._decode(values, memory, maps, need_weights)[:, -stride:]
+            nxt = self._decode(values, memory, maps, need_weights, factors)[:, -stride:]
             predicted.append(nxt)  # [B, stride, T * K]
             values = torch.cat([values, self._fed_back(nxt)], dim=1)
         return torch.cat(predicted, dim=1)

@@ -135,3 +135,16 @@ def fourier_cross(q, k, weight, modes_q, modes_k, activation: str, d_model: int)
         scores = scores.abs().softmax(-1).to(scores.dtype)
     mixed = torch.einsum("bhxe,heox->bhxo", torch.einsum("bhxy,bhye->bhxe", scores, kf), weight)
     return _inverse(mixed / d_model**2, modes_q, q.shape[2])
+
+
+def destationary(q, k, v, tau, delta, causal: bool):
+    """De-stationary attention: softmax((tau q.k + delta_j) / sqrt(d)) v, query by query."""
+    width, out = q.shape[-1], torch.zeros_like(q)
+    for i in range(q.shape[2]):
+        seen = i + 1 if causal else k.shape[2]
+        scores = (q[:, :, i, None] * k[:, :, :seen]).sum(-1) * tau[:, None, None]  # [B, H, j]
+        if delta is not None:
+            scores = scores + delta[:, None, :seen]
+        weights = (scores / math.sqrt(width)).softmax(-1)
+        out[:, :, i] = (weights[..., None] * v[:, :, :seen]).sum(2)
+    return out

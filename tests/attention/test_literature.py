@@ -134,6 +134,30 @@ def test_fourier_cross_attention_is_fedformers_equations(activation):
     _assert_same(attn, lambda q, m: attn(q, m)[0], reference, _inputs(18, 13, True))
 
 
+@pytest.mark.parametrize("causal,cross,with_delta", [(False, False, True), (True, False, False),
+                                                    (False, True, True)])
+def test_destationary_is_the_papers_equations(causal, cross, with_delta):
+    from seqforecast.model.destationary import Factors
+
+    attn = _build("destationary")
+    k_len = 11 if cross else 9
+    tau = torch.rand(2, dtype=torch.float64) + 0.5
+    delta = torch.randn(2, k_len, dtype=torch.float64) if with_delta else None
+    factors = Factors(tau, delta)
+
+    def run(query, memory=None):
+        memory = query if memory is None else memory
+        return attn(query, memory, causal=causal, factors=factors)[0]
+
+    def reference(query, memory=None):
+        memory = query if memory is None else memory
+        out = ref.destationary(_heads(attn, query, "q"), _heads(attn, memory, "k"),
+                               _heads(attn, memory, "v"), tau, delta, causal)
+        return _through(attn, out)
+
+    _assert_same(attn, run, reference, _inputs(9, k_len, cross))
+
+
 def test_the_code_layouts_read_heads_as_steps():
     """probsparse layout=tslib and fourier layout=code: the [B, H, L, d] output read as
     [B, L, H d] without a transpose, as the published layers do; paper: transposed."""
@@ -169,9 +193,10 @@ def _past_moves(attn, t: int) -> bool:
     return not torch.allclose(after[:, : t + 1], before[:, : t + 1], atol=1e-10, rtol=0)
 
 
+@pytest.mark.parametrize("name", ["flow", "destationary"])
 @pytest.mark.parametrize("t", [0, 6, 14])
-def test_causal_flow_ignores_the_future(t):
-    assert not _past_moves(_build("flow").eval(), t)
+def test_causal_backends_ignore_the_future(name, t):
+    assert not _past_moves(_build(name).eval(), t)
 
 
 def test_the_published_masked_probsparse_is_not_causal():
@@ -218,7 +243,7 @@ def test_fourier_modes_follow_the_seed_and_are_kept_in_checkpoints():
     assert build_attention("fourier", 8, 2, modes=50, lengths=(40, 40)).modes_q.numel() == 20
 
 
-@pytest.mark.parametrize("name", ["flow", "probsparse", "autocorrelation"])
+@pytest.mark.parametrize("name", ["flow", "probsparse", "autocorrelation", "destationary"])
 def test_dropout_only_in_training(name):
     attn = _build(name, dropout=0.5)
     x = torch.randn(2, 12, D_MODEL, dtype=torch.float64)

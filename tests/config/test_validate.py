@@ -184,6 +184,10 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
     (["attention=autocorrelation", "attention.factor=0.2"],
      "attention.factor=0.2 is not allowed: floor(factor ln "),
     (["attention=fourier", "attention.modes=0"], "attention.modes=0 is not allowed: must be >= 1"),
+    (["attention=destationary", "attention.projector_hidden=[]"],
+     "attention.projector_hidden=[] is not allowed: a list of one or more positive widths"),
+    (["model=encoder", "model.res_attention=true", "attention=destationary"],
+     "model.res_attention=true conflicts: its scores are rescaled by each window's tau"),
     (["attention=fourier", "attention.mode_select=highest"],
      "attention.mode_select='highest' is not allowed: choose one of random, lowest"),
     (["model=encoder", "model.final_norm=sometimes"],
@@ -244,7 +248,7 @@ def test_types_and_keys_are_the_schemas_job(override, key):
     assert "\n" not in str(err.value)
 
 
-LITERATURE = ("flow", "probsparse", "autocorrelation", "fourier")
+LITERATURE = ("flow", "probsparse", "autocorrelation", "fourier", "destationary")
 
 
 def _combinations():

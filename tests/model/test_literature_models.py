@@ -10,7 +10,7 @@ from seqforecast.attention import build_attention
 
 from .helpers import forward_backward, validated
 
-LITERATURE = ["flow", "probsparse", "autocorrelation", "fourier"]
+LITERATURE = ["flow", "probsparse", "autocorrelation", "fourier", "destationary"]
 TINY = ["d_model=8", "n_heads=2", "in_len=12", "out_len=6", "model.encoder_layers=2"]
 MODELS = {
     "encoder-decoder": ["model.label_len=4", "model.decoder_layers=2"],
@@ -26,7 +26,7 @@ def test_every_backend_trains_in_both_models(attention, model):
     forward_backward(build_model(validated(*TINY, *MODELS[model], f"attention={attention}")))
 
 
-@pytest.mark.parametrize("attention", ["flow", "probsparse"])
+@pytest.mark.parametrize("attention", ["flow", "probsparse", "destationary"])
 def test_across_variates(attention):
     cfg = validated(*TINY, "model=encoder", "embedding=variate", "pos_encoding=none",
                     f"attention={attention}")
@@ -56,3 +56,28 @@ def test_each_layer_gets_its_token_counts():
     assert layer.self_attn.modes_q.numel() == decoder_tokens // 2
     assert layer.cross_attn.modes_q.numel() == decoder_tokens // 2
     assert layer.cross_attn.modes_k.numel() == encoder_tokens // 2
+
+
+def test_destationary_keeps_teacher_forcing_causal():
+    model = build_model(validated(*TINY, "model.label_len=4", "attention=destationary",
+                                  "model.decoding=autoregressive")).train()
+    src, target = torch.randn(2, 12, 1), torch.randn(2, 6, 1)
+    forecast = model(src, target)
+    for t in range(6):
+        changed = target.clone()
+        changed[:, t:] += torch.randn_like(changed[:, t:])
+        torch.testing.assert_close(model(src, changed)[:, : t + 1], forecast[:, : t + 1])
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_destationary_factors_give_back_what_the_norm_took(model):
+    """Under RevIN a model with vanilla attention forecasts a * x + b as a * f(x) + b: the
+    window's level and scale are gone before attention. The de-stationary factors read the
+    window before its norm, so attention sees them again (the paper's point)."""
+    overrides = [*TINY, *MODELS[model], "model.instance_norm=revin", "model.revin_affine=false"]
+    src = torch.randn(2, 12, 1)
+    for attention, invariant in (("vanilla", True), ("destationary", False)):
+        net = build_model(validated(*overrides, f"attention={attention}")).eval()
+        with torch.no_grad():
+            moved, base = net(src * 3.0 + 2.0), net(src) * 3.0 + 2.0
+        assert torch.allclose(moved, base, atol=1e-4) == invariant, attention
