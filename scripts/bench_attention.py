@@ -2,6 +2,8 @@
 
     python scripts/bench_attention.py                       # the README table
     python scripts/bench_attention.py --lengths 256 1024 --repeats 1
+    python scripts/bench_attention.py --cases literature --lengths 1024 4096 \
+        --out benchmarks/attention_literature.json
 
 Each (case, length) runs in a fresh Python process, so one case's allocations and caches cannot
 colour the next. A case builds its module and a [B, L, d_model] input, then times
@@ -53,7 +55,22 @@ CASES = {
     # The wide layout: each q/k half as wide as a head (1.5x the projection weights).
     "diff_wide_block16": ("seqforecast diff, head_layout=wide, block_size=16, causal", None),
     "diff_wide_full": ("seqforecast diff, head_layout=wide, block_size=0, causal", None),
+    # The forecasting literature's mechanisms, none causal but flow and destationary, beside
+    # the references without a mask (`--cases literature`).
+    "sdpa_nomask": ("F.scaled_dot_product_attention, no mask (reference)", None),
+    "vanilla_explicit": ("seqforecast vanilla, no mask, need_weights=True (the explicit path: "
+                         "the score matrix)", 3.0),
+    "vanilla_nomask": ("seqforecast vanilla, no mask, need_weights=False (fused)", None),
+    "probsparse": ("seqforecast probsparse (factor 5), no mask", None),
+    "autocorrelation": ("seqforecast autocorrelation (factor 1), no mask", None),
+    "fourier": ("seqforecast fourier (32 random modes), no mask", None),
+    "flow": ("seqforecast flow, no mask", None),
+    "destationary": ("seqforecast destationary (no factors: its explicit scores), no mask", 3.0),
 }
+CORE = [case for case in CASES if case not in (
+    "sdpa_nomask", "vanilla_explicit", "vanilla_nomask", "probsparse", "autocorrelation",
+    "fourier", "flow", "destationary")]
+LITERATURE = [case for case in CASES if case not in CORE]
 
 
 # --------------------------------------------------------------------------- worker side
@@ -97,6 +114,8 @@ def _build_step(case: str, length: int, cfg: dict):
 
         return step
 
+    if case in LITERATURE:
+        return _unmasked_step(case, length, cfg)
     if case.startswith("diff"):
         block_size = cfg["block_size"] if case.endswith("block16") else 0
         layout = "wide" if "_wide" in case else "paper"
@@ -106,6 +125,35 @@ def _build_step(case: str, length: int, cfg: dict):
 
     def step():
         out, _ = attn(x, x, causal=True, need_weights=False)
+        out.sum().backward()
+
+    return step
+
+
+def _unmasked_step(case: str, length: int, cfg: dict):
+    """Self-attention without a mask: the literature's backends and their references."""
+    import torch
+    import torch.nn.functional as F
+
+    from seqforecast.attention import build_attention
+
+    batch, d_model, heads = cfg["batch"], cfg["d_model"], cfg["heads"]
+    if case == "sdpa_nomask":
+        shape = (batch, heads, length, d_model // heads)
+        q, k, v = (torch.randn(shape, requires_grad=True) for _ in range(3))
+
+        def step():
+            F.scaled_dot_product_attention(q, k, v).sum().backward()
+
+        return step
+    name = case.removesuffix("_explicit").removesuffix("_nomask")
+    context = {"lengths": (length, length)} if name == "fourier" else {}
+    attn = build_attention(name, d_model, heads, **context)
+    weights = case == "vanilla_explicit"
+    x = torch.randn(batch, length, d_model, requires_grad=True)
+
+    def step():
+        out, _ = attn(x, x, need_weights=weights)
         out.sum().backward()
 
     return step
@@ -275,7 +323,7 @@ def format_table(results, lengths) -> str:
         "| case | " + " | ".join(f"L={n} tok/s (peak MiB)" for n in lengths) + " |",
         "|---|" + "---|" * len(lengths),
     ]
-    for case in CASES:
+    for case in [c for c in CASES if any(r["case"] == c for r in results)]:
         cells = []
         for n in lengths:
             r = next((r for r in results if r["case"] == case and r["length"] == n), None)
@@ -292,7 +340,10 @@ def format_table(results, lengths) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[256, 1024, 4096, 16384])
-    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    parser.add_argument("--cases", nargs="+", default=CORE,
+                        choices=[*CASES, "literature"],
+                        help="cases to run; `literature`: the forecasting literature's backends "
+                             "beside vanilla's and SDPA's unmasked paths")
     parser.add_argument("--repeats", type=int, default=2, help="rounds over the cases")
     parser.add_argument("--steps", type=int, default=3, help="minimum timed steps per case")
     parser.add_argument("--min-seconds", type=float, default=2.0, help="time fast cases this long")
@@ -307,6 +358,8 @@ def main(argv=None) -> int:
         return 0
 
     cfg = dict(DEFAULTS)
+    if "literature" in args.cases:
+        args.cases = [c for c in args.cases if c != "literature"] + LITERATURE
 
     def show(r: dict) -> None:
         shown = f"{r['tokens_per_s']:,.0f} tok/s" if r["status"] == "ok" else r["status"]
