@@ -85,6 +85,7 @@ ALONE = ["model.linear_path=none", "model.linear_init=zero", "trainer.validate_i
          "trainer.min_improvement=0", "trainer.selection_blocks=0"]
 DIFF, DIFF_BLOCK = ["attention=diff"], ["attention=diff", "block_size=8"]
 ROPE = ["pos_encoding=rope"]
+NO_RESIDUAL = ["model.res_attention=false"]
 VARIANTS = {
     "preset": ("longhorizon", []),
     "diff": ("longhorizon", DIFF),
@@ -98,6 +99,11 @@ VARIANTS = {
     "patchtst_diff": ("patchtst", DIFF),
     "patchtst_diff_block": ("patchtst", DIFF_BLOCK),
     "patchtst_rope": ("patchtst", ROPE),
+    # The forecasting literature's mechanisms (docs/attention.md) carry no residual scores, so
+    # each runs without residual attention, beside vanilla without it (`patchtst_plain`).
+    "patchtst_plain": ("patchtst", NO_RESIDUAL),
+    **{f"patchtst_{name}": ("patchtst", [*NO_RESIDUAL, f"attention={name}"])
+       for name in ("probsparse", "autocorrelation", "fourier", "flow", "destationary")},
     # An official PatchTST checkpoint scored as it is (give --set model.official_weights=PATH):
     # epoch 0 is its weights (best.pt), so both window counts read it.
     "official": ("patchtst", ["trainer.epochs=0", "trainer.validate_initial=true"]),
