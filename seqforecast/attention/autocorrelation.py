@@ -39,6 +39,16 @@ class AutoCorrelationOptions(AttentionOptions):
     dropout: float = option(0.0, probability)  # on the lag weights, in training
     factor: float = option(1.0, above(0))  # floor(factor ln L) lags (Autoformer's: 1)
 
+    def token_conflict(self, tokens: int) -> tuple[str, str] | None:
+        lags = lag_count(self.factor, tokens)
+        if lags >= 1:
+            return None
+        if tokens < 2:
+            return "factor", "a layer reads 1 token, which has no lags"
+        return "factor", (f"floor(factor ln {tokens} tokens) = {lags} lags; the fewest tokens "
+                          f"a layer reads are {tokens}: a factor >= "
+                          f"{1 / math.log(tokens):.3g} gives one")
+
     TIME_AXIS = "its lags roll the tokens along time"
     CAUSAL = "its lags wrap around the whole window"
     INSIDE_POSITIONS = False

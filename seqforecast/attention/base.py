@@ -57,6 +57,11 @@ class AttentionOptions:
         (de-stationary attention's factors); nothing for most."""
         return {}
 
+    def token_conflict(self, tokens: int) -> tuple[str, str] | None:
+        """(the option, what it allows) if these options cannot serve a layer of this many
+        tokens (the fewest any layer of the model reads), else None."""
+        return None
+
     def shape_conflict(self, d_model: int, n_heads: int) -> tuple[str, str] | None:
         """(the option, why) if these options cannot build at this width, else None."""
         return None

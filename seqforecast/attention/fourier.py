@@ -45,6 +45,11 @@ class FourierOptions(AttentionOptions):
     activation: CrossActivation = CrossActivation.tanh  # the cross form's
     layout: FourierLayout = FourierLayout.paper  # paper | code (the output viewed unpermuted)
 
+    def token_conflict(self, tokens: int) -> tuple[str, str] | None:
+        if tokens >= 2:
+            return None
+        return "modes", "a layer reading one token has no Fourier mode to keep"
+
     TIME_AXIS = "its modes are frequencies along time"
     CAUSAL = "every Fourier mode mixes the whole window"
     INSIDE_POSITIONS = False

@@ -5,7 +5,6 @@ single option's type, allowed values and range are its own (schema.py), checked 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 from ..attention import AttentionOptions, attention_schema, carries_residual
@@ -151,26 +150,18 @@ def the_backend_can_serve_the_model(cfg: dict) -> None:
                   f"model.decoding=oneshot or a backend that can be causal")
 
 
-@rule("attention")
-def lags_and_modes_fit_the_tokens(cfg: dict) -> None:
-    """autocorrelation's lags (floor(factor ln L) >= 1) and fourier's modes (some, of half
-    the tokens) on every layer's tokens."""
+@rule("data")  # after the window's own lengths are checked
+def the_backend_fits_the_tokens(cfg: dict) -> None:
+    """What a backend needs of the fewest tokens a layer reads (autocorrelation's lags,
+    fourier's modes: AttentionOptions.token_conflict)."""
     attention = _attention(cfg)
-    if attention.name not in ("autocorrelation", "fourier") or \
-            cfg["embedding"]["name"] == "variate":  # refused with its own line
-        return
-    encoder, decoder = token_lengths(cfg, 1)
-    fewest = min(n for n in (encoder, decoder) if n)
-    if attention.name == "autocorrelation":
-        lags = int(attention.factor * math.log(fewest))
-        if lags < 1:
-            _refuse("attention.factor", attention.factor,
-                    f"floor(factor ln {fewest} tokens) = {lags} lags; the fewest tokens a layer "
-                    f"reads are {fewest}: a factor >= {1 / math.log(fewest):.3g} gives one"
-                    if fewest > 1 else "a layer reads 1 token, which has no lags")
-    elif fewest < 2:
-        _conflict("attention", "fourier", "the tokens", fewest,
-                  "a layer reading one token has no Fourier mode to keep")
+    if cfg["embedding"]["name"] == "variate" and attention.TIME_AXIS:
+        return  # refused with its own line
+    fewest = min(n for n in token_lengths(cfg, 1) if n)
+    conflict = attention.token_conflict(fewest)
+    if conflict:
+        key, why = conflict
+        _refuse(f"attention.{key}", getattr(attention, key), why)
 
 
 @rule("embedding")
