@@ -63,7 +63,8 @@ def test_the_console_scripts_train_evaluate_predict_and_compare_from_an_empty_fo
     installed, tmp_path
 ):
     help_text = _run([str(installed / "seqforecast-train"), "--help"], cwd=tmp_path).stdout
-    assert "attention: diff, einsum, vanilla" in help_text
+    assert ("attention: autocorrelation, destationary, diff, einsum, flow, fourier, "
+            "probsparse, vanilla") in help_text
     job = _run([str(installed / "seqforecast-train"), "experiment=patchtst", "data.path=x.csv",
                 "--cfg", "job"], cwd=tmp_path).stdout
     assert "patch_len: 16" in job
