@@ -91,12 +91,13 @@ def _build_step(case: str, length: int, cfg: dict):
     from seqforecast.attention import build_attention
 
     batch, d_model, heads = cfg["batch"], cfg["d_model"], cfg["heads"]
-    if case == "sdpa_causal":
+    if case in ("sdpa_causal", "sdpa_nomask"):
         shape = (batch, heads, length, d_model // heads)
         q, k, v = (torch.randn(shape, requires_grad=True) for _ in range(3))
+        causal = case == "sdpa_causal"
 
         def step():
-            F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
+            F.scaled_dot_product_attention(q, k, v, is_causal=causal).sum().backward()
 
         return step
 
@@ -131,21 +132,12 @@ def _build_step(case: str, length: int, cfg: dict):
 
 
 def _unmasked_step(case: str, length: int, cfg: dict):
-    """Self-attention without a mask: the literature's backends and their references."""
+    """Self-attention without a mask: the literature's backends and vanilla's paths."""
     import torch
-    import torch.nn.functional as F
 
     from seqforecast.attention import build_attention
 
     batch, d_model, heads = cfg["batch"], cfg["d_model"], cfg["heads"]
-    if case == "sdpa_nomask":
-        shape = (batch, heads, length, d_model // heads)
-        q, k, v = (torch.randn(shape, requires_grad=True) for _ in range(3))
-
-        def step():
-            F.scaled_dot_product_attention(q, k, v).sum().backward()
-
-        return step
     name = case.removesuffix("_explicit").removesuffix("_nomask")
     context = {"lengths": (length, length)} if name == "fourier" else {}
     attn = build_attention(name, d_model, heads, **context)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Hashable
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
 
 def check_inputs(query: Tensor, key_value: Tensor, key_padding_mask: Tensor | None, d_model: int):
@@ -59,6 +59,15 @@ def masked_softmax_(scores: Tensor, blocked: Tensor | None, rows_may_be_empty: b
     empty = blocked.all(dim=-1, keepdim=True)
     weights = scores.masked_fill_(blocked & ~empty, float("-inf")).softmax(dim=-1)
     return weights.masked_fill(empty, 0.0)
+
+
+def mha_init(inputs: list[nn.Linear], output: nn.Linear) -> None:
+    """nn.MultiheadAttention's initialisation: Xavier-uniform input projections, zero biases."""
+    for proj in inputs:
+        nn.init.xavier_uniform_(proj.weight)
+    for proj in (*inputs, output):
+        if proj.bias is not None:
+            nn.init.zeros_(proj.bias)
 
 
 def combine_masks(*masks: Tensor | None) -> Tensor | None:

@@ -23,7 +23,7 @@ import torch
 from torch import Tensor, nn
 
 from ..options import option, probability
-from ._common import ShapeCache, check_inputs, combine_masks, fused_attention
+from ._common import ShapeCache, check_inputs, combine_masks, fused_attention, mha_init
 from .position import AttentionPosition, relative_geometry
 from .residual import ResidualQK
 
@@ -114,12 +114,7 @@ class ProjectedAttention(nn.Module):
         self._reset_parameters()
 
     def _reset_parameters(self) -> None:
-        # As nn.MultiheadAttention: Xavier-uniform input projections, zero biases.
-        for proj in (self.q_proj, self.k_proj, self.v_proj):
-            nn.init.xavier_uniform_(proj.weight)
-        for proj in (self.q_proj, self.k_proj, self.v_proj, self.out_proj):
-            if proj.bias is not None:
-                nn.init.zeros_(proj.bias)
+        mha_init([self.q_proj, self.k_proj, self.v_proj], self.out_proj)
 
     def forward(
         self,

@@ -17,7 +17,7 @@ import math
 
 from torch import Tensor, nn
 
-from ._common import check_inputs
+from ._common import check_inputs, mha_init
 from .base import AttentionOptions
 
 
@@ -35,12 +35,7 @@ class HeadsAttention(nn.Module):
         for name in self.reads:
             setattr(self, f"{name}_proj", nn.Linear(d_model, d_model, bias=options.bias))
         self.out_proj = nn.Linear(d_model, d_model, bias=options.bias)
-        for name in self.reads:  # as nn.MultiheadAttention: Xavier-uniform, zero biases
-            proj = getattr(self, f"{name}_proj")
-            nn.init.xavier_uniform_(proj.weight)
-        for proj in (*(getattr(self, f"{n}_proj") for n in self.reads), self.out_proj):
-            if proj.bias is not None:
-                nn.init.zeros_(proj.bias)
+        mha_init([getattr(self, f"{name}_proj") for name in self.reads], self.out_proj)
 
     def forward(
         self,
@@ -62,8 +57,9 @@ class HeadsAttention(nn.Module):
         if residual is not None:
             raise ValueError(f"{name} attention cannot carry residual scores: "
                              f"{type(self.options).SCORES}")
-        if causal and self.cannot_be_causal():
-            raise ValueError(f"{name} attention cannot be causal: {self.cannot_be_causal()}")
+        why = self.cannot_be_causal() if causal else None
+        if why:
+            raise ValueError(f"{name} attention cannot be causal: {why}")
         q, k, v = (self._heads(getattr(self, f"{n}_proj")(x)) if n in self.reads else None
                    for n, x in (("q", query), ("k", key_value), ("v", key_value)))
         out, weights = self._attend(q, k, v, causal, need_weights)
