@@ -27,6 +27,7 @@ from ..training.checkpoint import RunError, error_line
 from ..training.distributed import SINGLE, Distributed, parameter_digest, wrap
 from ..training.evaluation import Evaluator, ratios
 from ..training.loop import train_model
+from ..training.memory import PeakMemory
 from ..training.monitor import Monitor, RunMonitor, flatten
 from ..training.report import (
     describe_split,
@@ -97,6 +98,8 @@ def run_training(
     allocator = keep_freed_memory(device)
     if allocator:
         log.info(allocator)
+    memory = PeakMemory(device)  # from here: data, model, training and evaluation
+    memory.start()
     if device.type == "cuda" and ctx.enabled:
         device = torch.device("cuda", ctx.local_rank)
         torch.cuda.set_device(device)
@@ -190,6 +193,7 @@ def run_training(
             "kernels": kernels,
             "world_size": ctx.world_size,
             "ranks_hold_identical_weights": len(set(digests)) == 1,
+            **memory.report(),
         }
         write_metrics(run_dir / "metrics.json", results, run_info, data.info)
         if "model" in evaluator.calibration:  # the kept model's bands, for predict
