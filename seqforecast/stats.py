@@ -89,3 +89,25 @@ def paired_ratio(group: Mapping[int, float], reference: Mapping[int, float]) -> 
     return PairedRatio(
         n, math.exp(centre.mean), math.exp(centre.mean - half), math.exp(centre.mean + half)
     )
+
+
+@dataclass
+class SignTest:
+    below: int  # pairs whose ratio is below 1 (the variant's error lower)
+    above: int
+    ties: int  # ratios within float rounding of 1: left out of the test
+    p: float  # two-sided exact binomial p-value of below vs above under "either is as likely"
+
+    @property
+    def n(self) -> int:
+        return self.below + self.above
+
+
+def sign_test(ratios: Sequence[float]) -> SignTest:
+    """The sign test over paired ratios (every seed of every cell: pairs need not share a scale,
+    only a direction). Ties are dropped, as is usual; with none left p is 1."""
+    below = sum(r < 1 and abs(math.log(r)) >= SAME for r in ratios)
+    above = sum(r > 1 and abs(math.log(r)) >= SAME for r in ratios)
+    n = below + above
+    tail = sum(math.comb(n, k) for k in range(min(below, above) + 1)) / 2**n
+    return SignTest(below, above, len(ratios) - n, min(1.0, 2 * tail))

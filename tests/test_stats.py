@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from seqforecast.stats import paired_ratio, summarize, t_quantile_975
+from seqforecast.stats import paired_ratio, sign_test, summarize, t_quantile_975
 
 
 @pytest.mark.parametrize(
@@ -70,3 +70,25 @@ def test_ratios_equal_but_for_float_rounding_are_equal_not_beyond_noise():
     assert same.verdict == "within noise"
     apart = paired_ratio({0: 0.371, 1: 0.372, 2: 0.3715}, nlinear)
     assert apart.verdict == "higher (beyond noise)"
+
+
+def _sign_p_by_enumeration(below: int, above: int) -> float:
+    """Every equally likely sign pattern of n pairs, counted: those at least as unbalanced."""
+    n = below + above
+    extreme = max(below, above)
+    hits = sum(1 for pattern in range(2**n)
+               if max(bin(pattern).count("1"), n - bin(pattern).count("1")) >= extreme)
+    return hits / 2**n
+
+
+@pytest.mark.parametrize("below,above", [(12, 0), (5, 1), (3, 3), (9, 3), (0, 7), (1, 0)])
+def test_sign_test_equals_the_enumerated_binomial(below, above):
+    test = sign_test([0.9] * below + [1.1] * above)
+    assert (test.below, test.above, test.ties) == (below, above, 0)
+    assert test.p == pytest.approx(_sign_p_by_enumeration(below, above))
+
+
+def test_sign_test_drops_ties_and_reads_only_the_direction():
+    test = sign_test([0.5, 0.99, 1.0, 1.0 + 1e-9, 3.0])
+    assert (test.below, test.above, test.ties, test.n) == (2, 1, 2, 3)
+    assert sign_test([1.0, 1.0]).p == 1.0
