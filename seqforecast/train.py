@@ -5,6 +5,8 @@ Thin: Hydra composes the config; the config is checked; `run_training` does the 
 module decides only where a run goes and how it ends:
 
 - completed: status.json says so; the Hydra task returns the best validation MSE;
+- skip_completed=true and the run dir holds a completed run with the same overrides: its
+  result, returned without training (a study's rerun);
 - bad input (config values, data files, checkpoints, run dirs): one line on stderr, exit 2;
 - non-finite loss: one line naming epoch and step, exit 3;
 - SIGINT/SIGTERM: a checkpoint, a line saying how to resume, exit 130/143.
@@ -39,7 +41,7 @@ from .training.checkpoint import load_checkpoint
 from .training.distributed import Distributed, from_env, init_from_env, shutdown
 from .training.interrupts import TrainingInterrupted
 from .training.loop import LAST, NonFiniteLoss
-from .training.status import write_status
+from .training.status import read_status, write_status
 
 log = logging.getLogger("seqforecast.train")
 
@@ -83,6 +85,13 @@ def main(cfg: DictConfig) -> float:
         if ctx.is_main:
             write_status(run_dir, state, reason, overrides=overrides, **extra)
 
+    done = None
+    if cfg.skip_completed:  # rank 0 reads the run dir; every rank then skips, or none
+        done = ctx.broadcast(completed_before(run_dir, overrides) if ctx.is_main else None)
+    if done is not None:
+        log.info("%s holds a completed run with these overrides: skipped (skip_completed=true)",
+                 run_dir)
+        return done
     try:
         value = _train(cfg, run_dir, hydra_cfg, overrides, multirun, ctx)
     except TrainingInterrupted as err:
@@ -105,6 +114,21 @@ def main(cfg: DictConfig) -> float:
         raise
     status("completed", best_val_mse=value)
     return value
+
+
+def completed_before(run_dir: Path, overrides: list[str]) -> float | None:
+    """The best validation MSE of a completed run in `run_dir` made with the same overrides
+    (skip_completed aside), or None: nothing there, failed, interrupted, or made otherwise."""
+    record = read_status(run_dir)
+    if not record or record["status"] != "completed" or not (run_dir / "metrics.json").is_file():
+        return None
+
+    def same(items) -> set[str]:
+        return {o for o in items if not o.lstrip("+~").startswith("skip_completed=")}
+
+    if same(record.get("overrides", [])) != same(overrides):
+        return None
+    return record["best_val_mse"]
 
 
 def _train(cfg, run_dir: Path, hydra_cfg, overrides: list[str], multirun: bool, ctx):

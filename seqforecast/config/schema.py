@@ -381,6 +381,9 @@ class TrainConfig:
     out_len: int = 12
     device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
     resume: str | None = None  # <run_dir> or last: continue a stopped run, in its own dir
+    # A run whose dir already holds a completed run with the same overrides returns that run's
+    # result instead of training again: a study's sweep, rerun, runs only what is missing.
+    skip_completed: bool = False
     # Where dataset=<name> finds its file (and seqforecast-data puts it).
     data_dir: str = "${oc.env:SEQFORECAST_DATA,data}"
     # Groups: per-option schemas (Any here) or one schema for the whole group.
