@@ -113,3 +113,11 @@ def test_a_users_own_config_folder_joins_the_search_path(installed, tmp_path):
           "hydra.run.dir=run"], cwd=tmp_path)
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["run"]["parameters"] > 0 and metrics["test"]["model"]["mse"] > 0
+
+
+def test_the_studies_travel_in_the_wheel(installed, tmp_path):
+    """`seqforecast-study attention` finds its grid in the installed package (report only:
+    no run yet, so every cell says its jobs are missing)."""
+    out = _run([str(installed / "seqforecast-study"), "attention", "report"], cwd=tmp_path).stdout
+    assert "patchtst/etth1-96: not run (18 jobs)" in out
+    assert (tmp_path / "outputs" / "study" / "attention" / "study.json").is_file()

@@ -1,0 +1,224 @@
+"""A study's report: per cell, each value's test MSE over seeds, its paired ratio to the
+reference with a 95% interval, seconds per epoch and peak memory; per value, the sign test
+over every pair of every cell; and the jobs that have not run.
+
+Runs are read from any number of study dirs (one machine's, a cluster's, partial ones): a run
+dir is <dir>/<model>/<cell>/<value>-seed<seed>. Where one job completed in several dirs, the
+newest counts and the report says how many it set aside.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+from pathlib import Path
+
+from ..comparison.runs import CompareError, Run, check_comparable, find_run_dirs, load_run
+from ..config.saved import saved_choices
+from ..stats import paired_ratio, sign_test, summarize
+from .grid import Cell, Study, StudyError
+
+SPLIT = "test"
+
+
+def _score(run: Run, key: str) -> float:
+    """The model's score on the test windows, in z units where the data was scaled."""
+    model = run.metrics[SPLIT]["model"]
+    return model.get(f"{key}_scaled", model[key])
+
+
+def _memory(run: Run) -> float | None:
+    info = run.metrics["run"]
+    if info.get("peak_rss_mib") is None:  # a run made before seqforecast recorded it
+        return None
+    return info["peak_rss_mib"] - (info.get("rss_at_start_mib") or 0.0)
+
+
+def _run_dirs(dirs: list[Path]) -> list[Path]:
+    """The run dirs under the study dir (which may not exist yet) and the merged dirs (which
+    must)."""
+    for extra in dirs[1:]:
+        if not Path(extra).is_dir():
+            raise StudyError(f"from={extra}: no such directory")
+    existing = [str(d) for d in dirs if Path(d).is_dir()]
+    try:
+        return find_run_dirs(existing) if existing else []
+    except CompareError:  # no run dirs there yet
+        return []
+
+
+def collect(study: Study, dirs: list[Path]) -> tuple[dict, list[dict], int]:
+    """{(model, cell, value, seed): Run} of the study's jobs found under `dirs` (the newest
+    where a job is there twice), the runs that did not complete (with why), and how many
+    duplicates were set aside."""
+    cells = {(c.model, c.name) for c in study.cells}
+    found: dict[tuple, list[Run]] = {}
+    failed = []
+    for path in _run_dirs(dirs):
+        model, cell = path.parts[-3], path.parts[-2]
+        if (model, cell) not in cells:
+            continue
+        run = load_run(path, SPLIT)
+        value = saved_choices(path).get(study.group)
+        key = (model, cell, value, run.seed)
+        if not run.ok:
+            failed.append({"model": model, "cell": cell, "value": value, "seed": run.seed,
+                           "reason": run.problem, "run_dir": str(path)})
+            continue
+        found.setdefault(key, []).append(run)
+    newest = {k: max(runs, key=lambda r: (r.path / "metrics.json").stat().st_mtime)
+              for k, runs in found.items()}
+    duplicates = sum(len(runs) - 1 for runs in found.values())
+    return newest, failed, duplicates
+
+
+def _row(value: str, runs: dict[int, Run], reference: dict[int, Run]) -> dict:
+    mse = {seed: _score(r, "mse") for seed, r in runs.items()}
+    ref = {seed: _score(r, "mse") for seed, r in reference.items()}
+    pair = paired_ratio(mse, ref)
+    spread = summarize(list(mse.values()))
+    memory = [m for m in (_memory(r) for r in runs.values()) if m is not None]
+    info = [r.metrics["run"] for r in runs.values()]
+    return {
+        "value": value,
+        "seeds": sorted(runs),
+        "mse": spread.mean,
+        "mse_std": spread.std,
+        "mae": summarize([_score(r, "mae") for r in runs.values()]).mean,
+        "ratio": {"n": pair.n, "ratio": pair.ratio, "low": pair.low, "high": pair.high,
+                  "verdict": pair.verdict},
+        "pair_ratios": {seed: mse[seed] / ref[seed] for seed in sorted(set(mse) & set(ref))},
+        "seconds_per_epoch": summarize([i["train_seconds"] / i["epochs_run"] for i in info]).mean,
+        "epochs_run": [i["epochs_run"] for i in info],
+        "peak_mib": summarize(memory).mean if memory else None,
+        "runs": {seed: {"mse": mse[seed], "mae": _score(r, "mae"), "run_dir": str(r.path),
+                        **{k: r.metrics["run"].get(k) for k in (
+                            "best_epoch", "epochs_run", "train_seconds", "peak_rss_mib",
+                            "rss_at_start_mib")}}
+                 for seed, r in sorted(runs.items())},
+    }
+
+
+def _cell(study: Study, cell: Cell, runs: dict) -> dict:
+    by_value = {v: {seed: runs[(cell.model, cell.name, v, seed)] for seed in study.seeds
+                    if (cell.model, cell.name, v, seed) in runs}
+                for v in study.values[cell.model]}
+    reference = by_value[study.reference(cell.model)]
+    present = [r for value_runs in by_value.values() for r in value_runs.values()]
+    entry = {"model": cell.model, "cell": cell.name, "reference": study.reference(cell.model),
+             "overrides": list(cell.overrides), "rows": [], "problem": None}
+    missing = [f"{v}-seed{s}" for v in study.values[cell.model] for s in study.seeds
+               if s not in by_value[v]]
+    entry["missing"] = missing
+    if not present:
+        return entry
+    try:
+        check_comparable(present, SPLIT)
+    except CompareError as err:  # e.g. runs of another file version under the same name
+        entry["problem"] = str(err)
+        return entry
+    entry["test_windows"] = present[0].metrics["splits"][SPLIT].get("windows")
+    entry["rows"] = [_row(v, value_runs, reference) for v, value_runs in by_value.items()
+                     if value_runs]
+    return entry
+
+
+def build_report(study: Study, dirs: list[Path], command: str) -> dict:
+    runs, failed, duplicates = collect(study, dirs)
+    cells = [_cell(study, cell, runs) for cell in study.cells]
+    signs = []
+    values = list(dict.fromkeys(v for vs in study.values.values() for v in vs[1:]))
+    for value in values:
+        ratios, by_model = [], {}
+        for entry in cells:
+            for row in entry["rows"]:
+                if row["value"] == value:
+                    ratios += row["pair_ratios"].values()
+                    by_model.setdefault(entry["model"], []).extend(row["pair_ratios"].values())
+        test = sign_test(ratios)
+        signs.append({"value": value, **asdict(test), "pairs": len(ratios),
+                      "by_model": {m: asdict(sign_test(r)) for m, r in by_model.items()}})
+    return {
+        "study": study.name,
+        "title": study.title,
+        "group": study.group,
+        "seeds": list(study.seeds),
+        "command": command,
+        "dirs": [str(d) for d in dirs],
+        "cells": cells,
+        "sign_tests": signs,
+        "failed": failed,
+        "duplicates_set_aside": duplicates,
+    }
+
+
+def _f(x: float | None, digits: int = 4) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _interval(ratio: dict) -> str:
+    if ratio["n"] == 0:
+        return "-"
+    if ratio["n"] < 2 or math.isnan(ratio["low"]):
+        return f"{ratio['ratio']:.3f} (n={ratio['n']})"
+    return f"{ratio['ratio']:.3f} [{ratio['low']:.3f}, {ratio['high']:.3f}]"
+
+
+def markdown(report: dict) -> str:
+    group = report["group"]
+    lines = [
+        f"# {report['title']}", "",
+        f"Test MSE on every test window (z units where the data is scaled), mean ± std over "
+        f"the seeds shown; ÷ reference: the paired MSE ratio to the cell's reference {group} "
+        f"on the seeds both have (geometric mean, 95% t interval); s/epoch: training seconds "
+        f"over epochs run (validation passes included); peak MiB: the resident set's peak "
+        f"above its size at the run's start.", "",
+        f"| model | cell | {group} | seeds | test MSE | ÷ reference [95% CI] | verdict | "
+        f"s/epoch | epochs run | peak MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for entry in report["cells"]:
+        for row in entry["rows"]:
+            ref = row["value"] == entry["reference"]
+            lines.append(
+                f"| {entry['model']} | {entry['cell']} | {row['value']} | {len(row['seeds'])} | "
+                f"{_f(row['mse'])} ± {_f(row['mse_std'])} | "
+                f"{'reference' if ref else _interval(row['ratio'])} | "
+                f"{'' if ref else row['ratio']['verdict']} | {_f(row['seconds_per_epoch'], 1)} | "
+                f"{', '.join(str(e) for e in row['epochs_run'])} | {_f(row['peak_mib'], 0)} |"
+            )
+    lines += ["", "Sign test over every pair (each seed of each cell) against the reference:",
+              "", f"| {group} | pairs | lower error | higher error | ties | p (two-sided) | "
+              f"per model (lower/higher) |", "|---|---|---|---|---|---|---|"]
+    for s in report["sign_tests"]:
+        per_model = "; ".join(f"{m} {t['below']}/{t['above']}" for m, t in s["by_model"].items())
+        lines.append(f"| {s['value']} | {s['pairs']} | {s['below']} | {s['above']} | "
+                     f"{s['ties']} | {s['p']:.3g} | {per_model or '-'} |")
+    not_run = [e for e in report["cells"] if e["missing"] or e["problem"]]
+    if not_run:
+        lines += ["", "Not in the table:", ""]
+        for e in not_run:
+            if e["problem"]:
+                what = e["problem"]
+            elif not e["rows"]:
+                what = f"not run ({len(e['missing'])} jobs)"
+            else:
+                what = f"{len(e['missing'])} job(s) not completed: {', '.join(e['missing'])}"
+            lines.append(f"- {e['model']}/{e['cell']}: {what}")
+    for f in report["failed"]:
+        lines.append(f"- {f['model']}/{f['cell']} {f['value']} seed {f['seed']}: {f['reason']}")
+    if report["duplicates_set_aside"]:
+        lines += ["", f"{report['duplicates_set_aside']} older run(s) of jobs completed more "
+                  f"than once were set aside (the newest counts)."]
+    lines += ["", f"Made with: `{report['command']}`"]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(report: dict, out_dir: Path) -> tuple[Path, Path]:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out_dir / "study.json", out_dir / "study.md"
+    json_path.write_text(json.dumps(report, indent=1, default=str) + "\n")
+    md_path.write_text(markdown(report))
+    return json_path, md_path

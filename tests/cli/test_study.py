@@ -1,0 +1,142 @@
+"""python -m seqforecast.study end to end: a small grid run through Hydra, its report read back
+against the runs' own metrics, a rerun that trains nothing, merged partial studies, a refused
+job listed, and bad input in one line."""
+
+import json
+import math
+import shutil
+import sys
+
+import pytest
+
+from seqforecast.stats import paired_ratio
+from seqforecast.studies.grid import StudyError, load_study
+from seqforecast.studies.launch import multirun_command
+
+from ..cli_helpers import TINY, run_cli
+
+# Two cells, three values (probsparse refused under autoregressive decoding), two seeds.
+GRID = f"""
+title: A tiny study
+sweep: {{group: attention}}
+seeds: [0, 1]
+models:
+  tiny:
+    overrides: [{", ".join(TINY)}, epochs=1, model.decoding=autoregressive]
+    values: [vanilla, einsum, probsparse]
+    cells:
+      h4: [out_len=4]
+      h6: [out_len=6]
+"""
+
+
+def study(args, cwd, check=True):
+    return run_cli(args, cwd, module="seqforecast.study", check=check)
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory):
+    base = tmp_path_factory.mktemp("study")
+    (base / "tiny.yaml").write_text(GRID)
+    proc = study(["tiny.yaml", "cells=h4", "trainer.num_threads=1"], base, check=False)
+    return base, proc
+
+
+def metrics(run_dir):
+    return json.loads((run_dir / "metrics.json").read_text())
+
+
+def test_the_shipped_study_loads_and_sweeps_seeds_before_values(tmp_path):
+    attention = load_study("attention")
+    assert attention.reference("patchtst") == "vanilla" == attention.reference("itransformer")
+    # Auto-Correlation and Fourier need a time axis: not in the model whose tokens are variates
+    assert {"autocorrelation", "fourier"} <= set(attention.values["patchtst"])
+    assert not {"autocorrelation", "fourier"} & set(attention.values["itransformer"])
+    cell = attention.select(["patchtst"], ["etth1-96"])[0]
+    command = multirun_command(attention, cell, tmp_path, ["hydra/launcher=joblib"])
+    seeds = command.index("seed=0,1,2")
+    assert command[seeds + 1].startswith("attention=vanilla,probsparse")  # values vary fastest
+    assert command[-1] == "hydra/launcher=joblib"  # the user's overrides win
+    assert "experiment=patchtst" in command and "dataset=etth1" in command
+    with pytest.raises(StudyError, match="choose from patchtst/etth1-96"):
+        attention.select(None, ["etth9-96"])
+
+
+@pytest.mark.slow
+def test_a_study_runs_its_grid_and_reports_what_the_runs_measured(ran):
+    base, proc = ran
+    out = base / "outputs" / "study" / "tiny"
+    assert proc.returncode == 1, proc.stderr  # probsparse refused: its jobs failed
+    assert "cells with failed jobs: tiny/h4" in proc.stderr
+    report = json.loads((out / "study.json").read_text())
+    (h4, h6) = report["cells"]
+    assert [row["value"] for row in h4["rows"]] == ["vanilla", "einsum"]
+    # each row is the runs' own metrics: the test MSE and the paired ratio over seeds
+    mse = {v: {s: metrics(out / "tiny" / "h4" / f"{v}-seed{s}")["test"]["model"]["mse"]
+               for s in (0, 1)} for v in ("vanilla", "einsum")}
+    vanilla, einsum = h4["rows"]
+    assert vanilla["mse"] == pytest.approx(sum(mse["vanilla"].values()) / 2)
+    expected = paired_ratio(mse["einsum"], mse["vanilla"])
+    assert einsum["ratio"]["ratio"] == pytest.approx(expected.ratio)
+    assert einsum["ratio"]["n"] == 2
+    for row in h4["rows"]:
+        assert row["seconds_per_epoch"] > 0 and row["epochs_run"] == [1, 1]
+        assert row["peak_mib"] is not None and row["peak_mib"] > 0
+    scope = metrics(out / "tiny" / "h4" / "einsum-seed0")["run"]["peak_scope"]
+    assert scope == ("run" if sys.platform == "linux" else "process")
+    # the refused jobs and the cell not asked for are said, not averaged
+    refused = [f for f in report["failed"] if f["value"] == "probsparse"]
+    assert len(refused) == 2 and "model.decoding=autoregressive" in refused[0]["reason"]
+    assert h6["rows"] == [] and len(h6["missing"]) == 6
+    page = (out / "study.md").read_text()
+    assert "| tiny | h4 | einsum | 2 |" in page and "tiny/h6: not run (6 jobs)" in page
+    sign = {s["value"]: s for s in report["sign_tests"]}
+    assert sign["einsum"]["pairs"] == 2 and sign["probsparse"]["pairs"] == 0
+
+
+@pytest.mark.slow
+def test_the_same_command_again_trains_only_what_is_missing(ran):
+    base, _ = ran
+    out = base / "outputs" / "study" / "tiny"
+    done = out / "tiny" / "h4" / "vanilla-seed0" / "metrics.json"
+    before = done.stat().st_mtime_ns
+    proc = study(["tiny.yaml", "cells=h4", "trainer.num_threads=1"], base, check=False)
+    assert done.stat().st_mtime_ns == before  # not trained again
+    assert (proc.stdout + proc.stderr).count("skipped (skip_completed=true)") == 4  # 4 done
+    # another override is another job: it trains
+    proc = run_cli([*TINY, "epochs=1", "model.decoding=autoregressive", "out_len=4",
+                    "attention=vanilla", "seed=0", "skip_completed=true", "epochs=2",
+                    f"hydra.run.dir={done.parent}"], base)
+    assert metrics(done.parent)["run"]["epochs_run"] == 2
+
+
+@pytest.mark.slow
+def test_partial_studies_merge_and_a_job_run_twice_counts_once(ran, tmp_path):
+    base, _ = ran
+    out = base / "outputs" / "study" / "tiny"
+    other = tmp_path / "elsewhere"
+    shutil.copytree(out / "tiny" / "h4" / "einsum-seed1", other / "tiny" / "h4" / "einsum-seed1")
+    shutil.copytree(out / "tiny" / "h4" / "einsum-seed1", other / "tiny" / "h6" / "einsum-seed1")
+    study(["tiny.yaml", "report", f"from={other}"], base)
+    report = json.loads((out / "study.json").read_text())
+    assert report["duplicates_set_aside"] == 1
+    # the copy filed under h6 is h6's (its dir says so), the only run there
+    (h6_row,) = report["cells"][1]["rows"]
+    assert h6_row["value"] == "einsum" and h6_row["seeds"] == [1]
+    assert math.isnan(h6_row["ratio"]["ratio"]) or h6_row["ratio"]["n"] == 0
+
+
+def test_bad_study_arguments_are_one_line(tmp_path):
+    (tmp_path / "broken.yaml").write_text("models: 3\n")
+    for args, message in (
+        (["nope"], "study 'nope' is not known: choose from attention"),
+        (["attention", "models=arima"], "models='arima' is not in study 'attention'"),
+        (["attention", "report", "epochs=3"], "report reads runs, it trains none"),
+        (["attention", "seeds=a"], "seeds='a': give integers"),
+        (["broken.yaml"], "broken.yaml: not a study file"),
+        (["epochs=3"], "name a study first"),
+    ):
+        proc = study(args, tmp_path, check=False)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stderr.startswith("error: ") and message in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
