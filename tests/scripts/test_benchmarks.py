@@ -23,6 +23,23 @@ def test_bench_attention_runs_each_case_and_writes_json(tmp_path):
     assert "| diff_block16 |" in table
 
 
+def test_bench_attention_runs_the_literature_at_a_models_shape(tmp_path):
+    """`--cases literature --shape patchtst`: every mechanism beside vanilla's two paths, at
+    the published PatchTST's batch and width, and the sub-quadratic targets asked at 4096."""
+    out = tmp_path / "literature.json"
+    table = run_script(
+        "bench_attention.py", "--lengths", "16", "--cases", "literature", "--shape", "patchtst",
+        "--repeats", "1", "--steps", "1", "--min-seconds", "0", "--out", str(out), cwd=tmp_path,
+    )
+    report = json.loads(out.read_text())
+    assert report["config"]["d_model"] == 16 and report["config"]["batch"] == 128 * 7
+    cases = [r["case"] for r in report["results"]]
+    assert {"vanilla_explicit", "probsparse", "autocorrelation", "fourier", "flow",
+            "destationary"} <= set(cases)
+    assert all(r["status"] == "ok" for r in report["results"])
+    assert "probsparse tokens/s >= 1x vanilla's explicit path at L=4096: n/a" in table
+
+
 def test_bench_train_runs_the_reference_and_a_backend_through_the_loop(tmp_path):
     out = tmp_path / "train.json"
     table = run_script(
