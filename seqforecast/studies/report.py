@@ -69,6 +69,8 @@ def collect(study: Study, dirs: list[Path]) -> tuple[dict, list[dict], int]:
         found.setdefault(key, []).append(run)
     newest = {k: max(runs, key=lambda r: (r.path / "metrics.json").stat().st_mtime)
               for k, runs in found.items()}
+    # a job that failed in one dir and completed in another (a rerun elsewhere) has run
+    failed = [f for f in failed if (f["model"], f["cell"], f["value"], f["seed"]) not in newest]
     duplicates = sum(len(runs) - 1 for runs in found.values())
     return newest, failed, duplicates
 
@@ -157,6 +159,10 @@ def _f(x: float | None, digits: int = 4) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
+def _spread(std: float) -> str:
+    return "" if math.isnan(std) else f" ± {std:.4f}"  # no spread from one seed
+
+
 def _interval(ratio: dict) -> str:
     if ratio["n"] == 0:
         return "-"
@@ -183,7 +189,7 @@ def markdown(report: dict) -> str:
             ref = row["value"] == entry["reference"]
             lines.append(
                 f"| {entry['model']} | {entry['cell']} | {row['value']} | {len(row['seeds'])} | "
-                f"{_f(row['mse'])} ± {_f(row['mse_std'])} | "
+                f"{_f(row['mse'])}{_spread(row['mse_std'])} | "
                 f"{'reference' if ref else _interval(row['ratio'])} | "
                 f"{'' if ref else row['ratio']['verdict']} | {_f(row['seconds_per_epoch'], 1)} | "
                 f"{', '.join(str(e) for e in row['epochs_run'])} | {_f(row['peak_mib'], 0)} |"

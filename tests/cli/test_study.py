@@ -117,9 +117,14 @@ def test_partial_studies_merge_and_a_job_run_twice_counts_once(ran, tmp_path):
     other = tmp_path / "elsewhere"
     shutil.copytree(out / "tiny" / "h4" / "einsum-seed1", other / "tiny" / "h4" / "einsum-seed1")
     shutil.copytree(out / "tiny" / "h4" / "einsum-seed1", other / "tiny" / "h6" / "einsum-seed1")
+    # a job that failed elsewhere but completed here has run: it is not listed as failed
+    failed_copy = other / "tiny" / "h4" / "vanilla-seed0"
+    shutil.copytree(out / "tiny" / "h4" / "vanilla-seed0", failed_copy)
+    (failed_copy / "status.json").write_text('{"status": "failed", "reason": "elsewhere"}')
     study(["tiny.yaml", "report", f"from={other}"], base)
     report = json.loads((out / "study.json").read_text())
     assert report["duplicates_set_aside"] == 1
+    assert {f["value"] for f in report["failed"]} == {"probsparse"}
     # the copy filed under h6 is h6's (its dir says so), the only run there
     (h6_row,) = report["cells"][1]["rows"]
     assert h6_row["value"] == "einsum" and h6_row["seeds"] == [1]
