@@ -299,6 +299,30 @@ def test_the_speed_tables_are_their_reports():
         assert "\n".join(rows) in page
 
 
+def test_the_literature_speed_tables_are_their_reports():
+    """speed.md's tables of the literature's backends are benchmarks/attention_literature*.json
+    as bench_attention.py prints them."""
+    bench = load_script("bench_attention.py")
+    page = (REPO / "docs" / "benchmarks" / "speed.md").read_text()
+    for name in ("attention_literature", "attention_literature_patchtst",
+                 "attention_literature_itransformer"):
+        report = json.loads((REPO / "benchmarks" / f"{name}.json").read_text())
+        lengths = sorted({r["length"] for r in report["results"]})
+        assert "\n".join(_table_rows(bench.format_table(report["results"], lengths))) in page
+
+
+def test_the_attention_study_page_is_its_report():
+    """Every table on docs/benchmarks/attention_study.md is benchmarks/attention_study.json as
+    `python -m seqforecast.study` prints it, and its .md beside it too."""
+    from seqforecast.studies.report import markdown
+
+    report = json.loads((REPO / "benchmarks" / "attention_study.json").read_text())
+    printed = markdown(report)
+    page = (REPO / "docs" / "benchmarks" / "attention_study.md").read_text()
+    assert _table_rows(page) == _table_rows(printed)
+    assert (REPO / "benchmarks" / "attention_study.md").read_text() == printed
+
+
 def test_the_leaderboard_page_is_its_report():
     """Every table on docs/benchmarks/leaderboard.md (the cells, the speed beside the official
     code) is benchmarks/leaderboard.json as bench_leaderboard.py prints it, and its .md beside
