@@ -86,14 +86,6 @@ LITERATURE = [case for case in CASES if case not in CORE]
 # --------------------------------------------------------------------------- worker side
 
 
-def _status_kib(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
 def _build_step(case: str, length: int, cfg: dict):
     import torch
     import torch.nn.functional as F
@@ -206,9 +198,11 @@ def run_case(case: str, length: int, cfg: dict, repeats: int, min_seconds: float
     except Exception as err:  # a reference this torch cannot run here: say why, in the row
         reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:80]
         return {"case": case, "length": length, "status": f"unavailable: {reason}"}
-    baseline_kib = _status_kib("VmRSS")
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # reset the high-water mark to the current resident set
+    from seqforecast.training.memory import reset_high_water_mark, status_mib
+
+    baseline_mib = status_mib("VmRSS")
+    if baseline_mib is None or not reset_high_water_mark():  # the mark to the resident set
+        raise RuntimeError("peak memory needs /proc/self/status and /proc/self/clear_refs")
     start = time.perf_counter()
     step()  # warm-up: first-call allocations and kernel selection
     warmup_s = time.perf_counter() - start
@@ -218,7 +212,7 @@ def run_case(case: str, length: int, cfg: dict, repeats: int, min_seconds: float
         start = time.perf_counter()
         step()
         times.append(time.perf_counter() - start)
-    peak_kib = _status_kib("VmHWM") - baseline_kib
+    peak_mib = status_mib("VmHWM") - baseline_mib
     median = statistics.median(times)
     return {
         "case": case,
@@ -226,7 +220,7 @@ def run_case(case: str, length: int, cfg: dict, repeats: int, min_seconds: float
         "status": "ok",
         "median_s": median,
         "tokens_per_s": cfg["batch"] * length / median,
-        "peak_mib": peak_kib / 1024,
+        "peak_mib": peak_mib,
         "repeats": len(times),
         "threads": torch.get_num_threads(),
     }

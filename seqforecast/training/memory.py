@@ -24,7 +24,7 @@ STATUS = Path("/proc/self/status")
 CLEAR_REFS = Path("/proc/self/clear_refs")
 
 
-def _status_mib(field: str) -> float | None:
+def status_mib(field: str) -> float | None:
     """VmRSS or VmHWM from /proc/self/status, in MiB; None where there is no such file."""
     try:
         for line in STATUS.read_text().splitlines():
@@ -44,7 +44,8 @@ def _release_freed_heap() -> None:
         pass
 
 
-def _reset_high_water_mark() -> bool:
+def reset_high_water_mark() -> bool:
+    """The kernel's peak RSS back to the current RSS; False where that cannot be done."""
     try:
         CLEAR_REFS.write_text("5")  # "5": reset the peak RSS (proc(5), Linux >= 4.0)
     except OSError:
@@ -62,14 +63,14 @@ class PeakMemory:
 
     def start(self) -> None:
         _release_freed_heap()
-        if _reset_high_water_mark():
+        if reset_high_water_mark():
             self.scope = "run"
-        self.rss_at_start = _status_mib("VmRSS")
+        self.rss_at_start = status_mib("VmRSS")
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
 
     def report(self) -> dict:
-        peak = _status_mib("VmHWM")
+        peak = status_mib("VmHWM")
         if peak is None:  # no /proc: the lifetime peak (ru_maxrss: KiB on Linux, bytes on macOS)
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             peak /= 1024**2 if sys.platform == "darwin" else 1024
