@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from .cli_args import UsageError, run_tool
@@ -68,7 +69,7 @@ def study_command(argv: list[str]) -> None:
         except ValueError:
             raise StudyError(f"seeds={options['seeds']!r}: give integers, e.g. seeds=0,1,2") \
                 from None
-        study = type(study)(**{**study.__dict__, "seeds": seeds})
+        study = replace(study, seeds=seeds)
     cells = study.select(_list(options["models"]), _list(options["cells"]))
     study_dir = Path(options["dir"] or f"outputs/study/{study.name}")
     failed = [] if report_only else run_cells(study, cells, study_dir, overrides)
