@@ -55,10 +55,6 @@ class Study:
     def reference(self, model: str) -> str:
         return self.values[model][0]
 
-    def jobs(self, cells=None) -> list[tuple[Cell, str, int]]:
-        return [(cell, value, seed) for cell in (cells or self.cells)
-                for seed in self.seeds for value in self.values[cell.model]]
-
     def select(self, models: list[str] | None, cells: list[str] | None) -> list[Cell]:
         """The cells of the named models and cells (`etth1-96` or `patchtst/etth1-96`)."""
         known_models = list(self.values)

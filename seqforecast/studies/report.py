@@ -77,6 +77,7 @@ def collect(study: Study, dirs: list[Path]) -> tuple[dict, list[dict], int]:
 
 def _row(value: str, runs: dict[int, Run], reference: dict[int, Run]) -> dict:
     mse = {seed: _score(r, "mse") for seed, r in runs.items()}
+    mae = {seed: _score(r, "mae") for seed, r in runs.items()}
     ref = {seed: _score(r, "mse") for seed, r in reference.items()}
     pair = paired_ratio(mse, ref)
     spread = summarize(list(mse.values()))
@@ -87,14 +88,14 @@ def _row(value: str, runs: dict[int, Run], reference: dict[int, Run]) -> dict:
         "seeds": sorted(runs),
         "mse": spread.mean,
         "mse_std": spread.std,
-        "mae": summarize([_score(r, "mae") for r in runs.values()]).mean,
+        "mae": summarize(list(mae.values())).mean,
         "ratio": {"n": pair.n, "ratio": pair.ratio, "low": pair.low, "high": pair.high,
                   "verdict": pair.verdict},
         "pair_ratios": {seed: mse[seed] / ref[seed] for seed in sorted(set(mse) & set(ref))},
         "seconds_per_epoch": summarize([i["train_seconds"] / i["epochs_run"] for i in info]).mean,
         "epochs_run": [i["epochs_run"] for i in info],
         "peak_mib": summarize(memory).mean if memory else None,
-        "runs": {seed: {"mse": mse[seed], "mae": _score(r, "mae"), "run_dir": str(r.path),
+        "runs": {seed: {"mse": mse[seed], "mae": mae[seed], "run_dir": str(r.path),
                         **{k: r.metrics["run"].get(k) for k in (
                             "best_epoch", "epochs_run", "train_seconds", "peak_rss_mib",
                             "rss_at_start_mib")}}
