@@ -10,8 +10,8 @@ over seeds, beside the published rows and the official iTransformer's own run on
     python scripts/bench_leaderboard.py --smoke      # a small generated file, 1 epoch (the tests)
 
 Every run is `python -m seqforecast.train experiment=<model> dataset=<name> in_len=96
-out_len=<horizon>` with the published sizes of that dataset and horizon (SIZES below): the
-dataset's borders, every channel z-scored on its training rows, MSE and MAE in those z units
+out_len=<horizon>` with the published sizes of that dataset and horizon (seqforecast/published.py):
+the dataset's borders, every channel z-scored on its training rows, MSE and MAE in those z units
 over every test window (iTransformer's published test loader has a batch of 1). PatchTST's
 published test loader drops the last incomplete batch of 128; its rows also give the MSE on
 the windows that loader scores ("as the paper counts"). The linear rows are least-squares fits
@@ -45,6 +45,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from itertools import product
 from pathlib import Path
 
 import torch
@@ -55,31 +56,14 @@ from bench_longhorizon import paper_count, write_smoke_file  # noqa: E402
 
 from seqforecast.datasets import entry  # noqa: E402
 from seqforecast.model.linear_path import least_squares  # noqa: E402
+from seqforecast.options import ConfigError  # noqa: E402
+from seqforecast.published import published_overrides  # noqa: E402
 from seqforecast.runs.loading import load_run  # noqa: E402
 from seqforecast.stats import paired_ratio  # noqa: E402
 
 IN_LEN, PAPER_BATCH = 96, 128
 OFFICIAL_SEED = 2023  # the seed the official run.py fixes
 MODELS = ("itransformer", "patchtst")
-# The published iTransformer's sizes (scripts/multivariate_forecasting/): dataset -> horizon ->
-# overrides of experiment=itransformer (ETTh1's 96 and 192 are the preset's).
-_D128 = ["d_model=128", "ffn.d_ff=128"]
-_D512 = ["d_model=512", "ffn.d_ff=512"]
-SIZES = {
-    "etth1": {96: [], 192: [], 336: _D512, 720: _D512},
-    **{name: dict.fromkeys((96, 192, 336, 720), _D128)
-       for name in ("etth2", "ettm1", "ettm2", "exchange")},
-    "weather": dict.fromkeys((96, 192, 336, 720), [*_D512, "model.encoder_layers=3"]),
-}
-# The published PatchTST's settings (scripts/PatchTST/*.sh; docs/patchtst.md) at input 96.
-PATCHTST = {
-    **dict.fromkeys(("etth1", "etth2"), []),
-    **dict.fromkeys(("ettm1", "ettm2"), [
-        "d_model=128", "n_heads=16", "ffn.d_ff=256", "model.dropout=0.2",
-        "trainer.schedule=onecycle", "trainer.pct_start=0.4", "trainer.patience=20"]),
-    "weather": ["d_model=128", "n_heads=16", "ffn.d_ff=256", "model.dropout=0.2",
-                "trainer.patience=20"],
-}
 # iTransformer (Liu et al. 2024, ICLR), Table 10, input 96: MSE and MAE as printed there.
 PUBLISHED_SOURCE = "Liu et al. 2024 (ICLR), iTransformer, Table 10 (input 96)"
 PUBLISHED = {
@@ -101,10 +85,11 @@ SMOKE = {"borders": ("400", "530", "660"), "horizon": 24,
 
 def overrides(model: str, dataset: str, horizon: int, args) -> list[str]:
     """The run's command line: the preset, the dataset, the published sizes."""
-    sizes = (SIZES.get(dataset, {}).get(horizon, []) if model == "itransformer" else
-             PATCHTST.get(dataset, []))
-    found = [f"experiment={model}", f"dataset={dataset}", f"in_len={IN_LEN}",
-             f"out_len={horizon}", *sizes]
+    # The smoke file is no published dataset; SMOKE's sizes stand in for the published ones.
+    sizes = [] if args.smoke else published_overrides(model, dataset, horizon)
+    # in_len after the published sizes: the protocol's input even where a script sets its own
+    found = [f"experiment={model}", f"dataset={dataset}", *sizes, f"in_len={IN_LEN}",
+             f"out_len={horizon}"]
     if args.smoke:
         val, test, end = SMOKE["borders"]
         return [*found, f"data.path={args.smoke_file}", f"data.val_start={val}",
@@ -162,7 +147,8 @@ OFFICIAL = timed_official("experiments.exp_long_term_forecasting", "Exp_Long_Ter
 def official_args(dataset: str, horizon: int, epochs: int | None, workdir: Path, args) -> list:
     """The published script's arguments for (dataset, horizon), on CPU."""
     e = entry(dataset)
-    sizes = {k: v for k, _, v in (o.partition("=") for o in SIZES[dataset][horizon])}
+    sizes = {k: v for k, _, v in
+             (o.partition("=") for o in published_overrides("itransformer", dataset, horizon))}
     kind = {"etth1": "ETTh1", "etth2": "ETTh2", "ettm1": "ETTm1", "ettm2": "ETTm2"}
     found = ["--is_training", "1", "--root_path", f"{Path(args.data_dir).resolve()}/",
              "--data_path", e.file, "--model_id", f"{dataset}_{IN_LEN}_{horizon}",
@@ -171,8 +157,11 @@ def official_args(dataset: str, horizon: int, epochs: int | None, workdir: Path,
              str(e.channels), "--dec_in", str(e.channels), "--c_out", str(e.channels),
              "--e_layers", sizes.get("model.encoder_layers", "2"), "--d_model",
              sizes.get("d_model", "256"), "--d_ff", sizes.get("ffn.d_ff", "256"),
+             "--batch_size", sizes.get("batch_size", "32"),
+             "--learning_rate", sizes.get("lr", "0.0001"),
              "--des", "Exp", "--itr", "1", "--num_workers", "0",
              "--checkpoints", str(workdir / "official_checkpoints")]
+    epochs = epochs or sizes.get("epochs")  # else run.py's own 10
     return found + (["--train_epochs", str(epochs)] if epochs else [])
 
 
@@ -442,6 +431,13 @@ def main(argv: list[str] | None = None) -> int:
         args.smoke_file = write_smoke_file(args.runs_dir / "smoke_data" / "ETTsmoke.csv")
         args.datasets, args.horizons, args.seeds = ["etth1"], [SMOKE["horizon"]], args.seeds[:1]
         args.paper_batch = 32
+    else:  # every cell's published setting exists, before any run starts
+        models = ["itransformer"] if args.speed or args.official else args.models
+        try:
+            for model, dataset, horizon in product(models, args.datasets, args.horizons):
+                published_overrides(model, dataset, horizon)
+        except ConfigError as err:
+            parser.error(str(err))
     report: dict = {"protocol": {"in_len": IN_LEN, "units": "z (training rows)",
                                  "paper_batch": args.paper_batch,
                                  "published": PUBLISHED_SOURCE},

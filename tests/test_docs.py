@@ -14,10 +14,12 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
 from seqforecast import compare, evaluate, predict
 from seqforecast.config import compose_config, validate_config
 from seqforecast.datasets import cli as data_cli
+from seqforecast.published import published_overrides
 
 from .cli_helpers import REPO, load_script
 
@@ -418,3 +420,25 @@ def test_the_defaults_the_pages_list_are_the_schemas():
     assert len(listed) >= 6
     for key, shown in listed:  # written as Python writes them there: True, None
         assert shown == str(composed[key]), f"{key}: the page says {shown}"
+
+
+def test_the_published_settings_the_pages_list_are_the_table():
+    """itransformer.md and patchtst.md show the authors' per-dataset settings as commands;
+    seqforecast/published.py is their one home (the leaderboard and the studies read it), and
+    each command of those pages trains the setting it holds for its dataset and horizon."""
+    checked = 0
+    for page, _command, _module, args in TRAIN:
+        given = dict(o.partition("=")[::2] for o in overrides_of(args))
+        model = given.get("experiment")
+        if page != f"docs/{model}.md" or "dataset" not in given:
+            continue
+        ours = compose_config(overrides_of(args))
+        settings = published_overrides(model, given["dataset"], ours.out_len)
+        published = compose_config([f"experiment={model}", f"dataset={given['dataset']}",
+                                    f"out_len={ours.out_len}", *settings])
+        for key in (o.partition("=")[0] for o in settings):
+            shown, expected = OmegaConf.select(ours, key), OmegaConf.select(published, key)
+            assert shown == expected, f"{page}: {given['dataset']} {key}={shown}, " \
+                                      f"published {expected}"
+        checked += len(settings)
+    assert checked > 30  # every published dataset's command on the two pages

@@ -8,6 +8,8 @@ seeds; read from a YAML file (this folder's `<name>.yaml`, or a path of one's ow
       <model>:
         overrides: [experiment=patchtst, ...]   # every job of the model
         values: [vanilla, probsparse, ...]      # the swept option's values in this model
+        published: patchtst                     # optional: each cell gets the published
+                                                # settings of its dataset= and out_len=
         cells:
           <cell>: [dataset=etth1, out_len=96]   # one multirun each: values x seeds
 
@@ -24,6 +26,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ..options import ConfigError
+from ..published import published_overrides
 
 STUDIES = Path(__file__).resolve().parent
 
@@ -36,7 +39,7 @@ class StudyError(ConfigError):
 class Cell:
     model: str
     name: str
-    overrides: tuple[str, ...]  # the model's, then the cell's
+    overrides: tuple[str, ...]  # the model's, the published settings, then the cell's
 
     @property
     def label(self) -> str:
@@ -92,7 +95,8 @@ def load_study(name: str) -> Study:
         raw = OmegaConf.to_container(OmegaConf.load(path))
         models = raw["models"]
         cells = tuple(
-            Cell(model, cell, (*spec["overrides"], *extra))
+            Cell(model, cell, (*spec["overrides"],
+                               *_published(spec.get("published"), cell, extra), *extra))
             for model, spec in models.items()
             for cell, extra in spec["cells"].items()
         )
@@ -104,9 +108,23 @@ def load_study(name: str) -> Study:
             values={model: tuple(spec["values"]) for model, spec in models.items()},
             cells=cells,
         )
+    except ConfigError as err:
+        raise StudyError(f"{path}: {err}") from None
     except (OmegaConfBaseException, KeyError, TypeError, ValueError, AttributeError) as err:
         raise StudyError(f"{path}: not a study file ({type(err).__name__}: {err}); see "
                          f"{STUDIES / 'attention.yaml'}") from None
     if not study.cells or not all(study.values.values()) or not study.seeds:
         raise StudyError(f"{path}: a study needs models with cells and values, and seeds")
     return study
+
+
+def _published(model: str | None, cell: str, overrides: list[str]) -> list[str]:
+    """The published settings of `model` for the cell's dataset= and out_len= (none without
+    `published:`); they come before the cell's own overrides, which may change them."""
+    if model is None:
+        return []
+    given = dict(o.partition("=")[::2] for o in overrides)
+    if "dataset" not in given or "out_len" not in given:
+        raise ConfigError(f"cell {cell!r} needs dataset= and out_len= for the published "
+                          f"{model}'s settings")
+    return published_overrides(model, given["dataset"], int(given["out_len"]))

@@ -62,6 +62,37 @@ def test_the_shipped_study_loads_and_sweeps_seeds_before_values(tmp_path):
         attention.select(None, ["etth9-96"])
 
 
+def test_published_cells_take_the_published_settings_of_their_dataset_and_horizon(tmp_path):
+    attention = load_study("attention")
+    weather = attention.select(["itransformer"], ["weather-96"])[0]
+    assert weather.overrides[-5:] == (  # published sizes, then the cell's own overrides
+        "d_model=512", "ffn.d_ff=512", "model.encoder_layers=3", "dataset=weather", "out_len=96")
+    etth1 = attention.select(["itransformer"], ["etth1-96"])[0]
+    assert not any(o.startswith("d_model=") for o in etth1.overrides)  # the preset's setting
+    # A cell may change a published setting: its override comes later, and the later one wins.
+    (tmp_path / "own.yaml").write_text("""
+sweep: {group: attention}
+seeds: [0]
+models:
+  itransformer:
+    overrides: [experiment=itransformer]
+    published: itransformer
+    values: [vanilla]
+    cells:
+      ettm1-336: [dataset=ettm1, out_len=336, d_model=64]
+""")
+    cell = load_study(str(tmp_path / "own.yaml")).cells[0]
+    assert cell.overrides == ("experiment=itransformer", "d_model=128", "ffn.d_ff=128",
+                              "dataset=ettm1", "out_len=336", "d_model=64")
+    for bad, message in (("[dataset=ettm1, out_len=24]", "no setting for out_len=24"),
+                         ("[dataset=illness, out_len=24]", "no setting for dataset=illness"),
+                         ("[out_len=96]", "needs dataset= and out_len=")):
+        text = (tmp_path / "own.yaml").read_text().rsplit("ettm1-336:", 1)[0]
+        (tmp_path / "bad.yaml").write_text(f"{text}x: {bad}\n")
+        with pytest.raises(StudyError, match=message):
+            load_study(str(tmp_path / "bad.yaml"))
+
+
 @pytest.mark.slow
 def test_a_study_runs_its_grid_and_reports_what_the_runs_measured(ran):
     base, proc = ran

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ..cli_helpers import run_script
+from ..cli_helpers import load_script, run_script
 
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 
@@ -150,3 +150,15 @@ def test_bench_leaderboard_scores_every_model_beside_the_linear_fits_and_merges(
                cwd=tmp_path)
     assert len(json.loads(merged.read_text())["cells"]["etth1-24"]["runs"]) == 2  # once each
     assert merged.with_suffix(".md").read_text().count("| etth1-24 |") == 4
+
+
+def test_bench_leaderboard_refuses_a_cell_without_a_published_setting(tmp_path, capsys):
+    leaderboard = load_script("bench_leaderboard.py")
+    for argv, message in ((["--datasets", "illness"], "no setting for dataset=illness"),
+                          (["--horizons", "48"], "no setting for out_len=48")):
+        with pytest.raises(SystemExit) as exit_:
+            leaderboard.main([*argv, "--runs-dir", str(tmp_path), "--out",
+                              str(tmp_path / "lb.json")])
+        assert exit_.value.code == 2
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "lb.json").exists()  # nothing ran

@@ -1,0 +1,71 @@
+"""The published models' settings per dataset and horizon, as the authors' scripts give them:
+the overrides of `experiment=<model>` that, with `dataset=<name> out_len=<horizon>`, make the
+run the published row's. The one home of these settings: the leaderboard script and the study
+grids (`published: <model>` in a study file) read them from here.
+
+    published_overrides("itransformer", "weather", 96)
+    # ['d_model=512', 'ffn.d_ff=512', 'model.encoder_layers=3']
+"""
+
+from __future__ import annotations
+
+from .options import ConfigError
+
+HORIZONS = (96, 192, 336, 720)
+HORIZONS_WEEKLY = (24, 36, 48, 60)  # illness: weekly rows, input 104
+
+# iTransformer (thuml/iTransformer, scripts/multivariate_forecasting/, input 96): dataset ->
+# horizon -> overrides; the preset (experiment=itransformer) is ETTh1's setting at 96 and 192.
+_D128 = ("d_model=128", "ffn.d_ff=128")
+_D512 = ("d_model=512", "ffn.d_ff=512")
+ITRANSFORMER: dict[str, dict[int, tuple[str, ...]]] = {
+    "etth1": {96: (), 192: (), 336: _D512, 720: _D512},
+    **{name: dict.fromkeys(HORIZONS, _D128) for name in ("etth2", "ettm1", "ettm2")},
+    # Exchange/iTransformer.sh trains its 336 for one epoch
+    "exchange": {**dict.fromkeys(HORIZONS, _D128), 336: (*_D128, "epochs=1")},
+    "weather": dict.fromkeys(HORIZONS, (*_D512, "model.encoder_layers=3")),
+    "electricity": dict.fromkeys(HORIZONS, (*_D512, "model.encoder_layers=3", "batch_size=16",
+                                            "lr=0.0005")),
+    "traffic": dict.fromkeys(HORIZONS, (*_D512, "model.encoder_layers=4", "batch_size=16",
+                                        "lr=0.001")),
+}
+
+# PatchTST (yuqinie98/PatchTST, PatchTST_supervised/scripts/PatchTST/<dataset>.sh, input 336;
+# docs/patchtst.md): dataset -> overrides at every horizon; the preset is ETTh1's and ETTh2's.
+_WIDE = ("d_model=128", "n_heads=16", "ffn.d_ff=256", "model.dropout=0.2")
+PATCHTST: dict[str, tuple[str, ...]] = {
+    "etth1": (),
+    "etth2": (),
+    **dict.fromkeys(("ettm1", "ettm2"), (
+        *_WIDE, "trainer.schedule=onecycle", "trainer.pct_start=0.4", "trainer.patience=20")),
+    "weather": (*_WIDE, "trainer.patience=20"),
+    "electricity": (*_WIDE, "batch_size=32", "trainer.schedule=onecycle",
+                    "trainer.pct_start=0.2", "trainer.patience=10"),
+    "traffic": (*_WIDE, "batch_size=24", "trainer.schedule=onecycle", "trainer.pct_start=0.2",
+                "trainer.patience=10"),
+    "illness": ("in_len=104", "embedding.patch_len=24", "embedding.stride=2", "batch_size=16",
+                "lr=0.0025", "trainer.schedule=constant"),
+}
+
+MODELS = ("itransformer", "patchtst")
+
+
+def horizons(model: str, dataset: str) -> tuple[int, ...]:
+    """The horizons the published scripts run `model` at on `dataset`."""
+    return HORIZONS_WEEKLY if model == "patchtst" and dataset == "illness" else HORIZONS
+
+
+def published_overrides(model: str, dataset: str, horizon: int) -> list[str]:
+    """The overrides of `experiment=<model>` for `dataset` at `horizon`; a model, dataset or
+    horizon the published scripts do not cover is refused in one line (ConfigError)."""
+    if model not in MODELS:
+        raise ConfigError(f"published settings exist for {', '.join(MODELS)}, not {model!r}")
+    table = ITRANSFORMER if model == "itransformer" else PATCHTST
+    if dataset not in table:
+        raise ConfigError(f"the published {model} has no setting for dataset={dataset}: "
+                          f"choose from {', '.join(table)}")
+    if horizon not in horizons(model, dataset):
+        raise ConfigError(f"the published {model} has no setting for out_len={horizon} on "
+                          f"{dataset}: choose from {', '.join(map(str, horizons(model, dataset)))}")
+    found = table[dataset]
+    return list(found[horizon] if isinstance(found, dict) else found)
