@@ -68,7 +68,7 @@ def attention_cases(width: int) -> dict[str, Callable[[], None]]:
     def backward(out: torch.Tensor) -> None:
         out.backward(torch.ones_like(out))
 
-    def explicit() -> None:  # base.py's _attend on the concatenated q and k
+    def explicit() -> None:  # the explicit path (attention/scored.py) on the joined q and k
         scores = (torch.cat(q, -1) * 0.5) @ torch.cat(k, -1).transpose(-1, -2)
         backward(scores.softmax(-1) @ v)
 

@@ -156,14 +156,15 @@ def run_case(size_name: str, case: str, steps: int, warmup: int) -> dict:
     counter_flops = count_flops(build(), data.train.src[:batch], data.train.target[:batch])
     model = build()
     if options.get("weights_every_step"):
-        from seqforecast.attention.base import ProjectedAttention
+        from seqforecast.attention import Attention
 
-        plain_forward = ProjectedAttention.forward
+        plain_attend = Attention.attend
 
-        def with_weights(self, query, key_value, causal=False, key_padding_mask=None, **_):
-            return plain_forward(self, query, key_value, causal, key_padding_mask, True)
+        def with_weights(self, query, key_value, call, key_padding_mask=None):
+            return plain_attend(self, query, key_value, call._replace(need_weights=True),
+                                key_padding_mask)
 
-        ProjectedAttention.forward = with_weights
+        Attention.attend = with_weights  # every call the explicit path, with its weights
     compiled = False
     if options.get("compile"):
         from seqforecast.training.runtime import compile_model

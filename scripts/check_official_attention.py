@@ -174,7 +174,8 @@ def fourier_cases(tslib: Path) -> dict:
 
 
 def destationary_cases(tslib: Path) -> dict:
-    from seqforecast.model.destationary import DestationaryFactors, Factors
+    from seqforecast.attention import AttentionCall
+    from seqforecast.attention.destationary import DestationaryFactors, Factors
 
     module = _import(tslib, "layers.SelfAttention_Family")
     found = {}
@@ -190,7 +191,8 @@ def destationary_cases(tslib: Path) -> dict:
         found[f"destationary, DSAttention, {'causal' if causal else 'no mask'}, Lq {q_len} "
               f"Lk {k_len}, float64"] = _compare(
             lambda x, m, t=theirs, a=tau, d=delta: t(x, m, m, None, tau=a, delta=d)[0],
-            lambda x, m, o=ours, c=causal, f=factors: o(x, m, causal=c, factors=f)[0],
+            lambda x, m, o=ours, c=causal, f=factors: o.attend(
+                x, m, AttentionCall(causal=c, side=f)).out,
             q_len, k_len, q_len != k_len, torch.float64)
     projector = _import(tslib, "models.Nonstationary_Transformer").Projector
     torch.manual_seed(0)

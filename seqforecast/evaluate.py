@@ -82,10 +82,9 @@ def reevaluate(run: LoadedRun, checkpoint: str, method: str | None = None,
     write_metrics(out_dir / "metrics.json", results, info, run.data.info)
     if run.data.series_ids:
         write_per_series(out_dir / "per_series.csv", evaluator.per_series(), run.data.series_ids)
-    signed = run.config["attention"]["name"] == "diff"
     label = f"{checkpoint} checkpoint"
     bands = run.bands if checkpoint == "best" else None  # bands.json: the kept model's
-    save_visuals(out_dir, run.model, run.data, evaluator.baselines, signed, label, bands)
+    save_visuals(out_dir, run.model, run.data, evaluator.baselines, label, bands)
     return results
 
 

@@ -47,7 +47,8 @@ PATCHTST: dict[str, tuple[str, ...]] = {
                 "lr=0.0025", "trainer.schedule=constant"),
 }
 
-MODELS = ("itransformer", "patchtst")
+TABLES = {"itransformer": ITRANSFORMER, "patchtst": PATCHTST}  # experiment=<model>'s settings
+MODELS = tuple(TABLES)
 
 
 def horizons(model: str, dataset: str) -> tuple[int, ...]:
@@ -60,7 +61,7 @@ def published_overrides(model: str, dataset: str, horizon: int) -> list[str]:
     horizon the published scripts do not cover is refused in one line (ConfigError)."""
     if model not in MODELS:
         raise ConfigError(f"published settings exist for {', '.join(MODELS)}, not {model!r}")
-    table = ITRANSFORMER if model == "itransformer" else PATCHTST
+    table = TABLES[model]
     if dataset not in table:
         raise ConfigError(f"the published {model} has no setting for dataset={dataset}: "
                           f"choose from {', '.join(table)}")

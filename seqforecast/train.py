@@ -153,7 +153,7 @@ def _train(cfg, run_dir: Path, hydra_cfg, overrides: list[str], multirun: bool, 
         log.info("resuming %s from its last checkpoint (epoch %d, step %d)", run_dir,
                  resume_state["epoch"], resume_state["step"])
     validate_config(cfg)
-    if cfg.attention.name != "diff" and cfg.block_size:
+    if "block_size" not in cfg.attention and cfg.block_size:  # only a windowed backend reads it
         log.warning("block_size=%s has no effect with attention=%s", cfg.block_size,
                     cfg.attention.name)
     # Parallel launchers run several jobs at once: their bars would garble each other, so

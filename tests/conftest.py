@@ -4,15 +4,22 @@ import torch
 # The files that train the most, longest first: `make test` runs files in parallel workers
 # (pytest-xdist, --dist loadfile, one file per worker at a time, in collection order), so
 # starting these first keeps a long file from starting last and running alone at the end.
+# (tests/test_suite_order.py holds every name to a file that exists.)
 LONGEST_FIRST = (
-    "test_robustness.py",
-    "test_csv_cli.py",
-    "test_scale_out.py",
-    "test_regression.py",
-    "test_cli.py",
+    "test_validate.py",
+    "test_train_default_matches_docs.py",
+    "test_train_scale_out.py",
+    "test_study.py",
+    "test_train_resume_and_failures.py",
+    "test_benchmarks.py",
+    "test_wheel_install.py",
+    "test_train_csv.py",
+    "test_compile.py",
+    "test_train_panel.py",
+    "test_train_realdata.py",
+    "test_train_longhorizon.py",
+    "test_train_probabilistic.py",
     "test_compare.py",
-    "test_realdata.py",
-    "test_tensorboard_and_evaluate.py",
 )
 
 

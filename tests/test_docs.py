@@ -16,17 +16,30 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from seqforecast import compare, evaluate, predict
+from seqforecast import compare, evaluate, predict, study
 from seqforecast.config import compose_config, validate_config
 from seqforecast.datasets import cli as data_cli
 from seqforecast.published import published_overrides
+from seqforecast.studies.grid import load_study
 
 from .cli_helpers import REPO, load_script
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+
+
+def _study(args: list[str]) -> None:
+    """A study command: its arguments parse, and the study it names loads (its grid)."""
+    name = study.parse(args)[0]
+    load_study(name)
+
+
 # Each tool's own parser: what its command line would accept or refuse.
 PARSERS = {"seqforecast.evaluate": evaluate.parse, "seqforecast.predict": predict.parse,
-           "seqforecast.compare": compare.parse}
+           "seqforecast.compare": compare.parse, "seqforecast.study": _study}
+# The installed commands (pyproject.toml's scripts) and the modules they run.
+CONSOLE = {"seqforecast-train": "seqforecast.train", "seqforecast-evaluate": "seqforecast.evaluate",
+           "seqforecast-predict": "seqforecast.predict",
+           "seqforecast-compare": "seqforecast.compare", "seqforecast-study": "seqforecast.study"}
 
 
 # ---------------------------------------------------------------- finding commands
@@ -55,11 +68,15 @@ def code_lines(text: str) -> list[str]:
 
 
 def commands(tool: str) -> list[tuple[str, str]]:
-    """(page, command) for every line of code on every page that runs `tool`."""
+    """(page, command) for every line of code on every page that runs `tool`, as a module or
+    (a command the package installs) by its console script."""
+    scripts = [name for name, module in CONSOLE.items() if module == tool]
     found = []
     for page in PAGES:
         for line in code_lines(page.read_text()):
-            if tool in line and re.search(r"(^|\s|/)(python|torchrun)\b", line):
+            python = tool in line and re.search(r"(^|\s|/)(python|torchrun)\b", line)
+            console = any(re.search(rf"(^|\s){s}(\s|$)", line) for s in scripts)
+            if python or console:
                 found.append((str(page.relative_to(REPO)), line))
     return found
 
@@ -70,14 +87,20 @@ def split(command: str) -> list[str]:
 
 
 def module_args(command: str) -> tuple[str, list[str]] | None:
-    """(module, its arguments) of `python -m <module> ...` or `torchrun ... -m <module> ...`;
-    None for a synopsis ([group=option ...]) or a help line."""
+    """(module, its arguments) of `python -m <module> ...`, `torchrun ... -m <module> ...` or
+    an installed command (`seqforecast-train ...`); None for a synopsis ([group=option ...]), a
+    help line, or a command reading a config folder of the reader's own (`--config-dir`:
+    extending.md's are trained by the tests below)."""
     words = split(command)
-    if "-m" not in words:
-        return None
-    i = words.index("-m")
-    module, args = words[i + 1], words[i + 2 :]
-    if any(a.startswith("[") or a in ("--help", "-h") for a in args):
+    if "-m" in words:
+        i = words.index("-m")
+        module, args = words[i + 1], words[i + 2 :]
+    else:
+        found = [i for i, w in enumerate(words) if w in CONSOLE]
+        if not found or words == [words[found[0]]]:  # none, or a command's name in prose
+            return None
+        module, args = CONSOLE[words[found[0]]], words[found[0] + 1 :]
+    if any(a.startswith("[") or a in ("--help", "-h", "--config-dir") for a in args):
         return None
     return module, args
 
@@ -148,6 +171,14 @@ def test_every_training_command_composes_and_validates(page, command, module, ar
 
 
 TOOLS = runnable(tuple(PARSERS))
+
+
+def test_console_script_lines_are_checked_too():
+    """`seqforecast-train ...` is composed like `python -m seqforecast.train ...`."""
+    assert any(not re.search(r"\bpython\b", command) for _, command, *_ in TRAIN)
+    assert module_args("cd x && seqforecast-train experiment=quick") == (
+        "seqforecast.train", ["experiment=quick"])
+    assert module_args("seqforecast-train --config-dir mine experiment=tiny") is None
 
 
 def test_the_pages_hold_evaluate_predict_and_compare_commands():
@@ -343,33 +374,70 @@ def _fenced(page: Path, language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", page.read_text(), re.DOTALL)
 
 
-@pytest.mark.slow
-def test_the_backend_in_extending_md_registers_and_trains_as_a_plugin(tmp_path):
-    """extending.md's module and YAML, as a package of one's own would ship them (an entry
-    point, a --config-dir): the backend composes, trains for an epoch, and refuses a bad
-    value in one line."""
-    page = REPO / "docs" / "extending.md"
-    (module,), (yaml,) = _fenced(page, "python"), _fenced(page, "yaml")
-    assert len(module.strip().splitlines()) <= 50
-    (tmp_path / "cosine_attention.py").write_text(module)
-    info = tmp_path / "seqforecast_cosine-0.dist-info"
+def _plugin(tmp_path: Path, module: str, yaml: str, group: str, entry_points: str, name: str):
+    """A package of one's own shipping `module` under an entry point of `entry_points`, and its
+    YAML in a config folder (`my_configs/<group>/<name>.yaml`) for --config-dir."""
+    (tmp_path / f"{name}_plugin.py").write_text(module)
+    info = tmp_path / f"seqforecast_{name}-0.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: seqforecast-cosine\nVersion: 0\n")
-    (info / "entry_points.txt").write_text("[seqforecast.attention]\ncosine = cosine_attention\n")
-    (tmp_path / "my_configs" / "attention").mkdir(parents=True)
-    (tmp_path / "my_configs" / "attention" / "cosine.yaml").write_text(yaml)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: seqforecast-{name}\n"
+                                   f"Version: 0\n")
+    (info / "entry_points.txt").write_text(f"[{entry_points}]\n{name} = {name}_plugin\n")
+    (tmp_path / "my_configs" / group).mkdir(parents=True)
+    (tmp_path / "my_configs" / group / f"{name}.yaml").write_text(yaml)
     env = dict(os.environ, PYTHONPATH=f"{REPO}{os.pathsep}{tmp_path}")
     env.pop("HYDRA_FULL_ERROR", None)
-    train = [sys.executable, "-m", "seqforecast.train", "--config-dir", "my_configs",
-             "experiment=quick", "attention=cosine", "epochs=1", "log.figures=false"]
-    subprocess.run([*train, "attention.temperature=5", "hydra.run.dir=run"], cwd=tmp_path,
-                   env=env, check=True, capture_output=True, text=True)
+    return env
+
+
+def _train(tmp_path, env, *overrides, run_dir="run") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "seqforecast.train", "--config-dir",
+                           "my_configs", *overrides, "epochs=1", f"hydra.run.dir={run_dir}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True)
+
+
+@pytest.mark.slow
+def test_the_backend_in_extending_md_registers_and_trains_as_a_plugin(tmp_path):
+    """extending.md's backend module and YAML, as a package of one's own would ship them (an
+    entry point, a --config-dir): the backend composes, trains for an epoch, and refuses a bad
+    value and residual attention in one line."""
+    page = REPO / "docs" / "extending.md"
+    module, yaml = _fenced(page, "python")[0], _fenced(page, "yaml")[0]
+    assert len(module.strip().splitlines()) <= 50
+    env = _plugin(tmp_path, module, yaml, "attention", "seqforecast.attention", "cosine")
+    done = _train(tmp_path, env, "experiment=quick", "attention=cosine",
+                  "attention.temperature=5", "log.figures=false")
+    assert done.returncode == 0, done.stderr[-2000:]
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["run"]["epochs_run"] == 1 and metrics["test"]["model"]["mse"] > 0
-    bad = subprocess.run([*train, "attention.temperature=-1", "hydra.run.dir=bad"],
-                         cwd=tmp_path, env=env, capture_output=True, text=True)
+    bad = _train(tmp_path, env, "experiment=quick", "attention=cosine",
+                 "attention.temperature=-1", run_dir="bad")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
     assert "attention.temperature=-1.0 is not allowed: must be > 0" in bad.stderr
+    residual = _train(tmp_path, env, "model=encoder", "attention=cosine",
+                      "model.res_attention=true", run_dir="residual")
+    assert residual.returncode == 2 and residual.stderr.count("\n") == 1
+    assert "its scores are cosines" in residual.stderr
+
+
+@pytest.mark.slow
+def test_the_family_in_extending_md_registers_and_trains_as_a_plugin(tmp_path):
+    """extending.md's model family, shipped the same way: it composes with any backend, trains
+    for an epoch with its own attention maps, and refuses a key it does not have."""
+    page = REPO / "docs" / "extending.md"
+    module, yaml = _fenced(page, "python")[1], _fenced(page, "yaml")[1]
+    assert len(module.strip().splitlines()) <= 50
+    env = _plugin(tmp_path, module, yaml, "model", "seqforecast.families", "pooled")
+    small = ["model=pooled", "d_model=16", "n_heads=2", "in_len=12", "out_len=6",
+             "data.train_size=128", "data.val_size=32", "data.test_size=256"]
+    done = _train(tmp_path, env, *small, "attention=diff")
+    assert done.returncode == 0, done.stderr[-2000:]
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["run"]["epochs_run"] == 1 and metrics["test"]["model"]["mse"] > 0
+    assert (tmp_path / "run" / "figures" / "final" / "encoder_layer1.png").exists()
+    bad = _train(tmp_path, env, *small, "model.label_len=4", run_dir="bad")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert "model has no key label_len" in bad.stderr
 
 
 # ---------------------------------------------------------------- defaults on the pages

@@ -11,8 +11,10 @@ import pkgutil
 from importlib.metadata import entry_points
 
 from .base import AttentionOptions
+from .core import Attended, Attention, AttentionCall
 from .diff import DifferentialAttention, DiffOptions
 from .einsum import EinsumAttention
+from .kernels import Kernel, KernelFacts, kernel_names, register_kernel
 from .position import AttentionPosition, RelativePositionTerms, RotaryEmbedding
 from .registry import (
     attention_context,
@@ -25,7 +27,14 @@ from .residual import ResidualQK, carries_residual
 from .vanilla import VanillaAttention
 
 __all__ = [
+    "Attended",
+    "Attention",
+    "AttentionCall",
     "AttentionPosition",
+    "Kernel",
+    "KernelFacts",
+    "kernel_names",
+    "register_kernel",
     "RotaryEmbedding",
     "DifferentialAttention",
     "EinsumAttention",

@@ -35,11 +35,6 @@ def check_inputs(query: Tensor, key_value: Tensor, key_padding_mask: Tensor | No
             )
 
 
-def check_dropout(dropout: float) -> None:
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout={dropout!r} must be in [0, 1)")
-
-
 def masked_softmax_(scores: Tensor, blocked: Tensor | None, rows_may_be_empty: bool) -> Tensor:
     """Softmax over the last dim with `blocked` positions (True) at exactly zero.
 

@@ -30,7 +30,7 @@ from torch import Tensor
 
 from ..options import above, option, probability
 from .base import AttentionOptions
-from .heads import HeadsAttention
+from .heads import MechanismAttention
 from .registry import register_attention
 
 
@@ -49,6 +49,15 @@ class AutoCorrelationOptions(AttentionOptions):
                           f"a layer reads are {tokens}: a factor >= "
                           f"{1 / math.log(tokens):.3g} gives one")
 
+    def core_flops(self, q_len, k_len, head_dim, causal, carried=1, pairs="seen",
+                   cross=False) -> int:
+        """Three real FFTs of L points per channel (q's, k's and the correlation's inverse),
+        counted as the radix-2 2.5 L log2 L each (torch's flop counter counts no FFT), and
+        the weighted sum of floor(factor ln L) rolled values."""
+        length = q_len
+        return int(3 * 2.5 * length * math.log2(length) * head_dim) + (
+            2 * lag_count(self.factor, length) * length * head_dim)
+
     TIME_AXIS = "its lags roll the tokens along time"
     CAUSAL = "its lags wrap around the whole window"
     INSIDE_POSITIONS = False
@@ -61,7 +70,7 @@ def lag_count(factor: float, length: int) -> int:
 
 
 @register_attention("autocorrelation", AutoCorrelationOptions)
-class AutoCorrelation(HeadsAttention):
+class AutoCorrelation(MechanismAttention):
     def _attend(self, q, k, v, causal, need_weights):
         length, k_len = q.shape[2], k.shape[2]
         k, v = (_fit(t, length) for t in (k, v))  # [B, H, L, d]
@@ -90,7 +99,7 @@ class AutoCorrelation(HeadsAttention):
         if need_weights:  # on the keys as given: cut ones get none, padded ones are dropped
             weights = _fit(self._weights(weight, rolled, k.shape[1], length).transpose(2, 3),
                            k_len).transpose(2, 3)
-        return self._merge(out), weights
+        return self.merge(out), weights
 
     @staticmethod
     def _weights(weight: Tensor, rolled: Tensor, heads: int, length: int) -> Tensor:

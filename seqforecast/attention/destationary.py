@@ -3,27 +3,41 @@ the Time-Series-Library's `DSAttention`).
 
 A model normalises each window before it reaches attention, which makes attention see every
 window alike ("over-stationarisation"); de-stationary attention gives back what the norm took,
-through two factors the model learns from the window before its norm (model/destationary.py):
+through two factors the model learns from the window before its norm (`DestationaryFactors`,
+below, which a model builds for this backend: AttentionOptions.side_inputs):
 
     weights = softmax((tau q.k + delta_j) / sqrt(head width))
 
 tau [B] scales every score of a window, delta [B, S] shifts the scores of each encoder token
 (the published model: in every encoder layer and in the decoder's cross-attention; the
-decoder's self-attention takes tau alone). Without factors (a call from outside a model) it is
-vanilla attention. The model's factors are learned by MLPs of widths `projector_hidden`
-(the published `--p_hidden_dims 128 128`).
+decoder's self-attention, whose keys are not the encoder's tokens, takes tau alone). Without
+factors (a call from outside a model) it is vanilla attention. The factors:
+
+    tau   = exp(min(MLP_tau(conv(x), sigma), 80))     [B]       a positive scale of the scores
+    delta = MLP_delta(conv(x), mu)                    [B, S]    a shift per encoder token
+
+x is the window [B, L, C] as the model receives it (its calendar features aside), mu and sigma
+its per-channel mean and standard deviation over time (no gradient), conv a circular
+convolution of kernel 3 over the channels with the L steps as its input channels (the paper's
+"Projector"), and each MLP is Linear(2C, h1), ReLU, ..., Linear(h_last, out) without a bias, of
+widths `projector_hidden` (the published `--p_hidden_dims 128 128`; the Time-Series-Library's
+`models/Nonstationary_Transformer.py`). S is the encoder's token count (the published model's
+tokens are its L steps). The convolution mixes the channels, so under variate tokens
+(iTransformer) permuting the channels does not permute the forecast.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
+from torch import Tensor, nn
 
 from ..options import Check, option
 from .base import AttentionOptions
-from .heads import HeadsAttention
+from .heads import MechanismAttention
 from .registry import register_attention
 
 widths = Check(lambda v: len(v) >= 1 and all(isinstance(w, int) and w >= 1 for w in v),
@@ -34,34 +48,78 @@ widths = Check(lambda v: len(v) >= 1 and all(isinstance(w, int) and w >= 1 for w
 class DestationaryOptions(AttentionOptions):
     projector_hidden: list[int] = option([128, 128], widths, factory=True)  # the factors' MLP
 
-    def model_parts(self) -> dict:
-        return {"destationary_hidden": list(self.projector_hidden)}
+    def side_inputs(self, channels: int, in_len: int, tokens: int):
+        return "destationary", DestationaryFactors(channels, in_len, tokens,
+                                                   list(self.projector_hidden))
+
+    def side_flops(self, channels: int, in_len: int, tokens: int) -> int:
+        """Each factor learner: its convolution (kernel 3, L steps in, one out, over C
+        positions) and its MLP (2C -> hidden ... -> 1 for tau, S for delta)."""
+        widths = [2 * channels, *self.projector_hidden]
+        mlp = sum(a * b for a, b in zip(widths, widths[1:], strict=False))
+        last = self.projector_hidden[-1]
+        return sum(2 * (3 * in_len * channels + mlp + last * out) for out in (1, tokens))
 
     INSIDE_POSITIONS = False
+    CHANNEL_ORDER = "its factors' convolution runs across the channels in their order"
     SCORES = "its scores are rescaled by each window's tau, which residual attention would add"
 
 
-@register_attention("destationary", DestationaryOptions)
-class DestationaryAttention(HeadsAttention):
-    def forward(self, query, key_value, causal=False, key_padding_mask=None,
-                need_weights=False, query_start=0, key_start=0, residual=None, factors=None):
-        self._factors = factors  # this call's (model/destationary.py Factors), or None
-        try:
-            return super().forward(query, key_value, causal, key_padding_mask, need_weights,
-                                   query_start, key_start, residual)
-        finally:
-            self._factors = None
+class Factors(NamedTuple):
+    tau: Tensor  # [B]
+    delta: Tensor  # [B, S]
 
-    def _attend(self, q, k, v, causal, need_weights):
+
+class FactorLearner(nn.Module):
+    """The paper's Projector: (window [B, L, C], a statistic [B, 1, C]) -> [B, out]."""
+
+    def __init__(self, channels: int, in_len: int, hidden: list[int], out: int):
+        super().__init__()
+        self.series_conv = nn.Conv1d(in_len, 1, kernel_size=3, padding=1,
+                                     padding_mode="circular", bias=False)
+        layers: list[nn.Module] = [nn.Linear(2 * channels, hidden[0]), nn.ReLU()]
+        for width, following in zip(hidden, hidden[1:], strict=False):
+            layers += [nn.Linear(width, following), nn.ReLU()]
+        self.backbone = nn.Sequential(*layers, nn.Linear(hidden[-1], out, bias=False))
+
+    def forward(self, window: Tensor, statistic: Tensor) -> Tensor:
+        mixed = self.series_conv(window)  # [B, L, C] (L as channels) -> [B, 1, C]
+        return self.backbone(torch.cat([mixed, statistic], dim=1).flatten(1))  # [B, 2C] -> out
+
+
+class DestationaryFactors(nn.Module):
+    def __init__(self, channels: int, in_len: int, tokens: int, hidden: list[int]):
+        super().__init__()
+        self.tau_learner = FactorLearner(channels, in_len, hidden, 1)
+        self.delta_learner = FactorLearner(channels, in_len, hidden, tokens)
+
+    def forward(self, window: Tensor) -> Factors:
+        """window [B, L, C] -> tau [B], delta [B, S]."""
+        mean = window.mean(dim=1, keepdim=True).detach()  # [B, 1, C]
+        std = torch.sqrt(window.var(dim=1, keepdim=True, unbiased=False) + 1e-5).detach()
+        tau = self.tau_learner(window, std).clamp(max=80.0).exp()  # [B, 1]
+        return Factors(tau=tau.squeeze(-1), delta=self.delta_learner(window, mean))
+
+
+@register_attention("destationary", DestationaryOptions)
+class DestationaryAttention(MechanismAttention):
+    def __init__(self, d_model: int, n_heads: int, options: DestationaryOptions,
+                 window_keys: bool = True):
+        """`window_keys`: whether the keys are the window's own (encoder) tokens, which delta
+        shifts; the decoder's self-attention's are not."""
+        super().__init__(d_model, n_heads, options)
+        self.window_keys = window_keys
+
+    def explicit(self, q, k, v, residual, call, key_padding_mask):
+        factors: Factors | None = call.side  # this window's, or None: vanilla attention
         scores = q @ k.transpose(-2, -1)  # [B, H, Lq, Lk]
-        factors = self._factors
         if factors is not None:
             scores = scores * factors.tau[:, None, None, None]
-            if factors.delta is not None:
+            if self.window_keys:
                 scores = scores + factors.delta[:, None, None, :]
-        if causal:
+        if call.causal:
             later = torch.ones(scores.shape[-2:], dtype=torch.bool, device=q.device).triu(1)
             scores = scores.masked_fill(later, float("-inf"))
         weights = torch.softmax(scores * self.scale, dim=-1)
         dropped = F.dropout(weights, self.dropout, self.training) if self.dropout else weights
-        return self._merge(dropped @ v), (weights if need_weights else None)
+        return self.merge(dropped @ v), (weights if call.need_weights else None)

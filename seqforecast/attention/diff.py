@@ -25,10 +25,14 @@ with v_h of width d_model / n_heads. Options (`DiffOptions`, each a config value
   additive per-head `alibi` decay, or the `reciprocal` multiplicative form); a shorthand for
   `position=RelativePositionTerms(distance_decay, past_bias, decay_form, n_heads)`.
 - position: any AttentionPosition (rotary, relative terms), as for every backend.
-- residual (a call argument, residual.py): residual attention, each half's scores carrying the
-  same half's scores of the earlier layers, dense or block-local (on the explicit path, or,
-  without key padding, on `short_attention` where the model was built with one: the C kernel
-  for short sequences on the CPU, trainer.kernels).
+- residual attention (AttentionCall.residual, residual.py): each half's scores carrying the
+  same half's scores of the earlier layers, dense or block-local.
+
+Kernels (kernels.py): dense, with nothing between the scores and the softmax and no dropout,
+both halves run as 2H heads of torch's fused kernel (1.6-4x faster here, forward and backward);
+block windows stay on the explicit path (an A/B on this machine, L = 1024 to 16384, found the
+kernel on 16 x 48 tiles no faster than the batched matmuls, often slower); residual attention
+takes the native C kernel where the run has it (windows and causality as a dense mask).
 
 Positions are absolute time steps: a call's `query_start` and `key_start` place its queries
 and keys on the time axis (position.py); masks and block windows read the sequence index.
@@ -46,11 +50,13 @@ from torch import Tensor, nn
 
 from ..options import choice, count, option
 from . import block_local
-from ._common import ShapeCache, check_inputs, combine_masks, fused_attention, masked_softmax_
+from ._common import ShapeCache, combine_masks, masked_softmax_
 from .base import AttentionOptions
+from .core import Attention
+from .cost import attention_pairs
+from .kernels import KernelFacts
 from .position import AttentionPosition, DecayForm, RelativePositionTerms, relative_geometry
 from .registry import register_attention
-from .residual import ResidualQK
 
 LambdaMode = choice("LambdaMode", ("scalar", "reparam"))
 HeadLayout = choice("HeadLayout", ("paper", "wide"))
@@ -97,6 +103,24 @@ class DiffOptions(AttentionOptions):
         windows = [("block_size", self.block_size)] if self.block_size else []
         return windows + super().time_axis()
 
+    SIGNED_WEIGHTS = True  # p1 - lambda p2
+
+    def _half(self, head_dim: int) -> int:
+        return head_dim // 2 if self.head_layout == "paper" else head_dim
+
+    def projection_flops(self, q_len, k_len, d_model, n_heads, cross=False) -> int:
+        qk = 2 * n_heads * self._half(d_model // n_heads)  # both halves of every head
+        return 2 * d_model * (q_len * qk + k_len * qk + k_len * d_model + q_len * d_model)
+
+    def core_flops(self, q_len, k_len, head_dim, causal, carried=1, pairs="seen",
+                   cross=False) -> int:
+        """Two score maps of the half width w and their difference applied to v once: per
+        pair, 2 x 2w (scores) + 2 head_dim (values), a standard head's in the paper layout;
+        self-attention only within its block window."""
+        windows = 0 if cross else self.block_size
+        per_pair = 2 * 2 * self._half(head_dim) * carried + 2 * head_dim
+        return per_pair * attention_pairs(q_len, k_len, causal, windows, pairs)
+
 
 def default_lambda_init(layer: int) -> float:
     """The paper's depth schedule, `layer` counted from 1."""
@@ -117,7 +141,7 @@ def _mix_heads(x: Tensor, mixing: Tensor) -> Tensor:
 
 
 @register_attention("diff", DiffOptions)
-class DifferentialAttention(nn.Module):
+class DifferentialAttention(Attention):
     def __init__(
         self,
         d_model: int,
@@ -129,28 +153,23 @@ class DifferentialAttention(nn.Module):
     ):
         """`layer`: the 1-based depth within its stack (for lambda_init's schedule);
         `cross_attention`: whether the layer attends to another sequence (no block windows)."""
-        super().__init__()
-        self.d_model = d_model
-        self.n_heads = n_heads
-        self.head_layout = options.head_layout
-        self.head_dim = d_model // n_heads  # v and the output, per head
+        head_dim = d_model // n_heads  # v and the output, per head
         # Width of each q/k half: the paper halves the head; the wide layout gives each a head.
-        self.half_dim = self.head_dim // 2 if self.head_layout == "paper" else self.head_dim
+        half_dim = head_dim // 2 if options.head_layout == "paper" else head_dim
+        # q and k carry two halves per head: [E] -> [H, 2, half_dim] (paper: d_model wide;
+        # wide: 2 d_model)
+        super().__init__(d_model, n_heads, options, qk_width=2 * n_heads * half_dim)
+        self.head_layout = options.head_layout
+        self.half_dim = half_dim
         self.scale = 1.0 / math.sqrt(self.half_dim)
-        self.dropout = options.dropout
         self.block_size = options.block_size
         self.cross_attention = cross_attention
+        # Block windows are self-attention's; cross-attention processes its queries against all
+        # keys: the same function as full attention, computed in one matmul.
+        self.windowed = self.block_size > 0 and not cross_attention
         self.lambda_mode = options.lambda_mode
         lambda_init = options.lambda_init
         self.lambda_init = default_lambda_init(layer) if lambda_init is None else float(lambda_init)
-
-        # q and k carry two halves per head: [E] -> [H, 2, half_dim].
-        qk_width = 2 * n_heads * self.half_dim  # paper: d_model; wide: 2 d_model
-        bias = options.bias
-        self.q_proj = nn.Linear(d_model, qk_width, bias=bias)
-        self.k_proj = nn.Linear(d_model, qk_width, bias=bias)
-        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
         if self.lambda_mode == "scalar":
             self.lambda_scalar = nn.Parameter(torch.tensor(self.lambda_init))
@@ -171,10 +190,10 @@ class DifferentialAttention(nn.Module):
             position = RelativePositionTerms(options.distance_decay, options.past_bias,
                                              options.decay_form, n_heads)
         self.position = position
-        # Residual attention's halves ([B, 2H, L, w]) and v, windows and causality as a dense
-        # mask: a fast kernel set once when the model is built (seqforecast/native), or None.
-        self.short_attention = None
         self._geometry_cache = ShapeCache()
+
+    def reset_parameters(self) -> None:
+        """The projections keep nn.Linear's own initialisation (the paper's code)."""
 
     def lambda_value(self) -> Tensor:
         """The current lambda, a 0-dim tensor."""
@@ -186,148 +205,94 @@ class DifferentialAttention(nn.Module):
             + self.lambda_init
         )
 
-    def forward(
-        self,
-        query: Tensor,
-        key_value: Tensor,
-        causal: bool = False,
-        key_padding_mask: Tensor | None = None,
-        need_weights: bool = False,
-        query_start: int = 0,
-        key_start: int = 0,
-        residual: ResidualQK | None = None,
-    ) -> tuple[Tensor, Tensor | None]:
-        """`query_start`, `key_start`: the time steps of the first query and key.
-        `residual`: the stack's carried scores (residual attention), extended by this layer's."""
-        check_inputs(query, key_value, key_padding_mask, self.d_model)
+    def logged_scalars(self) -> dict[str, float]:
+        return {"lambda": self.lambda_value().item()}
+
+    def _acts_on_scores(self) -> str | None:
+        """What acts between the scores and the softmax, or None."""
+        if self.talk_before is not None:
+            return "talking heads' mixing"
+        if self.position is not None and self.position.acts_on_scores:
+            return "a position term on the scores"
+        return None
+
+    def kernel_facts(self) -> KernelFacts:
+        return KernelFacts(softmax=True, between=self._acts_on_scores(),
+                           band=self.block_size if self.windowed else 0,
+                           group_dropout=False, dropout=self.dropout)
+
+    def check_call(self, call, key_padding_mask) -> None:
+        if call.residual is not None and self._acts_on_scores():
+            raise ValueError("residual attention cannot carry talking heads or position "
+                             "terms on the scores")
+
+    def heads(self, query, key_value, call):
+        """-> q, k [B, H, 2, L, half] (the two halves of each head), v [B, H, Lk, head_dim]."""
         batch, q_len, _ = query.shape
         k_len = key_value.shape[1]
-        windowed = self.block_size > 0 and not self.cross_attention
-        if windowed and q_len != k_len:
+        if self.windowed and q_len != k_len:
             raise ValueError(
                 f"block-local self-attention needs query and key_value of one length, got "
                 f"{q_len} and {k_len}; build with cross_attention=True for cross-attention"
             )
-        heads, head_dim, half = self.n_heads, self.head_dim, self.half_dim
+        heads, half = self.n_heads, self.half_dim
         # [B, L, 2 H half] -> [B, L, H * 2, half]: the two halves of head h are chunks 2h, 2h+1
         q = self.q_proj(query).view(batch, q_len, heads * 2, half)
         k = self.k_proj(key_value).view(batch, k_len, heads * 2, half)
         if self.position is not None:
-            q, k = self.position.rotate(q, query_start), self.position.rotate(k, key_start)
+            q = self.position.rotate(q, call.query_start)
+            k = self.position.rotate(k, call.key_start)
         # [B, L, H * 2, half] -> [B, H, 2, L, half]
         q = q.view(batch, q_len, heads, 2, half).permute(0, 2, 3, 1, 4)
         k = k.view(batch, k_len, heads, 2, half).permute(0, 2, 3, 1, 4)
-        if residual is not None:
-            if self.talk_before is not None or (
-                self.position is not None and self.position.acts_on_scores
-            ):
-                raise ValueError("residual attention cannot carry talking heads or position "
-                                 "terms on the scores")
-            q, k = residual.extend(q, k)  # [B, H, 2, L, l * half]: the layers' halves so far
-        # [B, L, E] -> [B, H, L, head_dim]
-        v = self.v_proj(key_value).view(batch, k_len, heads, head_dim).transpose(1, 2)
+        return q, k, self.split(self.v_proj(key_value))  # v: [B, H, Lk, head_dim]
 
-        out = weights = None
-        if residual is not None and self._plain_scores(need_weights) and key_padding_mask is None:
-            out = self._short(q, k, v, windowed, causal)
-        if out is None and residual is None and self._fusable(windowed, need_weights):
-            out, weights = self._fused(q, k, v, causal, key_padding_mask), None
-        elif out is None:
-            starts = (query_start, key_start)
-            out, weights = self._explicit(q, k, v, windowed, causal, key_padding_mask, starts)
+    def merge(self, out: Tensor) -> Tensor:
+        """[B, H, Lq, d] -> the head norm (scaled by 1 - lambda_init) -> [B, Lq, E]."""
         if self.head_norm is not None:
             out = self.head_norm(out) * (1.0 - self.lambda_init)
-        # [B, H, Lq, d] -> [B, Lq, E]
-        out = self.out_proj(out.transpose(1, 2).reshape(batch, q_len, self.d_model))
+        return super().merge(out)
 
-        if not need_weights:
-            return out, None
-        if windowed:
-            weights = block_local.windows_to_dense(weights, q_len)
-        return out, weights
+    # A fused kernel runs both halves as 2H heads, v serving both; the output is the difference
+    # of the two softmaxes applied to v: exactly the difference of the weights applied to v.
+    def groups(self, t: Tensor) -> Tensor:
+        """[B, H, 2, L, w] -> [B, 2H, L, w]."""
+        batch, heads, _, length, width = t.shape
+        return t.reshape(batch, 2 * heads, length, width)
 
-    def _fusable(self, windowed: bool, need_weights: bool) -> bool:
-        """Dense attention with nothing between the scores and the softmax and no weights
-        asked for: each half is one call of torch's fused kernel (1.6-4x faster here, forward
-        and backward). Block windows stay on the explicit path: an A/B of both on this machine
-        (L = 1024 to 16384) found the kernel on 16 x 48 tiles no faster than the batched
-        matmuls, often slower."""
-        return not windowed and self._plain_scores(need_weights)
+    def group_values(self, v: Tensor) -> Tensor:
+        """[B, H, Lk, d] -> [B, 2H, Lk, d]: each head's v for both its halves."""
+        batch, heads, k_len, d = v.shape
+        return v[:, :, None].expand(-1, -1, 2, -1, -1).reshape(batch, 2 * heads, k_len, d)
 
-    def _plain_scores(self, need_weights: bool) -> bool:
-        """Nothing between the scores and the softmax (no position term on the scores, no
-        talking heads), no dropout on the weights, and no weights asked for."""
-        return not (
-            need_weights
-            or (self.position is not None and self.position.acts_on_scores)
-            or self.talk_before is not None
-            or (self.dropout and self.training)
-        )
+    def ungroup(self, out: Tensor) -> Tensor:
+        """[B, 2H, Lq, d] -> softmax(q1 k1^T) v - lambda softmax(q2 k2^T) v -> [B, Lq, E]."""
+        batch, groups, q_len, d = out.shape
+        first, second = out.view(batch, groups // 2, 2, q_len, d).unbind(2)
+        return self.merge(first - self.lambda_value() * second)
 
-    def _dense_blocked(
-        self, q_len: int, k_len: int, windowed: bool, causal: bool, device, dtype
-    ) -> Tensor | None:
+    def blocked(self, q_len, k_len, causal, device):
         """bool [Lq, Lk], True where a query may not attend (outside its window, or in the
-        future: the dense geometry's own causal mask); None when every pair may (for
-        `short_attention`, whose kernel takes one mask for the whole batch)."""
+        future); None when every pair may."""
 
         def build() -> Tensor | None:
-            future = self._geometry(q_len, k_len, False, causal, (0, 0), device, dtype).blocked
-            if not windowed:
+            future = self._geometry(q_len, k_len, False, causal, (0, 0), device,
+                                    torch.float32).blocked
+            if not self.windowed:
                 return future
             return combine_masks(block_local.outside_windows(q_len, self.block_size, 1, device),
                                  future)
 
-        return self._geometry_cache.get(("dense", q_len, k_len, windowed, causal, device), build)
+        return self._geometry_cache.get(("dense", q_len, k_len, causal, device), build)
 
-    def _fused(
-        self, q: Tensor, k: Tensor, v: Tensor, causal: bool, key_padding_mask: Tensor | None
-    ) -> Tensor:
-        """softmax(q1 k1^T) v - lambda softmax(q2 k2^T) v by the fused kernel: exactly the
-        difference of the weights applied to v. q, k [B, H, 2, L, w], v [B, H, Lk, d] ->
-        [B, H, Lq, d], at the half width's scale 1/sqrt(w)."""
-        batch, heads, _, q_len, w = q.shape
-        k_len, d = k.shape[-2], v.shape[-1]
-        # Both halves as 2H heads: [B, H, 2, L, w] -> [B, 2H, L, w]; v serves both.
-        qs, ks = q.reshape(batch, 2 * heads, q_len, w), k.reshape(batch, 2 * heads, k_len, w)
-        if w < d:
-            # The paper layout's q/k halves are narrower than v; the kernel's fast paths want
-            # one width, so pad q and k with zeros (q.k unchanged): measured 6x faster here
-            # than the mixed-width call (L = 1024, forward + backward).
-            qs, ks = F.pad(qs, (0, d - w)), F.pad(ks, (0, d - w))
-        vs = v[:, :, None].expand(-1, -1, 2, -1, -1).reshape(batch, 2 * heads, k_len, d)
-        blocked = None
-        if key_padding_mask is not None:  # is_causal alone, or one 4-d mask holding both
-            geometry = self._geometry(q_len, k_len, False, causal, (0, 0), q.device, q.dtype)
-            blocked = combine_masks(geometry.blocked, key_padding_mask[:, None, None, :])
-        out = fused_attention(
-            qs, ks, vs, causal=causal, blocked=blocked,
-            rows_may_be_empty=key_padding_mask is not None, scale=self.scale,
-        )
-        first, second = out.view(batch, heads, 2, q_len, d).unbind(2)
-        return first - self.lambda_value() * second
-
-    def _short(self, q: Tensor, k: Tensor, v: Tensor, windowed: bool, causal: bool
-               ) -> Tensor | None:
-        """softmax(q1 k1^T) v - lambda softmax(q2 k2^T) v, each half by `short_attention` (any
-        q/k width, so residual attention's carried halves too), windows and causality as a
-        dense mask; None where there is none or it does not take these shapes. q, k
-        [B, H, 2, L, w], v [B, H, Lk, d] -> [B, H, Lq, d], at the half width's scale
-        (experiment=patchtst attention=diff, one thread: 0.42-0.44 s a training step against
-        0.66 on the explicit path)."""
-        if self.short_attention is None:
-            return None
-        batch, heads, _, q_len, w = q.shape
-        k_len, d = k.shape[-2], v.shape[-1]
-        # Both halves as 2H heads: [B, H, 2, L, w] -> [B, 2H, L, w]; v serves both.
-        qs, ks = q.reshape(batch, 2 * heads, q_len, w), k.reshape(batch, 2 * heads, k_len, w)
-        vs = v[:, :, None].expand(-1, -1, 2, -1, -1).reshape(batch, 2 * heads, k_len, d)
-        if not self.short_attention.applies([qs], [ks], vs):
-            return None
-        blocked = self._dense_blocked(q_len, k_len, windowed, causal, q.device, q.dtype)
-        out = self.short_attention([qs], [ks], vs, self.scale, blocked)
-        first, second = out.reshape(batch, heads, 2, q_len, d).unbind(2)
-        return first - self.lambda_value() * second
+    def explicit(self, q, k, v, residual, call, key_padding_mask):
+        if residual is not None:  # [B, H, 2, L, l * half]: the layers' halves so far
+            q, k = residual.joined()
+        out, weights = self._explicit(q, k, v, self.windowed, call.causal, key_padding_mask,
+                                      (call.query_start, call.key_start))
+        if call.need_weights and self.windowed:
+            weights = block_local.windows_to_dense(weights, q.shape[-2])
+        return self.merge(out), weights
 
     def _explicit(
         self,
@@ -424,5 +389,6 @@ class DifferentialAttention(nn.Module):
             f"d_model={self.d_model}, n_heads={self.n_heads}, head_layout={self.head_layout}, "
             f"block_size={self.block_size}, "
             f"cross_attention={self.cross_attention}, lambda_mode={self.lambda_mode}, "
-            f"lambda_init={self.lambda_init:.3f}, dropout={self.dropout}"
+            f"lambda_init={self.lambda_init:.3f}, dropout={self.dropout}, "
+            f"kernel={self.kernel.name}"
         )

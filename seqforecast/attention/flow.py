@@ -35,7 +35,7 @@ from torch import Tensor
 
 from ..options import above, option, probability
 from .base import AttentionOptions
-from .heads import HeadsAttention
+from .heads import MechanismAttention
 from .registry import register_attention
 
 
@@ -50,12 +50,22 @@ class FlowOptions(AttentionOptions):
     MIXES_QUERIES = ("its flow is conserved over every query, so in the decoder's "
                      "cross-attention a step would read the later steps")
 
+    def core_flops(self, q_len, k_len, head_dim, causal, carried=1, pairs="seen",
+                   cross=False) -> int:
+        """Linear in the length: the four flow products (2d a token each) and the d x d
+        products of keys with values and of queries with their sum; causal, the running
+        sums' outer products are elementwise work, left out."""
+        d = head_dim
+        if causal:
+            return 8 * q_len * d + 2 * q_len * d * d
+        return (4 * d + 2 * d * d) * (q_len + k_len)
+
 
 @register_attention("flow", FlowOptions)
-class FlowAttention(HeadsAttention):
-    def forward(self, query, key_value, *args, **kwargs):
-        out, weights = super().forward(query, key_value, *args, **kwargs)
-        return F.dropout(out, self.dropout, self.training), weights
+class FlowAttention(MechanismAttention):
+    def attend(self, query, key_value, call, key_padding_mask=None):
+        attended = super().attend(query, key_value, call, key_padding_mask)
+        return attended._replace(out=F.dropout(attended.out, self.dropout, self.training))
 
     def _attend(self, q, k, v, causal, need_weights):
         if causal and q.shape[2] != k.shape[2]:
@@ -78,7 +88,7 @@ class FlowAttention(HeadsAttention):
             weights = weights * allocation[..., None]
             if causal:
                 weights = weights.tril()
-        return self._merge(out), weights
+        return self.merge(out), weights
 
     def _flow(self, q: Tensor, k: Tensor):
         """Incoming [B, H, L], allocation [B, H, L], competition [B, H, S], and 1."""

@@ -22,6 +22,7 @@ permute (MAZiqing/FEDformer issue 16), to check a number published with that cod
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -29,7 +30,7 @@ from torch import Tensor, nn
 
 from ..options import choice, option, positive
 from .base import AttentionOptions
-from .heads import HeadsAttention
+from .heads import MechanismAttention
 from .registry import register_attention
 
 ModeSelect = choice("ModeSelect", ("random", "lowest"))
@@ -50,6 +51,24 @@ class FourierOptions(AttentionOptions):
             return None
         return "modes", "a layer reading one token has no Fourier mode to keep"
 
+    def projection_flops(self, q_len, k_len, d_model, n_heads, cross=False) -> int:
+        """q (and in the cross form k) and the output; no v."""
+        return 2 * d_model * (2 * q_len * d_model + (k_len * d_model if cross else 0))
+
+    def core_flops(self, q_len, k_len, head_dim, causal, carried=1, pairs="seen",
+                   cross=False) -> int:
+        """The real FFTs of q (and k) and the inverse (2.5 L log2 L each, per channel), and
+        the M kept modes' complex d x d products (4 real multiply-adds each); the cross form
+        also scores the M x Mk modes and mixes k's."""
+        modes_q = min(self.modes, q_len // 2)
+        ffts = 2.5 * q_len * math.log2(q_len) * 2 * head_dim
+        flops = 8 * modes_q * head_dim * head_dim
+        if cross:
+            modes_k = min(self.modes, k_len // 2)
+            ffts += 2.5 * k_len * math.log2(k_len) * head_dim
+            flops += 2 * 8 * modes_q * modes_k * head_dim
+        return int(ffts) + flops
+
     TIME_AXIS = "its modes are frequencies along time"
     CAUSAL = "every Fourier mode mixes the whole window"
     INSIDE_POSITIONS = False
@@ -66,11 +85,12 @@ def choose_modes(length: int, modes: int, how: str) -> Tensor:
 
 
 @register_attention("fourier", FourierOptions)
-class FourierAttention(HeadsAttention):
+class FourierAttention(MechanismAttention):
     def __init__(self, d_model: int, n_heads: int, options: FourierOptions,
                  lengths: tuple[int, int], cross_attention: bool = False):
         """`lengths`: the tokens (queries, keys) the layer reads, fixed when it is built."""
-        super().__init__(d_model, n_heads, options, ("q", "k") if cross_attention else ("q",))
+        super().__init__(d_model, n_heads, options,
+                         reads=("q", "k") if cross_attention else ("q",))
         self.cross = cross_attention
         q_len, k_len = lengths
         self.register_buffer("modes_q", choose_modes(q_len, options.modes, options.mode_select))
@@ -103,4 +123,4 @@ class FourierAttention(HeadsAttention):
         out = torch.fft.irfft(out_ft, n=length, dim=2)  # [B, H, L, d]
         if self.options.layout == "code":  # [B, H, d, L] read as [B, L, H * d]
             return out.transpose(2, 3).reshape(batch, length, self.d_model), None
-        return self._merge(out), None
+        return self.merge(out), None

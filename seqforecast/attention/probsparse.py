@@ -40,7 +40,7 @@ from torch import Tensor
 
 from ..options import choice, count, option, positive
 from .base import AttentionOptions
-from .heads import HeadsAttention
+from .heads import MechanismAttention
 from .registry import register_attention
 
 Layout = choice("Layout", ("paper", "tslib"))
@@ -58,6 +58,15 @@ class ProbSparseOptions(AttentionOptions):
     MIXES_QUERIES = "its active queries are the top u of all queries"
     INSIDE_POSITIONS = False
     SCORES = "probsparse scores only its active queries, so the layers' scores do not add up"
+    def core_flops(self, q_len, k_len, head_dim, causal, carried=1, pairs="seen",
+                   cross=False) -> int:
+        """Each query's measure over its U sampled keys, then the u active queries' scores
+        over every key and their weighted values."""
+        sampled, active = active_count(self.factor, k_len), active_count(self.factor, q_len)
+        return 2 * head_dim * (q_len * sampled + 2 * active * k_len)
+
+    CHANNEL_ORDER = ("each query's sampled keys are positions, not tokens, so which queries are "
+                     "active moves with the order (where c ceil(ln L) < L tokens)")
 
 
 def active_count(factor: int, length: int) -> int:
@@ -66,7 +75,7 @@ def active_count(factor: int, length: int) -> int:
 
 
 @register_attention("probsparse", ProbSparseOptions)
-class ProbSparseAttention(HeadsAttention):
+class ProbSparseAttention(MechanismAttention):
     def cannot_be_causal(self) -> str | None:
         return None if self.options.leaky_mask else super().cannot_be_causal()
 
@@ -96,7 +105,7 @@ class ProbSparseAttention(HeadsAttention):
         weights = self._weights(attn, top, q_len, k_len, causal) if need_weights else None
         if self.options.layout == "tslib":  # [B, H, Lq, d] read as [B, Lq, H * d]
             return out.reshape(batch, q_len, self.d_model), weights
-        return self._merge(out), weights
+        return self.merge(out), weights
 
     def sample_keys(self, q_len: int, k_len: int, count: int, device) -> Tensor:
         """[Lq, U] key indices for each query's sparsity measure."""

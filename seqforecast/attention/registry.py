@@ -1,9 +1,12 @@
 """Name -> attention backend (its class and its options), and the one builder every caller uses.
 
-A backend registers with the dataclass of its options (their types, defaults and checks: the
-options' one home, which the config's `attention=<name>` node is too) and is constructed as
-`cls(d_model, n_heads, options, **context)`, the context being what the model tells each layer
-(`layer`, `cross_attention`, `position`) where the class takes it.
+A backend is an `Attention` (core.py) registered with the dataclass of its options (their
+types, defaults and checks: the options' one home, which the config's `attention=<name>` node is
+too). It is constructed as `cls(d_model, n_heads, options, **context)`, the context being what
+the model tells each layer where the class takes it: `layer` (1-based depth in its stack),
+`cross_attention`, `position` (a rotary or relative module), `lengths` (its query and key token
+counts), `window_keys` (whether its keys are the window's own tokens, the encoder's). Its kernel
+is then chosen once (kernels.py).
 """
 
 from __future__ import annotations
@@ -12,15 +15,14 @@ import dataclasses
 import inspect
 from typing import NamedTuple
 
-from torch import nn
-
 from ..options import ConfigError, check_options
+from .core import Attention
 
-CONTEXT = ("layer", "cross_attention", "position", "lengths")
+CONTEXT = ("layer", "cross_attention", "position", "lengths", "window_keys")
 
 
 class Backend(NamedTuple):
-    cls: type[nn.Module]
+    cls: type[Attention]
     options: type  # a dataclass (base.AttentionOptions or a subclass)
 
 
@@ -30,7 +32,10 @@ _BACKENDS: dict[str, Backend] = {}
 def register_attention(name: str, options: type):
     """Class decorator: make a backend buildable by `name`, with `options` (a dataclass)."""
 
-    def decorate(cls: type[nn.Module]) -> type[nn.Module]:
+    def decorate(cls: type[Attention]) -> type[Attention]:
+        if not (isinstance(cls, type) and issubclass(cls, Attention)):
+            raise TypeError(f"attention backend {name!r} must subclass "
+                            f"seqforecast.attention.Attention (docs/extending.md)")
         if name in _BACKENDS:
             raise ValueError(f"attention backend {name!r} is registered twice")
         _BACKENDS[name] = Backend(cls, options)
@@ -55,9 +60,12 @@ def attention_context(name: str) -> list[str]:
     return [p for p in CONTEXT if p in params]
 
 
-def build_attention(name: str, d_model: int, n_heads: int, **options) -> nn.Module:
+def build_attention(name: str, d_model: int, n_heads: int, *, kernels: str = "torch",
+                    residual: bool = False, **options) -> Attention:
     """Build backend `name` with its options (and context) as keywords, the rest at their
-    defaults. Unknown names or options, and values their checks refuse, raise ValueError
+    defaults, and choose its kernel: `kernels` is the run's set (torch, or native: the CPU's C
+    kernels), `residual` whether its stack carries residual attention. Unknown names or
+    options, values their checks refuse and a kernel that cannot serve raise ValueError
     (ConfigError) in one line naming what is allowed."""
     backend = _lookup(name)
     check_heads(d_model, n_heads)
@@ -74,7 +82,9 @@ def build_attention(name: str, d_model: int, n_heads: int, **options) -> nn.Modu
     if conflict:
         key, why = conflict
         raise ConfigError(f"attention {name!r}: {key}={getattr(chosen, key)}: {why}")
-    return backend.cls(d_model, n_heads, chosen, **context)
+    attn = backend.cls(d_model, n_heads, chosen, **context)
+    attn.use_kernel(str(chosen.kernel), kernels, residual)
+    return attn
 
 
 def check_heads(d_model: int, n_heads: int) -> None:

@@ -21,24 +21,24 @@ scores. What cannot be carried this way is anything added to or mixed into the s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
 
-class ResidualQK:
-    """One stack's carried q and k; pass the same object to each layer's attention, in order.
-    They are kept as the layers' pieces (`q_pieces`, `k_pieces`): the C kernel
-    (seqforecast/native/attention.py) reads the pieces where they lie, the other paths
-    concatenate them (`extend`)."""
+class ResidualQK(NamedTuple):
+    """One stack's carried q and k, as the layers' pieces (per head, the last dim the head
+    width): the C kernel (seqforecast/native/attention.py) reads the pieces where they lie, the
+    other paths concatenate them (`joined`). Immutable: each layer's attention returns the
+    stack's pieces including its own (`extended`), which the next layer receives; an empty one
+    starts a stack."""
 
-    def __init__(self) -> None:
-        self.q_pieces: list[Tensor] = []
-        self.k_pieces: list[Tensor] = []
+    q_pieces: tuple[Tensor, ...] = ()
+    k_pieces: tuple[Tensor, ...] = ()
 
-    def add(self, q: Tensor, k: Tensor) -> None:
-        """This layer's q [..., Lq, w] and k [..., Lk, w] (per head, the last dim the head
-        width)."""
+    def extended(self, q: Tensor, k: Tensor) -> ResidualQK:
+        """These pieces and this layer's q [..., Lq, w] and k [..., Lk, w]."""
         if self.q_pieces:
             first_q, first_k = self.q_pieces[0], self.k_pieces[0]
             if first_q.shape[:-1] != q.shape[:-1] or first_k.shape[:-1] != k.shape[:-1]:
@@ -46,17 +46,11 @@ class ResidualQK:
                     f"residual attention carries scores between layers of one shape: "
                     f"q {tuple(first_q.shape[:-1])} then {tuple(q.shape[:-1])}"
                 )
-        self.q_pieces.append(q)
-        self.k_pieces.append(k)
-
-    def extend(self, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
-        """`add` this layer's q and k -> the stack's q and k so far, concatenated:
-        [..., Lq, w_1 + ... + w_l] and the same for k."""
-        self.add(q, k)
-        return self.joined()
+        return ResidualQK((*self.q_pieces, q), (*self.k_pieces, k))
 
     def joined(self) -> tuple[Tensor, Tensor]:
-        """The stack's q and k so far, the pieces concatenated along the width."""
+        """The stack's q and k so far, the pieces concatenated along the width:
+        [..., Lq, w_1 + ... + w_l] and the same for k."""
         return concatenated(self.q_pieces), concatenated(self.k_pieces)
 
 

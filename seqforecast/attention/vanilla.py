@@ -7,21 +7,21 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ._common import masked_softmax_
-from .base import AttentionOptions, ProjectedAttention
+from .base import AttentionOptions
 from .registry import register_attention
+from .scored import ScoredAttention
 
 
 @register_attention("vanilla", AttentionOptions)
-class VanillaAttention(ProjectedAttention):
-    def _attend(
-        self, q, k, v, blocked, rows_may_be_empty, dropout, starts=(0, 0)
-    ) -> tuple[Tensor, Tensor]:
-        batch, q_len, _ = q.shape
-        k_len = k.shape[1]
-        heads, fold = self.n_heads, self._fold_heads  # [B, L, H * w] -> [B * H, L, w]
-        scores = torch.bmm(fold(q) * self.scale, fold(k).transpose(1, 2))
+class VanillaAttention(ScoredAttention):
+    def _attend(self, q, k, v, blocked, rows_may_be_empty, dropout, starts
+                ) -> tuple[Tensor, Tensor]:
+        batch, heads, q_len, _ = q.shape
+        k_len = k.shape[2]
+        # [B, H, L, w] -> [B * H, L, w]: heads into the batch of a bmm
+        scores = torch.bmm(q.flatten(0, 1) * self.scale, k.flatten(0, 1).transpose(1, 2))
         scores = self._score_terms(scores.view(batch, heads, q_len, k_len), starts)
         weights = masked_softmax_(scores, blocked, rows_may_be_empty)  # [B, H, Lq, Lk]
         dropped = F.dropout(weights, dropout) if dropout else weights
-        out = torch.bmm(dropped.reshape(batch * heads, q_len, k_len), fold(v))
-        return self._unfold_heads(out, batch), weights  # [B, Lq, E]
+        out = torch.bmm(dropped.reshape(batch * heads, q_len, k_len), v.flatten(0, 1))
+        return out.view(batch, heads, q_len, -1), weights  # [B, H, Lq, head_dim]

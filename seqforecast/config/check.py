@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
+from functools import cache
 
 from hydra.errors import MissingConfigException
 from omegaconf import DictConfig, OmegaConf
@@ -75,9 +76,9 @@ def typed(plain: Mapping) -> DictConfig:
     nodes = {}
     try:
         for group in ORDER:
-            node = OmegaConf.structured(schema_of(group, plain[group]))
-            nodes[group] = OmegaConf.merge(node, plain[group])
-        root = OmegaConf.merge(OmegaConf.structured(TrainConfig),
+            nodes[group] = OmegaConf.merge(_structured(schema_of(group, plain[group])),
+                                           plain[group])
+        root = OmegaConf.merge(_structured(TrainConfig),
                                {k: v for k, v in plain.items() if k not in ORDER})
     except OmegaConfBaseException as err:
         raise ConfigError(composition_error(err)) from None
@@ -90,6 +91,12 @@ def typed(plain: Mapping) -> DictConfig:
     return OmegaConf.merge(root, nodes)
 
 
+@cache
+def _structured(schema: type) -> DictConfig:
+    """A schema's typed node, made once (OmegaConf.merge copies it, never changes it)."""
+    return OmegaConf.structured(schema)
+
+
 _TYPES = {"Integer": "an integer", "Float": "a number", "Boolean": "true or false",
           "String": "a string"}
 
@@ -100,8 +107,9 @@ def composition_error(err: BaseException) -> str:
     if isinstance(err, MissingConfigException) and err.options is not None:
         group, _, wanted = (err.missing_cfg_file or "").rpartition("/")
         hint = former_name(f"{group}.name", wanted)
-        return (f"{group}={wanted} is not allowed: choose one of {', '.join(err.options)}"
-                + (f" ({wanted} is now called {hint})" if hint else ""))
+        now = "" if not hint else (f" ({wanted} is now {hint})" if "=" in hint
+                                   else f" ({wanted} is now called {hint})")
+        return f"{group}={wanted} is not allowed: choose one of {', '.join(err.options)}{now}"
     chain, cause = [], err
     while cause is not None:
         chain.append(cause)

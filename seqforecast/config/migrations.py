@@ -113,8 +113,26 @@ def _version_0_to_1(cfg: dict) -> None:
                 node.setdefault(name, value)
 
 
+# A group's former option that is now another group's (version 1 -> 2): (group, option) ->
+# what to write instead, in words.
+REPLACED_OPTIONS = {("embedding", "variate"): "model=itransformer"}
+
+
+def _version_1_to_2(cfg: dict) -> None:
+    """Model families: the encoder-only model over variate tokens (model=encoder
+    embedding=variate) is the iTransformer family; every attention has its kernel option."""
+    embedding, model = cfg.get("embedding"), cfg.get("model")
+    if isinstance(embedding, dict) and embedding.get("name") == "variate":
+        embedding["name"] = "point"
+        embedding.update(patch_len=1, stride=1, padding="start")
+        if isinstance(model, dict) and model.get("name") == "encoder":
+            model["name"] = "itransformer"
+    if isinstance(cfg.get("attention"), dict):
+        cfg["attention"].setdefault("kernel", "auto")
+
+
 # MIGRATIONS[v] turns a version-v config into version v + 1.
-MIGRATIONS: list[Callable[[dict], None]] = [_version_0_to_1]
+MIGRATIONS: list[Callable[[dict], None]] = [_version_0_to_1, _version_1_to_2]
 assert len(MIGRATIONS) == CONFIG_VERSION
 
 
@@ -132,7 +150,11 @@ def migrate(cfg: dict) -> dict:
 
 
 def former_name(key: str, value) -> str | None:
-    """The current name of a former option value, if `value` is one for `key`."""
+    """The current name of a former option value, if `value` is one for `key` (or what
+    replaced it, where another group's option did)."""
+    group, _, name = key.partition(".")
+    if name == "name" and (group, value) in REPLACED_OPTIONS:
+        return REPLACED_OPTIONS[(group, value)]
     return RENAMED.get((key, value))
 
 

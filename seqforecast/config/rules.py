@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..attention import AttentionOptions, attention_schema, carries_residual
-from ..model.embedding import Tokenizer, token_lengths
+from ..model.embedding import patch_shape
+from ..model.families import family_options
+from ..model.options import VARIATE, Site
 from ..model.positional import INSIDE_ATTENTION
 from ..options import ConfigError
 from ..probabilistic.quantiles import QuantileError, check_quantiles, interval_bounds
@@ -34,8 +36,10 @@ def _conflict(key: str, value, other: str, other_value, why: str) -> None:
     raise ConfigError(f"{key}={value} conflicts with {other}={other_value}: {why}")
 
 
-def _encoder_decoder(cfg: dict) -> bool:
-    return cfg["model"]["name"] == "transformer"
+def _sites(cfg: dict) -> list[Site]:
+    """The model family's attention positions (model/options.py), for windows of one channel
+    (the config does not know the data's)."""
+    return family_options(cfg).sites(cfg, 1)
 
 
 def _attention(cfg: dict) -> AttentionOptions:
@@ -44,6 +48,8 @@ def _attention(cfg: dict) -> AttentionOptions:
 
 
 # ---------------------------------------------------------------- the model's shape
+# (rules reading the family's attention positions run with the data group: after the window's
+# own lengths are checked)
 
 
 @rule("model")
@@ -53,57 +59,32 @@ def heads_divide_the_width(cfg: dict) -> None:
         _refuse("model.d_model", d_model, f"must be a multiple of model.n_heads={n_heads}")
 
 
-@rule("model")
-def the_decoder_starts_inside_the_window(cfg: dict) -> None:
-    if not _encoder_decoder(cfg):
-        return
-    model, in_len = cfg["model"], cfg["data"]["in_len"]
-    low = 1 if model["decoding"] == "autoregressive" else 0
-    if not low <= model["label_len"] <= in_len:
-        _refuse("model.label_len", model["label_len"], f"must be in [{low}, data.in_len={in_len}]"
-                + (" for autoregressive decoding" if low else ""))
-
-
-@rule("model")
-def residual_attention_can_carry_the_scores(cfg: dict) -> None:
-    if cfg["model"]["name"] == "encoder" and cfg["model"]["res_attention"]:
-        why = carries_residual(_attention(cfg), cfg["pos_encoding"]["name"])
-        if why:
-            raise ConfigError(f"model.res_attention=true conflicts: {why}")
-
-
 @rule("embedding")
 def patches_fit_the_window(cfg: dict) -> None:
-    emb, data = cfg["embedding"], cfg["data"]
-    if emb["name"] != "patch":  # patch_len and stride do not apply
+    patch_len, stride = patch_shape(cfg)
+    if (patch_len, stride) == (1, 1):  # a token per step: nothing to fit
         return
-    patch_len, stride = emb["patch_len"], emb["stride"]
-    if patch_len > data["in_len"]:
-        _refuse("embedding.patch_len", patch_len, f"must be in [1, data.in_len={data['in_len']}]")
+    in_len = cfg["data"]["in_len"]
+    if patch_len > in_len:
+        _refuse("embedding.patch_len", patch_len, f"must be in [1, data.in_len={in_len}]")
     if stride > patch_len:
         _refuse("embedding.stride", stride,
                 f"must be in [1, embedding.patch_len={patch_len}] (no input step skipped)")
-    if emb["padding"] == "end" and _encoder_decoder(cfg):
-        _conflict("embedding.padding", "end", "model.name", "transformer",
-                  "patches past the window's end are PatchTST's; the encoder-decoder's time "
-                  "axis needs patches ending at in_len (embedding.padding=start)")
-    if _encoder_decoder(cfg) and cfg["model"]["label_len"] % stride:
-        _conflict("model.label_len", cfg["model"]["label_len"], "embedding.stride", stride,
-                  "the decoder reads the last label_len steps in chunks of stride steps; "
-                  "make label_len a multiple of stride")
 
 
-@rule("pos_encoding")
+@rule("embedding")
+def the_family_takes_the_other_groups(cfg: dict) -> None:
+    """The model family's own rules (ModelOptions.check: e.g. the decoder's label_len, channel
+    tokens without positions)."""
+    family_options(cfg).check(cfg)
+
+
+@rule("data")  # the family's tokens: after the window's own lengths are checked
 def the_position_table_covers_the_tokens(cfg: dict) -> None:
-    pos, data, emb = cfg["pos_encoding"], cfg["data"], cfg["embedding"]
+    pos = cfg["pos_encoding"]
     if "max_len" not in pos:
         return
-    needed, what = data["in_len"] + data["out_len"], "data.in_len + data.out_len"
-    if not _encoder_decoder(cfg):  # the encoder-only model positions its tokens alone
-        patch = (1, 1) if emb["name"] == "point" else (emb["patch_len"], emb["stride"])
-        needed = Tokenizer(data["in_len"], 0, data["out_len"], *patch,
-                           emb["padding"]).encoder_tokens
-        what = "the encoder's tokens"
+    needed, what = family_options(cfg).position_tokens(cfg)
     if pos["max_len"] < needed:
         _refuse("pos_encoding.max_len", pos["max_len"], f"must be >= {what} = {needed}")
 
@@ -136,28 +117,49 @@ def attention_and_positions_agree(cfg: dict) -> None:
                   f"{how.format(head=head)} = {width}, is odd")
 
 
-@rule("attention")
+@rule("data")
 def the_backend_can_serve_the_model(cfg: dict) -> None:
-    """What the backend says it cannot do (AttentionOptions' CAUSAL, MIXES_QUERIES) against
-    what the model asks of it."""
-    attention, model = _attention(cfg), cfg["model"]
-    # a decoder step reads the steps before it only: causal self-attention, and
-    # cross-attention where each query is its own
-    why = type(attention).CAUSAL or type(attention).MIXES_QUERIES
-    if why and _encoder_decoder(cfg) and model["decoding"] == "autoregressive":
-        _conflict("attention", attention.name, "model.decoding", "autoregressive",
-                  f"a decoder step may read only the steps before it, and {why}; use "
-                  f"model.decoding=oneshot or a backend that can be causal")
+    """What the backend says it cannot do (AttentionOptions' CAUSAL, MIXES_QUERIES, TIME_AXIS
+    and its time-axis options) against what each of the family's attention positions asks of
+    it (model/options.py's Site)."""
+    attention, family = _attention(cfg), cfg["model"]["name"]
+    for site in _sites(cfg):
+        # a step generated from the steps before it: causal self-attention, and cross-attention
+        # where each query is its own
+        why = ((type(attention).CAUSAL if site.causal else None)
+               or (type(attention).MIXES_QUERIES if site.stepwise else None))
+        if why:
+            key, _, value = site.stepwise.partition("=")
+            _conflict("attention", attention.name, key, value,
+                      f"a decoder step may read only the steps before it, and {why}; use "
+                      f"model.decoding=oneshot or a backend that can be causal")
+        if site.axis == VARIATE:
+            if attention.TIME_AXIS:
+                _conflict("model", family, "attention", attention.name,
+                          f"{attention.TIME_AXIS}, and its {site.stack} tokens are channels, "
+                          f"in no order")
+            for key, value in attention.time_axis():
+                _conflict("model", family, f"attention.{key}", str(value).lower(),
+                          f"it assumes tokens along time; the {site.stack} tokens are "
+                          f"channels, in no order")
 
 
-@rule("data")  # after the window's own lengths are checked
+@rule("data")
+def residual_attention_can_carry_the_scores(cfg: dict) -> None:
+    if any(site.residual for site in _sites(cfg)):
+        why = carries_residual(_attention(cfg), cfg["pos_encoding"]["name"])
+        if why:
+            raise ConfigError(f"model.res_attention=true conflicts: {why}")
+
+
+@rule("data")
 def the_backend_fits_the_tokens(cfg: dict) -> None:
     """What a backend needs of the fewest tokens a layer reads (autocorrelation's lags,
     fourier's modes: AttentionOptions.token_conflict)."""
-    attention = _attention(cfg)
-    if cfg["embedding"]["name"] == "variate" and attention.TIME_AXIS:
+    attention, sites = _attention(cfg), _sites(cfg)
+    if attention.TIME_AXIS and any(site.axis == VARIATE for site in sites):
         return  # refused with its own line
-    fewest = min(n for n in token_lengths(cfg, 1) if n)
+    fewest = min(n for site in sites for n in (site.q_len, site.k_len) if n)
     conflict = attention.token_conflict(fewest)
     if conflict:
         key, why = conflict
@@ -178,30 +180,6 @@ def a_linear_path_to_fit_and_no_covariates_to_ignore(cfg: dict) -> None:
                   "true" if read == "time_features" else data[read],
                   f"each channel is forecast from its own past, so covariates would be ignored; "
                   f"drop data.{read} or set model.channel_independent=false")
-
-
-@rule("embedding")
-def variate_tokens_have_no_time_axis(cfg: dict) -> None:
-    """embedding=variate: channels as the encoder-only model's tokens, in no order."""
-    if cfg["embedding"]["name"] != "variate":
-        return
-    model, pos = cfg["model"], cfg["pos_encoding"]["name"]
-    if model["name"] != "encoder":
-        _conflict("embedding", "variate", "model", model["name"],
-                  "the decoder generates along time; channel tokens feed model=encoder")
-    if pos != "none":
-        _conflict("embedding", "variate", "pos_encoding", pos,
-                  "the order of channels means nothing; use pos_encoding=none")
-    if model["channel_independent"]:
-        _conflict("embedding", "variate", "model.channel_independent", "true",
-                  "channel tokens mix the channels")
-    attention = _attention(cfg)
-    if attention.TIME_AXIS:
-        _conflict("embedding", "variate", "attention", attention.name,
-                  f"{attention.TIME_AXIS}, and channel tokens are in no order")
-    for key, value in attention.time_axis():
-        _conflict("embedding", "variate", f"attention.{key}", str(value).lower(),
-                  "it assumes tokens along time; channel tokens are in no order")
 
 
 # ---------------------------------------------------------------- data

@@ -1,6 +1,8 @@
 """Every option of the training config, each defined once: its type, its default, its check
 and what it does. An attention backend's options live in its own module (attention/diff.py's
-DiffOptions), registered with it; every other group's are here.
+DiffOptions), and a model family's in its own (model/families/transformer.py's
+TransformerOptions; what every family takes: model/options.py), registered with it; every other
+group's are here.
 
 A field with a fixed set of values is a Choice (seqforecast/options.py) made from the names the
 implementing module lists (e.g. model/layers.py's NORMS), so composition refuses any other
@@ -27,14 +29,10 @@ from ..data.gaps import FILLS
 from ..data.scaling import SCALERS
 from ..data.time_features import TIME_FREQS
 from ..data.windows import PROTOCOLS
-from ..model.builder import ATTENTION_INITS, FINAL_NORM, MODELS
 from ..model.embedding import EMBEDDINGS, PADDINGS
+from ..model.families import available_families, family_schema
 from ..model.ffn import ACTIVATIONS
-from ..model.layers import NORMS
-from ..model.linear_path import LINEAR_INITS, LINEAR_PATH_INPUTS, LINEAR_PATHS
-from ..model.normalization import INSTANCE_NORMS
 from ..model.positional import LEARNED_INITS
-from ..model.transformer import DECODING
 from ..native import KERNELS
 from ..options import (
     Check,
@@ -53,18 +51,9 @@ from ..training.loop import OPTIMIZERS, PRECISIONS, SELECT_ON
 from ..training.schedule import SCHEDULES
 
 # A saved run's config is read through the migrations up to this version (migrations.py).
-CONFIG_VERSION = 1
+CONFIG_VERSION = 2
 
-Model = choice("Model", MODELS)
-Norm = choice("Norm", NORMS)
-InstanceNorm = choice("InstanceNorm", INSTANCE_NORMS)
-LinearPath = choice("LinearPath", LINEAR_PATHS)
-LinearPathInput = choice("LinearPathInput", LINEAR_PATH_INPUTS)
-LinearInit = choice("LinearInit", LINEAR_INITS)
 Columns = choice("Columns", COLUMNS)
-Decoding = choice("Decoding", DECODING)
-AttentionInit = choice("AttentionInit", ATTENTION_INITS)
-FinalNorm = choice("FinalNorm", FINAL_NORM)
 Activation = choice("Activation", ACTIVATIONS)
 Embedding = choice("Embedding", EMBEDDINGS)
 Padding = choice("Padding", PADDINGS)
@@ -158,67 +147,13 @@ class FFNConfig:  # position-wise feed-forward (model/ffn.py): ffn=relu|gelu|glu
 
 
 @dataclass
-class EmbeddingConfig:  # tokens (model/embedding.py): point (one per step) | patch | variate
-    # (one per channel, iTransformer's: model=encoder, no positions)
+class EmbeddingConfig:  # tokens along time (model/embedding.py): point (one per step) | patch
     name: Embedding = Embedding.point
     patch_len: int = option(16, positive)  # patch: steps a patch spans
     stride: int = option(8, positive)  # patch: steps between patches; the decoder's tokens
     # are chunks of stride steps (model.label_len a multiple of stride)
     padding: Padding = Padding.start  # start: the first value repeated so the last patch
     # ends at in_len | end: the last value repeated stride times after it (PatchTST's)
-
-
-@dataclass
-class SharedModelConfig:  # what every forecaster takes (model/forecaster.py)
-    name: Model = MISSING
-    d_model: int = option(MISSING, positive)  # ${d_model}: the root's shorthand
-    n_heads: int = option(MISSING, positive)
-    encoder_layers: int = option(2, positive)
-    norm_first: bool = True  # pre-norm (true) or post-norm (false) residual blocks
-    norm: Norm = Norm.layer  # layer (LayerNorm) | batch (BatchNorm over the batch's tokens)
-    dropout: float = option(0.0, probability)  # on the residual branches
-    instance_norm: InstanceNorm = InstanceNorm.last  # last: subtract the window's last value,
-    # add it back | revin | none
-    revin_affine: bool = True  # revin: a learned per-channel affine after the standardisation
-    linear_path: LinearPath = LinearPath.none  # none | nlinear | dlinear: a linear forecast of
-    # the window is added to the model's, which learns the rest (model/linear_path.py)
-    linear_path_input: LinearPathInput = LinearPathInput.normalized  # what the path reads:
-    # normalized (the instance-normalised window, as the model) | raw (NLinear exactly)
-    linear_path_trainable: bool = True  # false: the path stays at its start (its least-squares
-    # fit), only the Transformer learns (what the path misses)
-    linear_init: LinearInit = LinearInit.zero  # zero (forecast the last value) | least_squares
-    # (NLinear's fit on the training windows, so training starts from NLinear)
-    decomposition_kernel: int = option(25, positive)  # dlinear: the trend's moving average
-    channel_independent: bool = False  # each channel forecast from its own past, shared
-    # weights (PatchTST)
-
-
-@dataclass
-class ModelConfig(SharedModelConfig):  # model=transformer: the encoder-decoder
-    name: Model = Model.transformer
-    decoder_layers: int = option(1, positive)
-    decoding: Decoding = Decoding.oneshot  # oneshot | autoregressive
-    label_len: int = option(8, count)  # observed steps the decoder starts from (<= in_len)
-
-
-@dataclass
-class EncoderModelConfig(SharedModelConfig):  # model=encoder: encoder-only, flatten head
-    name: Model = Model.encoder
-    encoder_layers: int = option(3, positive)
-    norm_first: bool = False  # post-norm, as PatchTST
-    norm: Norm = Norm.batch
-    instance_norm: InstanceNorm = InstanceNorm.revin
-    head_dropout: float = option(0.0, probability)  # on the flattened encoder output
-    attention_output_dropout: float = option(0.0, probability)  # on the attention's output, before
-    # the residual's dropout (the published model: = dropout)
-    attention_init: AttentionInit = AttentionInit.mha  # mha: xavier q/k/v, zero biases |
-    # linear: nn.Linear's own, every projection (the published PatchTST's)
-    res_attention: bool = False  # residual attention (RealFormer): each encoder layer adds the
-    # previous one's pre-softmax scores to its own (published: true)
-    official_weights: str | None = None  # an official checkpoint.pth to start from (PatchTST's
-    # with time tokens, iTransformer's with embedding=variate)
-    final_norm: FinalNorm = FinalNorm.auto  # a norm after the encoder stack: auto (after a
-    # pre-norm stack only, as nn.Transformer) | always (iTransformer's) | never
 
 
 # ---------------------------------------------------------------- data
@@ -408,7 +343,6 @@ PER_OPTION_SCHEMAS = {
         "relative": RelativeEncodingConfig,
         "rope": RopeEncodingConfig,
     },
-    "model": {"transformer": ModelConfig, "encoder": EncoderModelConfig},
     "loss": {"mse": PointLossConfig, "quantile": QuantileLossConfig,
              "gaussian": PointLossConfig, "poisson": PointLossConfig},
     "data": {"sigmoid": SigmoidDataConfig, "sigmoid_pair": SigmoidPairDataConfig,
@@ -426,6 +360,8 @@ def schema_of(group: str, node) -> type | None:
     name = node.get("name") if hasattr(node, "get") else None
     if group == "attention":
         return attention_schema(name) if name in available_attention() else None
+    if group == "model":
+        return family_schema(name) if name in available_families() else None
     return PER_OPTION_SCHEMAS[group].get(name)
 
 
@@ -434,7 +370,8 @@ def register_schemas() -> None:
     store = ConfigStore.instance()
     store.store(name="train_schema", node=TrainConfig)
     options = {**PER_OPTION_SCHEMAS,
-               "attention": {name: attention_schema(name) for name in available_attention()}}
+               "attention": {name: attention_schema(name) for name in available_attention()},
+               "model": {name: family_schema(name) for name in available_families()}}
     for group, nodes in options.items():
         for option_name, node in nodes.items():
             store.store(group=f"schema/{group}", name=option_name, node=node)

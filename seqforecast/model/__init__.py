@@ -1,26 +1,37 @@
-"""The forecasters (encoder-decoder, encoder-only), their parts and the builder."""
+"""The forecasters: model families (families/) built from shared layers (kit.py), and the
+builder."""
 
-from .builder import MODELS, build_model
-from .encoder import EncoderForecaster
+from .builder import build_model
+from .families import available_families, family_schema, register_family
+from .families.encoder import EncoderForecaster
+from .families.itransformer import Itransformer
+from .families.transformer import ForecastTransformer
 from .ffn import ACTIVATIONS, FeedForward
 from .forecaster import WindowForecaster
+from .kit import Kit
 from .layers import DecoderLayer, EncoderLayer
 from .normalization import INSTANCE_NORMS
+from .options import EncoderOptions, ModelOptions, Site
 from .positional import POSITIONAL_ENCODINGS, build_input_encoding
-from .transformer import DECODING, ForecastTransformer
 
 __all__ = [
     "ACTIVATIONS",
-    "DECODING",
     "INSTANCE_NORMS",
-    "MODELS",
     "POSITIONAL_ENCODINGS",
     "DecoderLayer",
     "EncoderForecaster",
     "EncoderLayer",
+    "EncoderOptions",
     "FeedForward",
     "ForecastTransformer",
+    "Itransformer",
+    "Kit",
+    "ModelOptions",
+    "Site",
     "WindowForecaster",
+    "available_families",
     "build_input_encoding",
     "build_model",
+    "family_schema",
+    "register_family",
 ]

@@ -19,10 +19,10 @@ Decoder token j therefore sits at `encoder_tokens - label_len / stride + j`, and
 encodings and the position terms inside attention count encoder and decoder on that axis.
 With patch_len = stride = 1 all of this is the point model, bit for bit.
 
-- `variate` (iTransformer, Liu et al. 2024): each input channel's whole window (and each
-  calendar feature's, `data.time_features`) is one token, so attention mixes channels, not
-  time steps. The channels have no order: no positional encoding, no time axis (the
-  encoder-only model only).
+The `embedding` group picks one of these for a family whose tokens lie along time. A family
+whose tokens are the channels (`model=itransformer`) uses `VariateTokens` instead: each input
+channel's whole window (and each calendar feature's, `data.time_features`) one token, in no
+order.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from collections.abc import Mapping
 import torch
 from torch import Tensor
 
-EMBEDDINGS = ("point", "patch", "variate")
+EMBEDDINGS = ("point", "patch")
 PADDINGS = ("start", "end")
 
 
@@ -43,20 +43,6 @@ def patch_shape(cfg: Mapping) -> tuple[int, int]:
     if embedding["name"] == "point":
         return 1, 1
     return embedding["patch_len"], embedding["stride"]
-
-
-def token_lengths(cfg: Mapping, n_features: int) -> tuple[int, int]:
-    """(encoder tokens, one-shot decoder tokens) of a composed config's model, for windows of
-    `n_features` channels (variate tokens: one per channel; the encoder-only model has no
-    decoder)."""
-    data, model = cfg["data"], cfg["model"]
-    if cfg["embedding"]["name"] == "variate":
-        return n_features, 0
-    encoder_only = model["name"] == "encoder"
-    tokens = Tokenizer(data["in_len"], 0 if encoder_only else model["label_len"],
-                       data["out_len"], *patch_shape(cfg), cfg["embedding"]["padding"])
-    return tokens.encoder_tokens, 0 if encoder_only else (tokens.label_tokens
-                                                          + tokens.output_tokens)
 
 
 class Tokenizer:
@@ -134,7 +120,8 @@ class Tokenizer:
 
 
 class VariateTokens:
-    """embedding=variate: a window [B, in_len, F] is F tokens, each channel's in_len values."""
+    """A token per channel: a window [B, in_len, F] is F tokens, each channel's in_len
+    values."""
 
     def __init__(self, in_len: int, channels: int):
         self.in_len, self.encoder_tokens = in_len, channels

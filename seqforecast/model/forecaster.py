@@ -1,12 +1,13 @@
 """What every forecaster shares: src [B, in_len, F] -> forecast [B, out_len, T].
 
-A window is read the same way by every model (`model` group): checked for shape, folded
-channel by channel with `channel_independent`, normalised per window (`instance_norm`), cut
-into tokens (`embedding`) and embedded, positioned (`pos_encoding`), and passed through the
-encoder stack. What a model does after the encoder is its own (`_forecast`): the
-encoder-decoder's decoder (transformer.py) or the encoder-only flatten head (encoder.py). The
-forecast then gets the optional linear path (linear_path.py), is mapped back from the window's
-normalisation and unfolded. The linear path reads (`model.linear_path_input`):
+A window is read the same way by every model family (`model` group; families/): checked for
+shape, folded channel by channel with `channel_independent`, normalised per window
+(`instance_norm`), cut into tokens (the family's tokenizer) and embedded, positioned
+(`pos_encoding`), and passed through the encoder stack. What a family does after the encoder is
+its own (`_forecast`): the encoder-decoder's decoder (families/transformer.py), the flatten head
+(families/encoder.py), a head per channel (families/itransformer.py). The forecast then gets the
+optional linear path (linear_path.py), is mapped back from the window's normalisation and
+unfolded. The linear path reads (`model.linear_path_input`):
 
 - `normalized`: the instance-normalised window, like the Transformer; the sum of both is
   mapped back with the window's normalisation.
@@ -28,91 +29,82 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..attention import ResidualQK
-from ..probabilistic.outputs import PointOutput
-from .destationary import DestationaryFactors, Factors
-from .embedding import Tokenizer, VariateTokens
+from ..attention import AttentionCall, ResidualQK
+from .kit import Kit
 from .layers import EncoderLayer, make_norm
 from .linear_path import LinearPath
 from .normalization import build_instance_norm
+from .options import ModelOptions
+
+ENCODER = "encoder"  # the encoder stack's name (its maps: attention/encoder/layer<i>)
 
 
 class WindowForecaster(nn.Module):
     def __init__(
         self,
+        options: ModelOptions,
+        kit: Kit,
         *,
-        n_features: int,
-        n_targets: int = 1,
-        d_model: int,
-        in_len: int,
-        out_len: int,
-        label_len: int,
-        instance_norm: str,
+        tokens,
         encoder_layers: list[EncoderLayer],
         input_encoding: nn.Module,
-        norm_first: bool,
-        patch_len: int,
-        stride: int,
-        linear_path: str,
-        decomposition_kernel: int,
-        channel_independent: bool,
-        norm: str,
-        linear_path_input: str,
-        linear_path_trainable: bool,
-        padding: str,
-        res_attention: bool,
-        revin_affine: bool,
-        output: PointOutput,
-        variate_tokens: bool = False,
-        n_marks: int = 0,
         final_norm: bool | None = None,
-        destationary_hidden: list[int] | None = None,
+        res_attention: bool = False,
     ):
-        """The options are the model group's (config/schema.py), passed by the builder;
-        `n_features` and `n_targets` are the data's (targets first, then covariates, then
-        `n_marks` calendar features, which no instance norm touches). `variate_tokens`: one
-        token per channel (embedding=variate) instead of tokens along time. `final_norm`: a
-        norm after the encoder stack (None: after a pre-norm stack only, as nn.Transformer).
-        `destationary_hidden`: the de-stationary factors' MLP widths (attention=destationary),
-        or None: no factors."""
+        """A family's `build` makes the parts whose draws come first (the encoder's layers,
+        and its own before the input encoding) and hands them here: `tokens` (a Tokenizer or
+        VariateTokens: embedding.py), `encoder_layers`, `input_encoding`. `final_norm`: a norm
+        after the encoder stack (None: after a pre-norm stack only, as nn.Transformer);
+        `res_attention`: the encoder stack carries residual attention (attention/residual.py).
+        The data's `n_features` and `n_targets` come from the kit (targets first, then
+        covariates, then calendar features, which no instance norm touches)."""
         super().__init__()
+        n_features, n_targets = kit.n_features, kit.n_targets
         if not 1 <= n_targets <= n_features:
             raise ValueError(f"n_targets={n_targets} must be in [1, n_features={n_features}]")
         self.n_features = n_features
         self.n_targets = n_targets
-        self.channel_independent = channel_independent
+        self.channel_independent = options.channel_independent
         # Inside the model, a channel-independent window is one channel. [B * C, L, 1]
-        inner_features, inner_targets = (1, 1) if channel_independent else (n_features, n_targets)
+        inner_features, inner_targets = ((1, 1) if self.channel_independent
+                                         else (n_features, n_targets))
         self.inner_targets = inner_targets
         # What the model forecasts per step and target (the `loss` group): its head gives
         # output.n_params values for each (1: a point).
-        self.output = output
+        self.output = kit.output()
         self.inner_outputs = inner_targets * self.output.n_params
-        self.in_len = in_len
-        self.out_len = out_len
-        self.label_len = label_len
-        self.instance_norm = instance_norm
-        self.n_marks = n_marks
-        self.norm = build_instance_norm(instance_norm, inner_features - n_marks, revin_affine)
+        self.in_len = kit.in_len
+        self.out_len = kit.out_len
+        self.label_len = getattr(tokens, "label_len", 0)
+        self.instance_norm = options.instance_norm
+        self.n_marks = n_marks = kit.n_marks
+        self.norm = build_instance_norm(options.instance_norm, inner_features - n_marks,
+                                        options.revin_affine)
         # The instance norm reads the series' channels; calendar features pass as they are.
         self._normalize = self.norm.normalize if n_marks == 0 else self._normalize_series
-        self.tokens = (VariateTokens(in_len, inner_features) if variate_tokens else
-                       Tokenizer(in_len, label_len, out_len, patch_len, stride, padding))
-        # Residual attention (residual.py): each encoder layer adds the previous one's scores.
+        self.tokens = tokens
         self.res_attention = res_attention
-        self.src_embed = nn.Linear(self.tokens.token_width(inner_features), d_model)
+        self.src_embed = nn.Linear(self.tokens.token_width(inner_features), options.d_model)
         self.input_encoding = input_encoding
         self.encoder = nn.ModuleList(encoder_layers)
-        self.destationary = None if destationary_hidden is None else DestationaryFactors(
-            inner_features - n_marks, in_len, self.tokens.encoder_tokens, destationary_hidden)
+        # What the backend reads from each window before its norm (de-stationary attention's
+        # factors), registered under the backend's name for it; None for most backends.
+        side = kit.side_inputs(inner_features - n_marks, self.in_len, tokens.encoder_tokens)
+        self.side_name = None
+        if side is not None:
+            self.side_name = side[0]
+            self.add_module(*side)
         # Pre-norm stacks end un-normalised; close the stack with a norm (as nn.Transformer).
-        final_norm = norm_first if final_norm is None else final_norm
-        self.encoder_norm = make_norm(norm, d_model) if final_norm else nn.Identity()
-        self.linear_path_input = linear_path_input
-        self._linear_path_args = (linear_path, decomposition_kernel, linear_path_trainable)
-        self.linear_path: LinearPath | None = None  # built by `_attach_linear_path`
+        final_norm = options.norm_first if final_norm is None else final_norm
+        self.encoder_norm = (make_norm(options.norm, options.d_model) if final_norm
+                             else nn.Identity())
+        self.linear_path_input = options.linear_path_input
+        self._linear_path_args = (options.linear_path, options.decomposition_kernel,
+                                  options.linear_path_trainable)
+        self.linear_path: LinearPath | None = None  # built by `attach_linear_path`
+        self.signed_maps = kit.signed_maps  # the backend's weights can be negative
 
-    def _attach_linear_path(self, head: nn.Linear) -> None:
+    def attach_linear_path(self, head: nn.Linear) -> None:
         """Build the linear path (model.linear_path) and zero the model's output `head`, so
         that the Transformer starts at zero and learns what the linear path misses. Called
         last in a subclass's __init__: the draws of the layers made before it (and so a seed's
@@ -128,13 +120,13 @@ class WindowForecaster(nn.Module):
         nn.init.zeros_(head.weight)
         nn.init.zeros_(head.bias)
 
-    def _forecast(
-        self, src: Tensor, tgt: Tensor | None, stats, maps: dict, need_weights: bool
-    ) -> Tensor:
-        """The model's own part: src [B, in_len, F'] (normalised; F' = 1 when channel
-        independent) and tgt [B, out_len, T'] in the data's units (or None) -> the head's output
-        [B, out_len, T' * K] in normalised units (K = output.n_params, 1 for a point).
-        Attention weights go into `maps`."""
+    def _forecast(self, src: Tensor, tgt: Tensor | None, stats, side, need_weights: bool
+                  ) -> tuple[Tensor, dict[str, list[Tensor | None]]]:
+        """The family's own part: src [B, in_len, F'] (normalised; F' = 1 when channel
+        independent) and tgt [B, out_len, T'] in the data's units (or None) -> (the head's
+        output [B, out_len, T' * K] in normalised units (K = output.n_params, 1 for a point),
+        each stack's per-layer weights when `need_weights`). `side`: what the model computed
+        for its backend from the window, or None."""
         raise NotImplementedError
 
     def forward(
@@ -149,8 +141,9 @@ class WindowForecaster(nn.Module):
 
         With `distribution`, the output's parameters instead, [B, out_len, T, K]
         (probabilistic/outputs.py: quantiles, or a distribution's parameters; K = 1: the point).
-        With `return_attention`, also a dict of per-layer weights [B, H, Lq, Lk]:
-        `encoder`, `decoder_self`, `cross` (empty lists where a model has no such stack).
+        With `return_attention`, also a dict of per-layer weights [B, H, Lq, Lk] by stack
+        (`attention_stacks()`: `encoder`, and the encoder-decoder's `decoder_self` and
+        `cross`; None for a mechanism without weights on its inputs).
         """
         if src.dim() != 3 or src.shape[1:] != (self.in_len, self.n_features):
             raise ValueError(
@@ -160,12 +153,11 @@ class WindowForecaster(nn.Module):
             batch = src.shape[0]
             src = _fold(src)
             tgt = _fold(tgt) if tgt is not None else None
-        maps: dict[str, list[Tensor]] = {"encoder": [], "decoder_self": [], "cross": []}
-        # De-stationary factors (attention=destationary) read the window before its norm.
-        factors = None if self.destationary is None else self.destationary(
+        # What the backend reads from the window before its norm (de-stationary factors).
+        side = None if self.side_name is None else getattr(self, self.side_name)(
             src[..., : src.shape[-1] - self.n_marks])
         normalized, stats = self._normalize(src)
-        forecast = self._forecast(normalized, tgt, stats, maps, return_attention, factors)
+        forecast, maps = self._forecast(normalized, tgt, stats, side, return_attention)
         if not self.output.probabilistic and not distribution:
             forecast = self._map_back(forecast, normalized, src, stats)
         else:
@@ -204,18 +196,20 @@ class WindowForecaster(nn.Module):
         forecast = self.norm.denormalize_scale(forecast, stats)
         return forecast + self.linear_path(src[..., :targets])
 
-    def _encode(self, src: Tensor, maps: dict, need_weights: bool,
-                factors: Factors | None = None) -> Tensor:
-        """src [B, in_len, F'] -> [B, encoder_tokens, d_model], tokens 0..encoder_tokens-1 on
-        the time axis. `factors`: de-stationary attention's, or None."""
+    def encode(self, src: Tensor, side, need_weights: bool
+                ) -> tuple[Tensor, list[Tensor | None]]:
+        """src [B, in_len, F'] -> ([B, encoder_tokens, d_model], each layer's weights), tokens
+        0..encoder_tokens-1 on the time axis. `side`: what the model computed for its backend
+        from the window, or None."""
         x = self.input_encoding(self.src_embed(self.tokens.encoder_input(src)))
-        carry = {"residual": ResidualQK()} if self.res_attention else {}
-        if factors is not None:
-            carry["factors"] = factors
+        call = AttentionCall(need_weights=need_weights, side=side,
+                             residual=ResidualQK() if self.res_attention else None)
+        maps = []
         for layer in self.encoder:
-            x, weights = layer(x, need_weights=need_weights, start=0, **carry)
-            maps["encoder"].append(weights)
-        return self.encoder_norm(x)
+            x, attended = layer(x, call)
+            call = call._replace(residual=attended.residual)  # the stack's q and k so far
+            maps.append(attended.weights)
+        return self.encoder_norm(x), maps
 
     @torch.no_grad()
     def fit_linear_path(self, src: Tensor, target: Tensor) -> None:
@@ -238,10 +232,16 @@ class WindowForecaster(nn.Module):
             self.norm.error_scale(stats, n_targets),
         )
 
-    def token_spans(self, decoder_tokens: int) -> tuple[list, list]:
-        """([first, last] step of each encoder token, the same for the decoder's first
-        `decoder_tokens` tokens): the labels of attention maps."""
-        return self.tokens.encoder_spans(), self.tokens.decoder_spans(decoder_tokens)
+    def attention_stacks(self) -> dict[str, list[nn.Module]]:
+        """Each stack's attention modules, by the stack's name (maps, TensorBoard tags)."""
+        return {ENCODER: [layer.self_attn for layer in self.encoder]}
+
+    def map_spans(self, stack: str, q_tokens: int, k_tokens: int
+                  ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """The [first, last] time step of each query and key token of a map of `stack`
+        (Lq = q_tokens, Lk = k_tokens): the labels of attention maps."""
+        spans = self.tokens.encoder_spans()
+        return spans[:q_tokens], spans[:k_tokens]
 
 
 def _fold(x: Tensor) -> Tensor:

@@ -6,10 +6,11 @@ The norm is LayerNorm over each token's features, or (`model.norm=batch`, as Pat
 BatchNorm over the batch's tokens, feature by feature.
 `attention_output_dropout` drops the attention's output before the residual's own dropout
 (PatchTST has both: its projection's dropout, then the residual's).
-Attention modules come from the registry and share one call; layers pass their weights up
-when asked (`need_weights`), for attention maps, and tell each attention where its queries and
-keys sit on the time axis (the time step of the first one), so that position modules inside
-attention count self- and cross-attention on one axis.
+Attention modules come from the registry and share one call (attention/core.py): a layer hands
+each its `AttentionCall` (masking, where its queries and keys sit on the time axis, residual
+attention's carried q and k, what the model computed for the backend from the window) and gives
+back what it answered (`Attended`: the weights when asked, the carried q and k), so a stack
+passes records from layer to layer and the layers hold nothing backend-specific.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from collections.abc import Callable
 
 from torch import Tensor, nn
 
-from ..attention import ResidualQK
+from ..attention import Attended, Attention, AttentionCall
 
 NORMS = ("layer", "batch")
+PLAIN = AttentionCall()  # a call with nothing but its inputs
 
 
 class TokenBatchNorm(nn.BatchNorm1d):
@@ -53,13 +55,13 @@ class Residual(nn.Module):
 class EncoderLayer(nn.Module):
     def __init__(
         self,
-        self_attn: nn.Module,
+        self_attn: Attention,
         ffn: nn.Module,
         d_model: int,
         dropout: float,
         norm_first: bool,
         norm: str,
-        attention_output_dropout: float,
+        attention_output_dropout: float = 0.0,
     ):
         super().__init__()
         self.self_attn = self_attn
@@ -68,36 +70,24 @@ class EncoderLayer(nn.Module):
         self.attn_residual = Residual(d_model, dropout, norm_first, norm)
         self.ffn_residual = Residual(d_model, dropout, norm_first, norm)
 
-    def forward(
-        self,
-        x: Tensor,
-        need_weights: bool = False,
-        start: int = 0,
-        residual: ResidualQK | None = None,
-        factors=None,
-    ) -> tuple[Tensor, Tensor | None]:
-        """x [B, L, d_model] at time steps start.. -> (x, self-attention weights [B, H, L, L]
-        or None). `residual`: the stack's carried scores (residual attention), or None;
-        `factors`: de-stationary attention's tau and delta (model/destationary.py), or None."""
-        maps = {}
-        carry = {k: v for k, v in (("residual", residual), ("factors", factors))
-                 if v is not None}
+    def forward(self, x: Tensor, call: AttentionCall = PLAIN) -> tuple[Tensor, Attended]:
+        """x [B, L, d_model] -> (x, what its self-attention gave back: the weights when
+        `call.need_weights`, residual attention's carried q and k)."""
+        attended = []
 
         def attend(h: Tensor) -> Tensor:
-            out, maps["self"] = self.self_attn(
-                h, h, need_weights=need_weights, query_start=start, key_start=start, **carry
-            )
-            return self.attn_output_dropout(out)
+            attended.append(self.self_attn.attend(h, h, call))
+            return self.attn_output_dropout(attended[0].out)
 
         x = self.attn_residual(x, attend)
-        return self.ffn_residual(x, self.ffn), maps["self"]
+        return self.ffn_residual(x, self.ffn), attended[0]
 
 
 class DecoderLayer(nn.Module):
     def __init__(
         self,
-        self_attn: nn.Module,
-        cross_attn: nn.Module,
+        self_attn: Attention,
+        cross_attn: Attention,
         ffn: nn.Module,
         d_model: int,
         dropout: float,
@@ -112,38 +102,21 @@ class DecoderLayer(nn.Module):
         self.cross_residual = Residual(d_model, dropout, norm_first, norm)
         self.ffn_residual = Residual(d_model, dropout, norm_first, norm)
 
-    def forward(
-        self,
-        x: Tensor,
-        memory: Tensor,
-        causal: bool,
-        need_weights: bool = False,
-        start: int = 0,
-        memory_start: int = 0,
-        factors=None,
-    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        """x [B, Lt, d_model] at time steps start.., memory [B, Ls, d_model] at steps
-        memory_start.. -> (x, self weights, cross weights). `factors`: de-stationary
-        attention's; the self-attention reads tau only (delta is per encoder token)."""
-        maps = {}
-        own = {} if factors is None else {"factors": factors._replace(delta=None)}
-        cross = {} if factors is None else {"factors": factors}
+    def forward(self, x: Tensor, memory: Tensor, self_call: AttentionCall,
+                cross_call: AttentionCall) -> tuple[Tensor, Attended, Attended]:
+        """x [B, Lt, d_model], memory [B, Ls, d_model] -> (x, what the self-attention and the
+        cross-attention gave back). The calls place the queries and keys on the time axis
+        (cross-attention: the decoder's steps for queries, the encoder's for keys)."""
+        attended = []
 
         def attend_self(h: Tensor) -> Tensor:
-            out, maps["self"] = self.self_attn(
-                h, h, causal=causal, need_weights=need_weights, query_start=start,
-                key_start=start, **own,
-            )
-            return out
+            attended.append(self.self_attn.attend(h, h, self_call))
+            return attended[-1].out
 
         def attend_memory(h: Tensor) -> Tensor:
-            # Cross-attention: the decoder's steps for queries, the encoder's for keys.
-            out, maps["cross"] = self.cross_attn(
-                h, memory, need_weights=need_weights, query_start=start, key_start=memory_start,
-                **cross,
-            )
-            return out
+            attended.append(self.cross_attn.attend(h, memory, cross_call))
+            return attended[-1].out
 
         x = self.self_residual(x, attend_self)
         x = self.cross_residual(x, attend_memory)
-        return self.ffn_residual(x, self.ffn), maps["self"], maps["cross"]
+        return self.ffn_residual(x, self.ffn), attended[0], attended[1]

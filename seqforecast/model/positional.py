@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from ..attention.position import AttentionPosition, RelativePositionTerms, RotaryEmbedding
 
 ADDED_TO_EMBEDDINGS = ("sinusoidal", "learned", "none")
+PLACES_NOTHING = ("none",)  # no positional information at all
 INSIDE_ATTENTION = ("relative", "rope")
 POSITIONAL_ENCODINGS = ADDED_TO_EMBEDDINGS + INSIDE_ATTENTION
 

@@ -3,20 +3,21 @@
 - `torch`: stock PyTorch only: nn.Dropout, torch's fused attention or the backends' explicit
   paths, the FFN's nn.Linear layers, op-by-op norms. No project C code runs, on any device.
 - `native`: small C kernels for the CPU (this folder), built for this machine's CPU on first
-  use (build.py). `install` swaps four stock pieces for theirs, each computing the same
-  function (dropout: the same distribution from another random stream):
+  use (build.py). The builder's `install` swaps three stock pieces for theirs, each computing
+  the same function (dropout: the same distribution from another random stream):
     nn.Dropout                               -> HashDropout (dropout.py)
     a plain FeedForward                      -> SlicedFeedForward (ffn.py)
     a post-norm Residual with TokenBatchNorm -> BatchNormResidual (residual_norm.py)
-    attention's residual path                -> the short-sequence kernel (attention.py)
+  and each attention, told the set when it is built, takes the short-sequence kernel
+  (attention.py) where attention/kernels.py finds it serves and pays (residual attention).
   They hold the same parameters (the state dict is the same), so a checkpoint loads under
   either set; a run repeats bit for bit only under the set it was trained with.
 - `auto`: `native` where it applies (a float32 run on the CPU) and the kernels build, else
   `torch`.
 
 `resolve` turns the choice into the set a run uses, or refuses `native` in one line where it
-cannot run; the builder calls `install` for `native`. The generic layers never look at the
-device: this is the one place a fast path is chosen.
+cannot run; the builder hands the set to every attention and calls `install` for `native`, once,
+when the model is built. The generic layers never look at the device.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from . import build
 log = logging.getLogger(__name__)
 
 KERNELS = ("auto", "torch", "native")
-SETS = ("torch", "native")  # what `auto` resolves to
 
 
 class KernelsUnavailable(ValueError):
@@ -65,7 +65,6 @@ def install(model: nn.Module) -> nn.Module:
     """Swap `model`'s stock pieces for the native kernels' (see above), in place; returns it.
     Each replacement is a subclass holding the same submodules and parameters: only its
     forward differs, so the module's class is changed rather than the module rebuilt."""
-    from .attention import ShortAttention
     from .dropout import HashDropout
     from .ffn import SlicedFeedForward
     from .residual_norm import BatchNormResidual
@@ -77,6 +76,4 @@ def install(model: nn.Module) -> nn.Module:
             module.__class__ = SlicedFeedForward
         elif type(module) is Residual and BatchNormResidual.takes(module):
             module.__class__ = BatchNormResidual
-        elif hasattr(module, "short_attention"):
-            module.short_attention = ShortAttention()
     return model

@@ -1,5 +1,5 @@
-"""Short-sequence attention on the CPU by the C kernel `attention.c`: the native kernels'
-path for residual attention (the backends' `short_attention`, which __init__.py sets).
+"""Short-sequence attention on the CPU by the C kernel `attention.c`: the `native` attention
+kernel (attention/kernels.py), which the builder chooses for residual attention.
 
     out = softmax(q k^T * scale) v       q [B, H, Lq, w], k [B, H, Lk, w], v [B, H, Lk, dv]
 
@@ -62,17 +62,6 @@ def applies(q: Sequence[Tensor], k: Sequence[Tensor], v: Tensor) -> bool:
                 and t.stride(-1) == 1 for t in (*q, *k, v))
             and q[0].shape[-2] * k[0].shape[-2] <= MAX_SCORES
             and max(sum(t.shape[-1] for t in q), v.shape[-1]) <= MAX_WIDTH)
-
-
-class ShortAttention:
-    """The attention backends' `short_attention` (their residual path): `attention` for the
-    shapes it `applies` to."""
-
-    applies = staticmethod(applies)
-
-    def __call__(self, q: Sequence[Tensor], k: Sequence[Tensor], v: Tensor, scale: float,
-                 blocked: Tensor | None = None) -> Tensor:
-        return attention(q, k, v, scale, blocked)
 
 
 def attention(q: Sequence[Tensor], k: Sequence[Tensor], v: Tensor, scale: float,

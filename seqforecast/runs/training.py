@@ -121,9 +121,9 @@ def run_training(
         raise DataError(problem)
     n_params = sum(p.numel() for p in model.parameters())
     configure_threads(trainer_cfg["num_threads"], n_params)
-    if plain["model"]["name"] == "encoder" and plain["model"]["official_weights"] and (
-            resume is None):
-        load_official_checkpoint(model, plain["model"]["official_weights"])
+    official = plain["model"].get("official_weights")  # a family that publishes weights
+    if official and resume is None:
+        load_official_checkpoint(model, official)
     if plain["model"]["linear_init"] == "least_squares" and resume is None:
         # Training starts from NLinear's fit on the training windows (no other split read).
         fit = data.train.sample(FIT_WINDOWS)
@@ -156,7 +156,6 @@ def run_training(
             run_dir,
             evaluator,
             attention_every=plain["log"]["attention_every"],
-            signed_maps=plain["attention"]["name"] == "diff",
             purge_step=None if resume is None else resume["step"] + 1,
             test_every=plain["log"]["test_every"],
             figures=plain["log"]["figures"],

@@ -58,7 +58,6 @@ class TrainResult:
     epochs_run: int
     stopped_early: bool
     seconds: float
-    history: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -425,7 +424,6 @@ class _Loop:
             epochs_run=state.epoch,
             stopped_early=state.stopped_early,
             seconds=state.seconds,
-            history=state.history,
         )
 
 

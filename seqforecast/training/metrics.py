@@ -8,7 +8,6 @@ import torch
 from torch import Tensor
 
 METRICS = ("mse", "mae", "rmse", "smape")  # every run
-SCALE_FREE = ("smape", "mase")  # averaged honestly over series of different magnitudes
 # CSV data scaled by data.scale: MSE and MAE in those units too (z-scores of each series'
 # training rows for `standard`: the units of the published long-horizon tables).
 IN_SCALED_UNITS = ("mse_scaled", "mae_scaled")

@@ -57,16 +57,14 @@ class Monitor:
         pass
 
 
-def diff_lambdas(model: nn.Module) -> dict[str, float]:
-    """{'<stack>/layer<i>': lambda} for every attention that has one (diff)."""
+def attention_scalars(model: nn.Module) -> dict[str, float]:
+    """{'<name>/<stack>/layer<i>': value} for every learned scalar an attention logs (diff's
+    lambda: Attention.logged_scalars), over the family's stacks."""
     found = {}
-    for i, layer in enumerate(getattr(model, "encoder", []), start=1):
-        if hasattr(layer.self_attn, "lambda_value"):
-            found[f"encoder/layer{i}"] = layer.self_attn.lambda_value().item()
-    for i, layer in enumerate(getattr(model, "decoder", []), start=1):
-        for stack, attn in (("decoder_self", layer.self_attn), ("cross", layer.cross_attn)):
-            if hasattr(attn, "lambda_value"):
-                found[f"{stack}/layer{i}"] = attn.lambda_value().item()
+    for stack, layers in model.attention_stacks().items():
+        for i, attn in enumerate(layers, start=1):
+            for name, value in attn.logged_scalars().items():
+                found[f"{name}/{stack}/layer{i}"] = value
     return found
 
 
@@ -75,14 +73,15 @@ def save_visuals(
     model: nn.Module,
     data: ForecastData,
     baselines: Mapping[str, Forecaster],
-    signed: bool,
     label: str,
     bands: Bands | None = None,
 ) -> dict[str, Summary.Image]:
     """Probe the model on the test curve; write attention.npz and one PNG per layer and the
     forecast PNG into `directory` (with the model's conformal `bands` shaded, when given).
-    Returns {tag: the same PNG as a TensorBoard image}."""
+    Returns {tag: the same PNG as a TensorBoard image}. Maps of a backend whose weights can be
+    negative (the model's `signed_maps`) are drawn on a scale centred on zero."""
     directory.mkdir(parents=True, exist_ok=True)
+    signed = model.signed_maps
     forecast, maps = probe(model, data.probe.src)
     atomic_write(directory / "attention.npz", lambda f: save_maps_npz(f, maps))
     images = {}
@@ -159,7 +158,6 @@ class RunMonitor(Monitor):
         run_dir: Path,
         evaluator: Evaluator,
         attention_every: int,
-        signed_maps: bool,
         purge_step: int | None = None,
         test_every: int = 1,
         figures: bool = True,
@@ -174,7 +172,6 @@ class RunMonitor(Monitor):
         self.test_every = test_every
         self.attention_every = attention_every
         self.figures = figures
-        self.signed_maps = signed_maps
         self.writer = SummaryWriter(log_dir=str(self.run_dir), purge_step=purge_step)
 
     # -- hooks -----------------------------------------------------------------------------
@@ -197,8 +194,8 @@ class RunMonitor(Monitor):
                 self.writer.add_scalar(f"{split}/{name}", metrics[name], step)
             for baseline, row in self.evaluator.baseline_metrics(split).items():
                 self.writer.add_scalar(f"baseline/{baseline}/{split}_mse", row["mse"], step)
-        for name, value in diff_lambdas(model).items():
-            self.writer.add_scalar(f"lambda/{name}", value, step)
+        for tag, value in attention_scalars(model).items():
+            self.writer.add_scalar(tag, value, step)
         if self.attention_every and epoch and epoch % self.attention_every == 0:  # 0: on_start
             self._visuals(model, step, f"epoch_{epoch:03d}", f"epoch {epoch}")
         self.writer.flush()
@@ -239,7 +236,6 @@ class RunMonitor(Monitor):
             model,
             self.evaluator.data,
             self.evaluator.baselines,
-            self.signed_maps,
             label,
             bands,
         )

@@ -9,12 +9,10 @@ from torch import Tensor, nn
 
 from .metrics import evaluation
 
-STACKS = ("encoder", "decoder_self", "cross")
-
 
 @dataclass
 class AttentionMap:
-    stack: str  # encoder | decoder_self | cross
+    stack: str  # the family's name for it (encoder; the encoder-decoder's decoder_self, cross)
     layer: int  # 1-based
     weights: np.ndarray  # [H, Lq, Lk] for the probe's single series
     query_spans: list[tuple[int, int]]  # [first, last] time step of each query token
@@ -44,15 +42,13 @@ def probe(model: nn.Module, src: Tensor) -> tuple[Tensor, list[AttentionMap]]:
     with evaluation(model):
         forecast, maps = model(src, return_attention=True)
     result = []
-    for stack in STACKS:
-        for i, weights in enumerate(maps[stack], start=1):
+    for stack, layers in maps.items():  # the family's stacks, in its order
+        for i, weights in enumerate(layers, start=1):
             if weights is None:  # a mechanism without weights on its inputs (fourier)
                 continue
             array = weights[0].float().cpu().numpy()  # [H, Lq, Lk]
-            encoder_spans, decoder_spans = model.token_spans(array.shape[1])
-            query_spans = encoder_spans if stack == "encoder" else decoder_spans
-            key_spans = decoder_spans if stack == "decoder_self" else encoder_spans
-            result.append(AttentionMap(stack, i, array, query_spans, key_spans[: array.shape[2]]))
+            query_spans, key_spans = model.map_spans(stack, *array.shape[1:])
+            result.append(AttentionMap(stack, i, array, query_spans, key_spans))
     return forecast, result
 
 

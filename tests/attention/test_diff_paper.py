@@ -86,9 +86,9 @@ def _both_paths_vs_reference(attn, x, memory, causal, window=0):
         torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-4)
         torch.testing.assert_close(x_grad, xr.grad, atol=1e-4, rtol=1e-4)
         torch.testing.assert_close(m_grad, mr.grad, atol=1e-4, rtol=1e-4)
-        for name, p in attn.named_parameters():
-            if p.grad is not None:
-                torch.testing.assert_close(grads[name], p.grad, atol=1e-4, rtol=1e-3)
+        for name, p in attn.named_parameters():  # every parameter, on both sides
+            assert p.grad is not None and grads[name] is not None, name
+            torch.testing.assert_close(grads[name], p.grad, atol=1e-4, rtol=1e-3)
 
 
 @pytest.mark.parametrize("causal", [False, True])

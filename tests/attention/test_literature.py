@@ -18,12 +18,12 @@ def _build(name, **options):
 
 
 def _heads(attn, x, proj):
-    return attn._heads(getattr(attn, f"{proj}_proj")(x))
+    return attn.split(getattr(attn, f"{proj}_proj")(x))
 
 
 def _through(attn, out):
     """The reference's heads [B, H, L, d] through the backend's output projection."""
-    return attn.out_proj(attn._merge(out))
+    return attn.out_proj(attn.merge(out))
 
 
 def _assert_same(attn, run, reference, inputs):
@@ -137,22 +137,26 @@ def test_fourier_cross_attention_is_fedformers_equations(activation):
 @pytest.mark.parametrize("causal,cross,with_delta", [(False, False, True), (True, False, False),
                                                     (False, True, True)])
 def test_destationary_is_the_papers_equations(causal, cross, with_delta):
-    from seqforecast.model.destationary import Factors
+    """With the model's factors as the call's side input; keys that are not the window's own
+    (the decoder's self-attention: window_keys=False) take tau alone, whatever delta holds."""
+    from seqforecast.attention import AttentionCall
+    from seqforecast.attention.destationary import Factors
 
-    attn = _build("destationary")
+    attn = _build("destationary", window_keys=with_delta)
     k_len = 11 if cross else 9
     tau = torch.rand(2, dtype=torch.float64) + 0.5
-    delta = torch.randn(2, k_len, dtype=torch.float64) if with_delta else None
+    delta = torch.randn(2, k_len, dtype=torch.float64)
     factors = Factors(tau, delta)
 
     def run(query, memory=None):
         memory = query if memory is None else memory
-        return attn(query, memory, causal=causal, factors=factors)[0]
+        return attn.attend(query, memory, AttentionCall(causal=causal, side=factors)).out
 
     def reference(query, memory=None):
         memory = query if memory is None else memory
         out = ref.destationary(_heads(attn, query, "q"), _heads(attn, memory, "k"),
-                               _heads(attn, memory, "v"), tau, delta, causal)
+                               _heads(attn, memory, "v"), tau, delta if with_delta else None,
+                               causal)
         return _through(attn, out)
 
     _assert_same(attn, run, reference, _inputs(9, k_len, cross))
@@ -275,14 +279,14 @@ def test_a_backend_that_cannot_be_causal_says_so(name, message):
 
 @pytest.mark.parametrize("name", ["flow", "probsparse", "autocorrelation"])
 def test_padding_and_residual_scores_are_refused(name):
-    from seqforecast.attention import ResidualQK
+    from seqforecast.attention import AttentionCall, ResidualQK
 
     attn = build_attention(name, 8, 2)
     x = torch.randn(1, 8, 8)
     with pytest.raises(ValueError, match=f"{name} attention takes no key padding mask"):
         attn(x, x, key_padding_mask=torch.zeros(1, 8, dtype=torch.bool))
     with pytest.raises(ValueError, match="cannot carry residual scores"):
-        attn(x, x, residual=ResidualQK())
+        attn.attend(x, x, AttentionCall(residual=ResidualQK()))
 
 
 @pytest.mark.parametrize("name,options,message", [
@@ -291,8 +295,8 @@ def test_padding_and_residual_scores_are_refused(name):
                                            "paper, tslib"),
     ("autocorrelation", {"factor": 0.0}, r"factor=0.0 is not allowed: must be > 0"),
     ("fourier", {"modes": 0, "lengths": (8, 8)}, "modes=0 is not allowed: must be >= 1"),
-    ("flow", {"top_k": 3}, "attention 'flow' has no option.*top_k; allowed: dropout, bias, eps, "
-                           "source_clamp"),
+    ("flow", {"top_k": 3}, "attention 'flow' has no option.*top_k; allowed: dropout, bias, kernel, "
+                           "eps, source_clamp"),
 ])
 def test_bad_options_are_one_line(name, options, message):
     with pytest.raises(ValueError, match=message):

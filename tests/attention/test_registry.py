@@ -55,7 +55,8 @@ def test_bad_options_name_the_key_and_what_is_allowed(name, d_model, heads, opti
 def test_options_are_the_backends_dataclass_and_context_its_signature():
     diff = {f.name for f in fields(attention_schema("diff"))}
     assert {"block_size", "talking_heads", "dropout", "bias"} <= diff
-    assert [f.name for f in fields(attention_schema("vanilla"))] == ["name", "dropout", "bias"]
+    assert [f.name for f in fields(attention_schema("vanilla"))] == ["name", "dropout", "bias",
+                                                                     "kernel"]
     assert attention_context("vanilla") == ["position"]
     assert attention_context("diff") == ["layer", "cross_attention", "position"]
 

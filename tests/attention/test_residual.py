@@ -6,8 +6,8 @@ short-sequence path included."""
 import pytest
 import torch
 
-from seqforecast import native
 from seqforecast.attention import (
+    AttentionCall,
     AttentionOptions,
     DiffOptions,
     ResidualQK,
@@ -29,11 +29,14 @@ B, L, E, H = 3, 10, 16, 4
 
 
 def _stack(name, layers=3, kernels="torch", **options):
+    """A residual stack's attentions, each with the kernel the builder would choose."""
     torch.manual_seed(0)
-    stack = [randomize_(build_attention(name, E, H, layer=i + 1, **options) if name == "diff"
-                        else build_attention(name, E, H, **options), 0.1)
-             for i in range(layers)]
-    return [native.install(attn) for attn in stack] if kernels == "native" else stack
+    if name == "diff":
+        return [randomize_(build_attention(name, E, H, layer=i + 1, kernels=kernels,
+                                           residual=True, **options), 0.1)
+                for i in range(layers)]
+    return [randomize_(build_attention(name, E, H, kernels=kernels, residual=True, **options),
+                       0.1) for _ in range(layers)]
 
 
 def _projected_reference(stack, x, causal=False):
@@ -58,9 +61,13 @@ def _projected_reference(stack, x, causal=False):
 
 
 def _run(stack, x, need_weights, causal=False):
-    residual, outs, maps = ResidualQK(), [], []
+    """The stack as a model runs it: each layer's call carries the q and k the one before
+    returned."""
+    call = AttentionCall(causal=causal, need_weights=need_weights, residual=ResidualQK())
+    outs, maps = [], []
     for attn in stack:
-        x, weights = attn(x, x, causal=causal, need_weights=need_weights, residual=residual)
+        x, weights, carried = attn.attend(x, x, call)
+        call = call._replace(residual=carried)
         outs.append(x)
         maps.append(weights)
     return outs, maps
@@ -94,16 +101,22 @@ def test_without_carried_scores_a_layer_is_plain_attention():
     assert (second - second_plain).abs().max() > 1e-3  # layer 2 reads layer 1's scores
 
 
-def _diff_reference(stack, x):
-    """diff: each half's scores sum over the layers; weights = p1 - lambda p2 per layer."""
+def _diff_reference(stack, x, block_size=0, causal=False):
+    """diff: each half's scores sum over the layers; weights = p1 - lambda p2 per layer, the
+    pairs outside a block window (and in the future) masked: a dense masked reference."""
     carried, outs = 0.0, []
+    blocked = torch.zeros(L, L, dtype=torch.bool)
+    if block_size:
+        blocked |= block_local.outside_windows(L, block_size, 0 if causal else 1, "cpu")
+    if causal:
+        blocked |= torch.ones(L, L, dtype=torch.bool).triu(1)
     for attn in stack:
         w = attn.half_dim
         q = attn.q_proj(x).view(B, L, H, 2, w).permute(0, 2, 3, 1, 4)  # [B, H, 2, L, w]
         k = attn.k_proj(x).view(B, L, H, 2, w).permute(0, 2, 3, 1, 4)
         v = attn.v_proj(x).view(B, L, H, -1).transpose(1, 2)
         carried = carried + q @ k.transpose(-1, -2) / w**0.5
-        p = carried.softmax(-1)
+        p = carried.masked_fill(blocked, float("-inf")).softmax(-1)
         weights = p[:, :, 0] - attn.lambda_value() * p[:, :, 1]
         out = weights @ v
         if attn.head_norm is not None:
@@ -114,21 +127,19 @@ def _diff_reference(stack, x):
 
 
 @pytest.mark.parametrize("block_size", [0, 4, L])
+@pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("kernels", KERNELS)
-def test_diff_carries_each_half_dense_and_block_local(block_size, kernels):
+def test_diff_carries_each_half_dense_and_block_local(block_size, causal, kernels):
+    """Against the dense masked reference at every layer, windows narrower than the sequence
+    included (a window reads the carried q and k of every earlier layer, not its own alone)."""
     stack = _stack("diff", kernels=kernels, block_size=block_size)
     x = torch.randn(B, L, E)
-    got, _ = _run(stack, x, need_weights=False)
-    if block_size in (0, L):  # a window of L sees every key: the dense function
-        for e, g in zip(_diff_reference(stack, x), got, strict=True):
-            torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
-    else:  # a window: the carried q, k feed the windows the same as the dense path's
-        dense = _stack("diff", block_size=0)
-        for d, w in zip(dense, stack, strict=True):
-            d.load_state_dict(w.state_dict())
-        got_dense, _ = _run(dense, x, need_weights=False)
-        assert (got[-1] - got_dense[-1]).abs().max() > 1e-4  # windows see less than all
-        weights_maps = _run(stack, x, need_weights=True)[1]
+    got, _ = _run(stack, x, need_weights=False, causal=causal)
+    expected = _diff_reference(stack, x, block_size, causal)
+    for e, g in zip(expected, got, strict=True):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
+    if block_size == 4:
+        weights_maps = _run(stack, x, need_weights=True, causal=causal)[1]
         # Outside the window, a block-local weight is exactly zero at every layer.
         assert weights_maps[-1][..., 0, L - 1].abs().max() == 0
 
@@ -138,9 +149,9 @@ def test_diff_carries_each_half_dense_and_block_local(block_size, kernels):
 @pytest.mark.parametrize("kernels", KERNELS[1:])
 def test_diff_on_the_short_attention_path_equals_its_explicit_path(monkeypatch, block_size,
                                                                    causal, kernels):
-    """With the native kernels, short residual attention takes their path (one call a layer,
-    block windows and causality as a dense mask); asking for the weights takes the explicit
-    one: outputs and gradients agree, at every layer."""
+    """With the native kernels, short residual attention takes their kernel (chosen when the
+    layer is built: one call a layer, block windows and causality as a dense mask); asking for
+    the weights takes the explicit path: outputs and gradients agree, at every layer."""
     calls, original = [], native_attention.attention
     monkeypatch.setattr(native_attention, "attention", lambda *a: calls.append(1) or original(*a))
     stack = _stack("diff", kernels=kernels, block_size=block_size)
@@ -150,12 +161,8 @@ def test_diff_on_the_short_attention_path_equals_its_explicit_path(monkeypatch, 
         for attn in stack:
             attn.zero_grad()
         leaf = x.clone().requires_grad_()
-        carried = ResidualQK()
-        h, outs = leaf, []
-        for attn in stack:
-            h, _ = attn(h, h, causal=causal, need_weights=need_weights, residual=carried)
-            outs.append(h)
-        (h * torch.linspace(-1, 1, E)).sum().backward()
+        outs = _run(stack, leaf, need_weights, causal)[0]
+        (outs[-1] * torch.linspace(-1, 1, E)).sum().backward()
         grads = [leaf.grad] + [p.grad.clone() for attn in stack for p in attn.parameters()]
         return outs, grads
 
@@ -164,7 +171,7 @@ def test_diff_on_the_short_attention_path_equals_its_explicit_path(monkeypatch, 
     explicit, explicit_grads = outputs_and_grads(True)
     assert len(calls) == len(stack)  # weights asked for: the explicit path
     stack[0](x, x, causal=causal)
-    assert len(calls) == len(stack)  # without residual scores: its own paths, as before
+    assert len(calls) == len(stack) + 1  # the kernel was chosen once, when it was built
     for c, e in zip(cached, explicit, strict=True):
         torch.testing.assert_close(c, e, rtol=1e-5, atol=1e-6)
     for c, e in zip(cached_grads, explicit_grads, strict=True):  # sums over every token
@@ -189,7 +196,7 @@ def test_what_cannot_be_carried_is_refused_in_one_line():
     attn = build_attention("vanilla", E, H, position=RelativePositionTerms(True, True, "alibi", 1))
     x = torch.randn(B, L, E)
     with pytest.raises(ValueError, match="cannot carry"):
-        attn(x, x, residual=ResidualQK())
+        attn.attend(x, x, AttentionCall(residual=ResidualQK()))
     talking = build_attention("diff", E, H, talking_heads=True)
     with pytest.raises(ValueError, match="cannot carry"):
-        talking(x, x, residual=ResidualQK())
+        talking.attend(x, x, AttentionCall(residual=ResidualQK()))

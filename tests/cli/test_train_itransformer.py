@@ -71,8 +71,9 @@ def test_official_weights_are_evaluated_to_the_reference_number(ett_file, tmp_pa
 
 
 @pytest.mark.parametrize("args,expected", [
-    (["pos_encoding=sinusoidal"], "embedding=variate conflicts with pos_encoding=sinusoidal"),
-    (["attention=diff", "block_size=4"], "embedding=variate conflicts with attention.block_size=4"),
+    (["pos_encoding=sinusoidal"], "model=itransformer conflicts with pos_encoding=sinusoidal"),
+    (["attention=diff", "block_size=4"],
+     "model=itransformer conflicts with attention.block_size=4"),
     (["model.official_weights=WEIGHTS"], "not an official iTransformer state dict for this "
      "config: key 'projector.weight' has shape (7, 16), this config needs (12, 16)"),
 ])

@@ -9,7 +9,7 @@ import torch
 from seqforecast import build_model
 from seqforecast.config import compose_config
 from seqforecast.data import synthetic_data
-from seqforecast.training import train_model
+from seqforecast.training import load_checkpoint, train_model
 
 from ..cli_helpers import REPO, run_cli, run_script
 
@@ -35,7 +35,9 @@ def test_a_preset_trains_with_patches_and_two_seasons_and_evaluate_reproduces_it
     assert (run_dir / "figures" / "final" / "encoder_layer1.png").exists()
     again = run_cli(["run_dir=" + str(run_dir)], cwd=tmp_path, module="seqforecast.evaluate")
     assert again.returncode == 0
-    rescored = json.loads((run_dir / "metrics.json").read_text())
+    # evaluate writes its own file: the best checkpoint rescored, the run's numbers again
+    rescored = json.loads((run_dir / "evaluate" / "best" / "metrics.json").read_text())
+    assert rescored["run"]["checkpoint"] == "best"
     assert rescored["test"]["model"] == test["model"]
 
 
@@ -51,8 +53,9 @@ def test_the_starting_weights_stay_the_result_when_no_epoch_beats_them(tmp_path)
     trainer = dict(cfg.trainer, epochs=2, patience=0, lr=3.0, grad_clip=0, validate_initial=True)
     result = train_model(model, data, trainer, tmp_path, seed=0, config_yaml="x")
     assert result.best_epoch == 0
-    assert result.history[0]["epoch"] == 0
-    assert all(r["val_mse"] > result.best_val_mse for r in result.history[1:])
+    history = load_checkpoint(tmp_path / "last.pt")["loop"]["history"]  # what resume reads
+    assert history[0]["epoch"] == 0
+    assert all(r["val_mse"] > result.best_val_mse for r in history[1:])
     assert all(torch.equal(v, start[k]) for k, v in model.state_dict().items())
 
 

@@ -236,6 +236,8 @@ BAD_INPUTS = [  # (arguments, text stderr must contain; the key, its value, what
     ("data.slope_range=[2,1]", "data.slope_range=[2.0, 1.0] is not allowed: must be [low, high]"),
     ("seed=-1", "seed=-1"),
     ("resume=/nonexistent/run", "resume=/nonexistent/run: /nonexistent/run/checkpoints/last.pt does not exist"),
+    ("attention=diff attention.talking_heads=true attention.kernel=sdpa", "error: attention.kernel=sdpa cannot serve diff attention here: talking heads' mixing acts between the scores and the softmax"),
+    ("embedding=variate", "embedding=variate is not allowed: choose one of patch, point (variate is now model=itransformer)"),
 ]
 
 

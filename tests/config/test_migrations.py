@@ -75,8 +75,9 @@ def test_the_keys_version_1_fills_are_the_schemas_keys():
 def test_a_newer_or_unmigrated_config_is_one_line():
     newer = resolved(compose_config())
     newer["config_version"] = CONFIG_VERSION + 1
-    with pytest.raises(ConfigError, match=r"config_version=2 is not allowed: this seqforecast "
-                                          r"reads versions 0 to 1"):
+    with pytest.raises(ConfigError, match=rf"config_version={CONFIG_VERSION + 1} is not allowed: "
+                                          rf"this seqforecast reads versions 0 to "
+                                          rf"{CONFIG_VERSION}"):
         migrate(newer)
     old = _version_0()
     with pytest.raises(ConfigError, match="read through migrations.migrate first"):
@@ -133,8 +134,8 @@ def test_moved_keys_and_a_renamed_model_read_as_the_run_meant_them(caplog, monke
 
 
 @pytest.mark.parametrize("override,message", [
-    ("model=patchtst", "model=patchtst is not allowed: choose one of encoder, transformer "
-                       "(patchtst is now called encoder)"),
+    ("model=patchtst", "model=patchtst is not allowed: choose one of encoder, itransformer, "
+                       "transformer (patchtst is now called encoder)"),
     ("data=sigmoid_seed", "(sigmoid_seed is now called sigmoid_pair)"),
     ("data.stride=4", "data.stride is not allowed: data has no key stride (it is now "
                       "data.window_stride)"),
@@ -152,3 +153,24 @@ def test_a_saved_runs_choices_read_by_their_current_names(tmp_path):
         tmp_path / ".hydra" / "hydra.yaml")
     assert saved_choices(tmp_path) == {"model": "encoder", "data": "sigmoid_pair",
                                        "attention": "diff"}
+
+
+def test_a_version_1_itransformer_run_reads_as_the_family_and_builds_the_same_model():
+    """Version 1 wrote the iTransformer as model=encoder embedding=variate, and no attention
+    had a kernel option: it reads as model=itransformer, and its checkpoint's keys are the
+    family's."""
+    from seqforecast import build_model
+
+    current = resolved(compose_config(["experiment=itransformer", "data.path=x.csv"]))
+    old = resolved(compose_config(["experiment=itransformer", "data.path=x.csv"]))
+    old["config_version"] = 1
+    old["model"]["name"] = "encoder"
+    old["embedding"] = {"name": "variate", "patch_len": 16, "stride": 8, "padding": "start"}
+    del old["attention"]["kernel"]
+    migrated = migrate(old)
+    validate_config(migrated)
+    assert migrated["model"] == current["model"]
+    assert migrated["attention"] == current["attention"]
+    assert migrated["embedding"]["name"] == "point"
+    keys = set(build_model(migrated, 11, 7).state_dict())
+    assert keys == set(build_model(current, 11, 7).state_dict())

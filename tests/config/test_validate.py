@@ -137,24 +137,27 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
      "s, min, h, d, w, m"),
     (["dataset=etth9"], "dataset=etth9 is not allowed: choose one of electricity, etth1, etth2, "
      "ettm1, ettm2, exchange, illness, traffic, weather"),
-    # variate tokens: the encoder-only model's, channels in no order
-    (["embedding=variate"], "embedding=variate conflicts with model=transformer"),
-    (["model=encoder", "embedding=variate"],
-     "embedding=variate conflicts with pos_encoding=sinusoidal: the order of channels means "
-     "nothing"),
-    (["model=encoder", "embedding=variate", "pos_encoding=none", "attention=diff",
-      "block_size=4"], "embedding=variate conflicts with attention.block_size=4"),
-    (["model=encoder", "embedding=variate", "pos_encoding=none", "attention=diff",
-      "attention.past_bias=true"], "embedding=variate conflicts with attention.past_bias=true"),
-    (["model=encoder", "embedding=variate", "pos_encoding=none",
-      "model.channel_independent=true"],
-     "embedding=variate conflicts with model.channel_independent=true"),
+    # channel tokens (model=itransformer): in no order
+    (["embedding=variate"], "embedding=variate is not allowed: choose one of patch, point "
+                            "(variate is now model=itransformer)"),
+    (["model=itransformer"],
+     "model=itransformer conflicts with pos_encoding=sinusoidal: its tokens are the channels, "
+     "whose order means nothing; use pos_encoding=none"),
+    (["model=itransformer", "pos_encoding=none", "embedding=patch"],
+     "model=itransformer conflicts with embedding=patch"),
+    (["model=itransformer", "pos_encoding=none", "attention=diff", "block_size=4"],
+     "model=itransformer conflicts with attention.block_size=4: it assumes tokens along time; "
+     "the encoder tokens are channels, in no order"),
+    (["model=itransformer", "pos_encoding=none", "attention=diff", "attention.past_bias=true"],
+     "model=itransformer conflicts with attention.past_bias=true"),
+    (["model=itransformer", "pos_encoding=none", "model.channel_independent=true"],
+     "model=itransformer conflicts with model.channel_independent=true"),
     # the literature's backends: what each says it cannot do
-    (["model=encoder", "embedding=variate", "pos_encoding=none", "attention=autocorrelation"],
-     "embedding=variate conflicts with attention=autocorrelation: its lags roll the tokens "
-     "along time, and channel tokens are in no order"),
-    (["model=encoder", "embedding=variate", "pos_encoding=none", "attention=fourier"],
-     "embedding=variate conflicts with attention=fourier: its modes are frequencies"),
+    (["model=itransformer", "pos_encoding=none", "attention=autocorrelation"],
+     "model=itransformer conflicts with attention=autocorrelation: its lags roll the tokens "
+     "along time, and its encoder tokens are channels, in no order"),
+    (["model=itransformer", "pos_encoding=none", "attention=fourier"],
+     "model=itransformer conflicts with attention=fourier: its modes are frequencies"),
     (["attention=fourier", "model.decoding=autoregressive"],
      "attention=fourier conflicts with model.decoding=autoregressive: a decoder step may read "
      "only the steps before it, and every Fourier mode mixes the whole window"),
@@ -167,7 +170,7 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
      "only the steps before it, and its flow is conserved over every query"),
     (["attention=flow", "attention.block_size=4"],
      "attention.block_size is not allowed: attention has no key block_size (its keys: "
-     "dropout, bias, eps, source_clamp)"),
+     "dropout, bias, kernel, eps, source_clamp)"),
     (["attention=flow", "pos_encoding=rope"],
      "pos_encoding=rope conflicts with attention=flow: flow attention has no q.k scores for "
      "rope to act in"),

@@ -39,6 +39,19 @@ def forward_backward(model, features: int = 1, batch: int = 3) -> None:
         assert model(src).isfinite().all()
 
 
+def assert_teacher_forcing_reads_the_target(model, src, target, **kwargs):
+    """In training, with a target, an autoregressive decoder's step t reads the target's step
+    t - 1 (teacher forcing), not its own prediction: changing that step changes step t and
+    leaves the steps before it. `model` in train mode, point tokens, no dropout."""
+    forecast = model(src, target, **kwargs)
+    for t in range(1, target.shape[1]):
+        changed = target.clone()
+        changed[:, t - 1] += 1.0
+        moved = model(src, changed, **kwargs)
+        torch.testing.assert_close(moved[:, :t], forecast[:, :t])
+        assert not torch.allclose(moved[:, t], forecast[:, t]), f"step {t} ignores the target"
+
+
 def validated(*overrides):
     """The config these overrides compose to, checked as a run checks it."""
     cfg = compose_config(list(overrides))

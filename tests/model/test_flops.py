@@ -7,8 +7,10 @@ from omegaconf import OmegaConf
 from torch.utils.flop_counter import FlopCounterMode
 
 from seqforecast import build_model
+from seqforecast.attention import attention_schema
+from seqforecast.attention.cost import attention_pairs, block_pairs
 from seqforecast.config import compose_config
-from seqforecast.model.flops import attention_pairs, block_pairs, forward_flops
+from seqforecast.model.flops import forward_flops
 
 SMALL = ["experiment=quick", "d_model=32", "n_heads=4", "in_len=24", "out_len=8",
          "model.label_len=8", "model.encoder_layers=2", "model.decoder_layers=2"]
@@ -72,3 +74,39 @@ def test_pairs_each_query_sees():
     assert block_pairs(6, 2, causal=False) == 4 + 4 + 6 + 6 + 4 + 4
     # Long sequences: block-local work grows linearly, full causal quadratically.
     assert block_pairs(4096, 16, True) < attention_pairs(4096, 4096, True, 0) / 50
+
+
+@pytest.mark.parametrize("attention", ["flow", "probsparse", "destationary"])
+@pytest.mark.parametrize("model", [SMALL, ["model=encoder", "d_model=32", "n_heads=4",
+                                           "in_len=24", "out_len=8", "model.encoder_layers=2"]])
+def test_each_literature_backend_counts_its_own_mixing(attention, model):
+    """Their own paths are their only ones: the counter sees every product (de-stationary
+    attention's factor learners included)."""
+    cfg = OmegaConf.to_container(compose_config([*model, f"attention={attention}"]),
+                                 resolve=True)
+    assert forward_flops(cfg)["total"] == counted(cfg, return_attention=False)
+
+
+def test_fft_mechanisms_grow_as_l_log_l():
+    """Auto-Correlation and Fourier count their FFTs (which the counter does not see) by
+    formula: 4x the tokens costs about 4.8x at 1024 -> 4096, not the 16x of dense attention."""
+    for name in ("autocorrelation", "fourier"):
+        options = attention_schema(name)()
+        short, long = (options.core_flops(n, n, 16, False) for n in (1024, 4096))
+        assert 4 < long / short < 6, name
+    dense = attention_schema("vanilla")()
+    assert dense.core_flops(4096, 4096, 16, False) == 16 * dense.core_flops(1024, 1024, 16, False)
+
+
+def test_channel_tokens_are_counted_as_channels():
+    """iTransformer: a token per channel (and calendar feature) of in_len values, a head per
+    target channel; equal to the counter on its explicit path."""
+    cfg = OmegaConf.to_container(compose_config([
+        "experiment=itransformer", "data.path=x.csv", "in_len=32", "out_len=8", "d_model=16",
+        "n_heads=4", "ffn.d_ff=32"]), resolve=True)
+    model = build_model(cfg, 7 + 4, 7).eval()
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(torch.randn(3, 32, 11), return_attention=True)
+    flops = forward_flops(cfg, 11, 7, pairs="computed")
+    assert flops["total"] == counter.get_total_flops() // 3
+    assert flops["embeddings"] == 2 * 16 * 11 * 32  # 11 tokens of 32 values

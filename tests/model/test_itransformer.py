@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from seqforecast import build_model
+from seqforecast.attention import attention_schema, available_attention
 from seqforecast.model.embedding import VariateTokens
 from seqforecast.model.official import (
     OfficialWeightsError,
@@ -78,17 +79,30 @@ def test_every_backend_and_ffn_attends_across_channels(attention, ffn):
     forward_backward(model, features=5 + MARKS)
 
 
-@pytest.mark.parametrize("attention", ATTENTION)
-def test_the_order_of_channels_means_nothing(attention):
-    """No positions: permuting the series channels permutes their forecasts, nothing else."""
-    cfg = _cfg(5, 16, 4, 16, 32, 2, f"attention={attention}", "n_heads=4")
+VARIATE_BACKENDS = [name for name in available_attention()
+                    if not attention_schema(name).TIME_AXIS]
+
+
+def test_the_backends_that_serve_channel_tokens():
+    assert set(VARIATE_BACKENDS) == {"vanilla", "einsum", "diff", "flow", "probsparse",
+                                     "destationary"}
+
+
+@pytest.mark.parametrize("attention", VARIATE_BACKENDS)
+def test_the_order_of_channels_means_nothing_where_the_backend_says_so(attention):
+    """No positions: permuting the series channels permutes their forecasts, nothing else, for
+    every backend that declares it (AttentionOptions.CHANNEL_ORDER is None); the others say
+    why not, and here it shows (probsparse at factor 1: 3 of its 9 queries active)."""
+    extra = ["attention.factor=1"] if attention == "probsparse" else []
+    cfg = _cfg(5, 16, 4, 16, 32, 2, f"attention={attention}", "n_heads=4", *extra)
     model = build_model(cfg, 5 + MARKS, 5).eval()
     x, marks = _window(2, 16, 5)
     order = torch.tensor([3, 0, 4, 1, 2])
     with torch.no_grad():
         base = model(torch.cat([x, marks], -1))
         permuted = model(torch.cat([x[..., order], marks], -1))
-    assert torch.allclose(permuted, base[..., order], atol=1e-5)
+    keeps_it = attention_schema(attention).CHANNEL_ORDER is None
+    assert torch.allclose(permuted, base[..., order], atol=1e-5) == keeps_it
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import torch
 from seqforecast import build_model
 from seqforecast.attention import build_attention
 
-from .helpers import forward_backward, validated
+from .helpers import assert_teacher_forcing_reads_the_target, forward_backward, validated
 
 LITERATURE = ["flow", "probsparse", "autocorrelation", "fourier", "destationary"]
 TINY = ["d_model=8", "n_heads=2", "in_len=12", "out_len=6", "model.encoder_layers=2"]
@@ -28,8 +28,7 @@ def test_every_backend_trains_in_both_models(attention, model):
 
 @pytest.mark.parametrize("attention", ["flow", "probsparse", "destationary"])
 def test_across_variates(attention):
-    cfg = validated(*TINY, "model=encoder", "embedding=variate", "pos_encoding=none",
-                    f"attention={attention}")
+    cfg = validated(*TINY, "model=itransformer", "pos_encoding=none", f"attention={attention}")
     forward_backward(build_model(cfg, n_features=3, n_targets=3), features=3)
 
 
@@ -67,6 +66,7 @@ def test_destationary_keeps_teacher_forcing_causal():
         changed = target.clone()
         changed[:, t:] += torch.randn_like(changed[:, t:])
         torch.testing.assert_close(model(src, changed)[:, : t + 1], forecast[:, : t + 1])
+    assert_teacher_forcing_reads_the_target(model, src, target)
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -8,7 +8,13 @@ from seqforecast import build_model
 from seqforecast.attention import DifferentialAttention, RelativePositionTerms, RotaryEmbedding
 from seqforecast.model.positional import sinusoidal_table
 
-from .helpers import ATTENTION, every_combination, forward_backward, validated
+from .helpers import (
+    ATTENTION,
+    assert_teacher_forcing_reads_the_target,
+    every_combination,
+    forward_backward,
+    validated,
+)
 
 TINY = [
     "d_model=8", "n_heads=2", "in_len=6", "out_len=3", "block_size=2",
@@ -50,8 +56,9 @@ def test_teacher_forcing_is_causal(attention, position):
     for t in range(3):
         changed = target.clone()
         changed[:, t:] += torch.randn_like(changed[:, t:])
-        # Forecast step t reads targets before t only.
+        # Forecast step t reads targets before t only ...
         torch.testing.assert_close(model(src, changed)[:, : t + 1], forecast[:, : t + 1])
+    assert_teacher_forcing_reads_the_target(model, src, target)  # ... and it reads them
 
 
 @pytest.mark.parametrize("attention", ATTENTION)

@@ -12,6 +12,8 @@ from omegaconf import OmegaConf
 from seqforecast import build_model
 from seqforecast.config import compose_config, validate_config
 
+from .helpers import assert_teacher_forcing_reads_the_target
+
 TINY = ["d_model=8", "n_heads=2", "in_len=16", "out_len=4"]
 ENCODER_DECODER = ["model.label_len=4", "model.encoder_layers=2", "model.decoder_layers=1"]
 PATCHTST = ["model=encoder", "embedding=patch", "embedding.patch_len=4", "embedding.stride=2",
@@ -128,7 +130,8 @@ def test_generation_feeds_back_the_point_and_agrees_with_teacher_forcing(loss):
         point = model.output.point(generated)
         # no dropout configured: train == eval maths; teacher forcing on the generated points
         forced = model.train()(src, point, distribution=True)
-    torch.testing.assert_close(forced, generated, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(forced, generated, atol=1e-5, rtol=1e-5)
+        assert_teacher_forcing_reads_the_target(model, src, point, distribution=True)
 
 
 def test_a_point_model_has_one_output_and_no_quantiles():

@@ -1,5 +1,6 @@
 """trainer.kernels, the one seam between stock PyTorch and the C kernels: what each choice
-resolves to, what `install` swaps (and what `torch` leaves stock), and, end to end, that a
+resolves to, what `install` swaps and which attention kernel each layer is built with (and
+what `torch` leaves stock), and, end to end, that a
 torch-kernels run repeats bit for bit where no compiler exists, that `native` is refused there
 in one line, and that a resume under another set says so."""
 
@@ -53,19 +54,20 @@ def test_torch_builds_stock_modules_and_runs_no_project_kernel(monkeypatch):
     dropouts = [m for m in model.modules() if isinstance(m, nn.Dropout)]
     assert dropouts and all(type(m) is nn.Dropout for m in dropouts)
     assert not [m for m in model.modules() if type(m).__module__.startswith("seqforecast.native")]
-    assert all(getattr(m, "short_attention", None) is None for m in model.modules())
+    assert {a.kernel.name for a in model.attention_stacks()["encoder"]} == {"explicit"}
     model(torch.randn(4, 48, C)).sum().backward()  # training: dropout, BatchNorm, attention
 
 
 @needs_kernels
-def test_native_swaps_the_four_pieces_and_keeps_the_state_dict():
+def test_native_swaps_three_pieces_chooses_its_attention_kernel_and_keeps_the_state_dict():
     torch.manual_seed(0)
     stock = build_model(_preset(), C, C, "torch")
     torch.manual_seed(0)
     native = build_model(_preset(), C, C, "native")
     names = {type(m).__name__ for m in native.modules()}
     assert {"HashDropout", "SlicedFeedForward", "BatchNormResidual"} <= names
-    assert native.encoder[0].self_attn.short_attention is not None
+    # residual attention (the published PatchTST's): the C kernel, chosen when built
+    assert {a.kernel.name for a in native.attention_stacks()["encoder"]} == {"native"}
     assert stock.state_dict().keys() == native.state_dict().keys()
     for key, value in stock.state_dict().items():
         assert torch.equal(value, native.state_dict()[key])  # the same draws, the same weights

@@ -35,7 +35,8 @@ def test_bf16_autocasts_the_training_forward_and_stays_close(tmp_path):
         hook.remove()
         results[precision] = out.best_val_mse
     assert ("fp32", torch.float32) in dtypes and ("bf16", torch.bfloat16) in dtypes
-    assert results["bf16"] == pytest.approx(results["fp32"], rel=0.1)
+    # measured: 2.6e-4 relative (bf16 keeps about 3 significant digits of each product)
+    assert results["bf16"] == pytest.approx(results["fp32"], rel=2e-3)
 
 
 def test_compile_falls_back_with_one_warning_where_unsupported(monkeypatch, caplog):

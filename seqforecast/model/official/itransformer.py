@@ -3,7 +3,8 @@
 
     model = load_official_itransformer(torch.load("checkpoint.pth", weights_only=True), cfg, 7)
 
-`cfg` is the project config the checkpoint corresponds to (`experiment=itransformer` and the
+`cfg` is the project config the checkpoint corresponds to (`model=itransformer`, as
+`experiment=itransformer` composes it, and the
 checkpoint's in_len, out_len and sizes). Every official tensor has its counterpart here in the
 same layout but the FFN's: the official kernel-1 convolutions' weights [out, in, 1] are this
 model's linear maps [out, in]. A state dict from another model or another setting is refused
@@ -16,11 +17,11 @@ from collections.abc import Mapping
 
 from torch import Tensor, nn
 
-from ...attention.base import ProjectedAttention
+from ...attention.scored import ScoredAttention
 from ...data.time_features import calendar_features
 from ..builder import build_model
 from ..embedding import VariateTokens
-from ..encoder import EncoderForecaster
+from ..families.encoder import EncoderForecaster
 from .common import OfficialWeightsError, Plan, Reshaped, copy_weights, weight_and_bias
 
 
@@ -46,7 +47,7 @@ def itransformer_plan(model: EncoderForecaster) -> Plan:
     """Official key -> (this model's tensor, rearrangement or None), in the official order."""
     if not isinstance(model, EncoderForecaster) or not isinstance(model.tokens, VariateTokens):
         raise OfficialWeightsError(
-            "official iTransformer weights load into model=encoder with embedding=variate "
+            "official iTransformer weights load into model=itransformer "
             "(experiment=itransformer)")
     if (model.instance_norm != "revin" or getattr(model.norm, "affine", False)
             or model.linear_path is not None or isinstance(model.encoder_norm, nn.Identity)):
@@ -58,7 +59,7 @@ def itransformer_plan(model: EncoderForecaster) -> Plan:
     weight_and_bias(plan, "enc_embedding.value_embedding", model.src_embed)
     for i, layer in enumerate(model.encoder):
         attn, prefix = layer.self_attn, f"encoder.attn_layers.{i}."
-        if not isinstance(attn, ProjectedAttention):
+        if not isinstance(attn, ScoredAttention):
             raise OfficialWeightsError(
                 "official iTransformer weights load into attention=vanilla or einsum (the "
                 "published attention), not this backend")

@@ -24,9 +24,9 @@ from collections.abc import Mapping
 import torch
 from torch import Tensor
 
-from ...attention.base import ProjectedAttention
+from ...attention.scored import ScoredAttention
 from ..builder import build_model
-from ..encoder import EncoderForecaster
+from ..families.encoder import EncoderForecaster
 from ..positional import LearnedEncoding
 from .common import OfficialWeightsError, Plan, Reshaped, copy_weights, stripped, weight_and_bias
 
@@ -97,7 +97,7 @@ def _plan(model: EncoderForecaster) -> Plan:
     plan["model.backbone.W_pos"] = (encoding.embedding[:n_tokens], None)
     for i, layer in enumerate(model.encoder):
         attn, prefix = layer.self_attn, f"model.backbone.encoder.layers.{i}."
-        if not isinstance(attn, ProjectedAttention):
+        if not isinstance(attn, ScoredAttention):
             raise OfficialWeightsError(
                 "official PatchTST weights load into attention=vanilla or einsum (the "
                 "published attention), not this backend"

@@ -1,0 +1,210 @@
+"""Attention kernels: what computes a softmax backend's function, chosen once per layer.
+
+    explicit   the backend's own path (its scores, terms, softmax, weights): serves every backend
+               and every call, and is the only one that returns weights (attention maps)
+    sdpa       torch's fused scaled_dot_product_attention over the backend's groups
+    native     the CPU's C kernel for short sequences (seqforecast/native/attention.py), which
+               reads residual attention's carried q and k where they lie
+
+`attention.kernel=auto` (the default) takes, per layer, the first kernel of AUTO that serves
+it and that measurement favours for it; any other value names one kernel, refused in one line
+where it cannot serve (`cannot_serve`). A backend tells the kernels what they need to know
+(`Attention.kernel_facts`): whether it is softmax attention over q.k at all, what it puts
+between its scores and its softmax, its block band, how its dropout acts. A GPU kernel
+(FlexAttention, Triton) is one more class here with `register_kernel`: the layers, the backends'
+forward and the builder stay as they are.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ..options import ConfigError
+from ._common import combine_masks, fused_attention
+
+if TYPE_CHECKING:
+    from .core import Attention, AttentionCall
+    from .residual import ResidualQK
+
+
+class KernelFacts(NamedTuple):
+    """What a layer's backend, options and place in the model tell the kernels."""
+
+    softmax: bool = False  # softmax(q k^T * scale) v over the groups `Attention.groups` gives
+    between: str | None = None  # what acts between the scores and the softmax (position
+    # terms, talking heads), or None
+    band: int = 0  # block-local windows' block size (self-attention), 0: none
+    group_dropout: bool = True  # dropping each group's weights is the backend's dropout
+    dropout: float = 0.0  # on the weights, in training
+    residual: bool = False  # the stack carries residual attention (its q and k grow a layer)
+    native: bool = False  # the run's kernel set is the CPU's C kernels (trainer.kernels)
+
+
+class Kernel:
+    """A kernel for one layer; `facts` are that layer's."""
+
+    name = ""
+
+    def __init__(self, facts: KernelFacts | None = None):
+        self.facts = KernelFacts() if facts is None else facts
+
+    @classmethod
+    def cannot_serve(cls, facts: KernelFacts) -> str | None:
+        """Why this kernel cannot compute the layer's function, or None."""
+        return None
+
+    @classmethod
+    def favoured(cls, facts: KernelFacts) -> bool:
+        """Whether `auto` takes it for such a layer (where it serves)."""
+        return True
+
+    def __call__(self, attn: Attention, q, k, v, residual: ResidualQK | None,
+                 call: AttentionCall, key_padding_mask: Tensor | None
+                 ) -> tuple[Tensor, Tensor | None]:
+        """The backend's heads -> (out [B, Lq, E] before out_proj, weights or None)."""
+        raise NotImplementedError
+
+
+class Explicit(Kernel):
+    name = "explicit"
+
+    def __call__(self, attn, q, k, v, residual, call, key_padding_mask):
+        return attn.explicit(q, k, v, residual, call, key_padding_mask)
+
+
+def _not_softmax(facts: KernelFacts) -> str | None:
+    if not facts.softmax:
+        return "the mechanism is not a softmax over q.k scores (only its own path computes it)"
+    if facts.between:
+        return f"{facts.between} acts between the scores and the softmax"
+    return None
+
+
+class SDPA(Kernel):
+    """torch's scaled_dot_product_attention over the backend's groups."""
+
+    name = "sdpa"
+
+    @classmethod
+    def cannot_serve(cls, facts):
+        why = _not_softmax(facts)
+        if why is None and facts.dropout and not facts.group_dropout:
+            why = ("its dropout acts on the combined weights, the fused kernel's on each "
+                   "softmax's; set attention.dropout=0")
+        return why
+
+    @classmethod
+    def favoured(cls, facts):
+        # Block windows: no faster than the explicit windows here (L = 1024 to 16384, 16 x 48
+        # tiles); residual attention's carried q and k are wider than v, which the kernel runs
+        # only on its slow generic path.
+        return not (facts.band or facts.residual)
+
+    def __call__(self, attn, q, k, v, residual, call, key_padding_mask):
+        if residual is not None:  # the layers' q and k so far, concatenated along the width
+            q, k = residual.joined()
+        qs, ks, vs = attn.groups(q), attn.groups(k), attn.group_values(v)  # [B, G, L, w]
+        width, value_width = qs.shape[-1], vs.shape[-1]
+        if width < value_width:
+            # q and k narrower than v (diff's paper layout): the kernel's fast paths want one
+            # width, so pad q and k with zeros (q.k unchanged): measured 6x faster here than
+            # the mixed-width call (L = 1024, forward + backward).
+            qs, ks = F.pad(qs, (0, value_width - width)), F.pad(ks, (0, value_width - width))
+        padding = key_padding_mask is not None
+        blocked = None
+        if padding or self.facts.band:  # one mask holding all; else the kernel's own causal
+            q_len, k_len = qs.shape[-2], ks.shape[-2]
+            blocked = combine_masks(
+                attn.blocked(q_len, k_len, call.causal, qs.device),
+                key_padding_mask[:, None, None, :] if padding else None)
+        dropout = self.facts.dropout if attn.training else 0.0
+        out = fused_attention(qs, ks, vs, causal=call.causal, blocked=blocked,
+                              rows_may_be_empty=padding, dropout=dropout, scale=attn.scale)
+        return attn.ungroup(out), None
+
+
+class Native(Kernel):
+    """The CPU's C kernel for short sequences (trainer.kernels=native), reading residual
+    attention's carried q and k where they lie. A call it cannot take (a key padding mask, or
+    lengths and widths beyond its window) goes to the explicit path."""
+
+    name = "native"
+
+    @classmethod
+    def cannot_serve(cls, facts):
+        if not facts.native:
+            return ("it is one of the CPU's C kernels, and this run's set is stock PyTorch "
+                    "(trainer.kernels)")
+        why = _not_softmax(facts)
+        if why is None and facts.dropout:
+            why = "it has no dropout on the weights; set attention.dropout=0"
+        return why
+
+    @classmethod
+    def favoured(cls, facts):
+        return facts.residual  # where it beats the explicit path (torch's kernel does not serve)
+
+    def __call__(self, attn, q, k, v, residual, call, key_padding_mask):
+        from ..native.attention import applies, attention  # the native package imports models
+
+        q_pieces = (q,) if residual is None else residual.q_pieces
+        k_pieces = (k,) if residual is None else residual.k_pieces
+        qs, ks = [attn.groups(t) for t in q_pieces], [attn.groups(t) for t in k_pieces]
+        vs = attn.group_values(v)
+        if key_padding_mask is not None or not applies(qs, ks, vs):
+            return EXPLICIT(attn, q, k, v, residual, call, key_padding_mask)
+        blocked = attn.blocked(qs[0].shape[-2], ks[0].shape[-2], call.causal, vs.device)
+        return attn.ungroup(attention(qs, ks, vs, attn.scale, blocked)), None
+
+
+EXPLICIT = Explicit()
+KERNELS: dict[str, type[Kernel]] = {cls.name: cls for cls in (Explicit, SDPA, Native)}
+# auto's order: the first that serves and is favoured (the explicit path serves every layer)
+AUTO: list[str] = ["native", "sdpa", "explicit"]
+
+
+def register_kernel(cls: type[Kernel]) -> type[Kernel]:
+    """Add a kernel (a Kernel subclass with its `name`); auto tries it before the explicit
+    path, after the kernels registered before it."""
+    if cls.name in KERNELS:
+        raise ValueError(f"attention kernel {cls.name!r} is registered twice")
+    KERNELS[cls.name] = cls
+    AUTO.insert(AUTO.index("explicit"), cls.name)
+    return cls
+
+
+def kernel_names() -> tuple[str, ...]:
+    """What attention.kernel accepts: auto and every registered kernel."""
+    return ("auto", *KERNELS)
+
+
+def choose_kernel(attn: Attention, choice: str, kernels: str, residual: bool) -> Kernel:
+    """The kernel layer `attn` runs (`choice`: attention.kernel; `kernels`: the run's set, torch
+    or native; `residual`: its stack carries residual attention). ConfigError in one line
+    where the chosen kernel cannot serve."""
+    facts = attn.kernel_facts()._replace(residual=residual, native=kernels == "native")
+    if choice == "auto":
+        for name in AUTO:
+            cls = KERNELS[name]
+            if cls.cannot_serve(facts) is None and cls.favoured(facts):
+                return cls(facts)
+        return EXPLICIT
+    if choice not in KERNELS:
+        raise ConfigError(f"attention.kernel={choice!r} is not allowed: choose one of "
+                          f"{', '.join(kernel_names())}")
+    why = KERNELS[choice].cannot_serve(facts)
+    if why:
+        serving = [n for n in KERNELS if KERNELS[n].cannot_serve(facts) is None]
+        raise ConfigError(f"attention.kernel={choice} cannot serve {attn.options.name} "
+                          f"attention here: {why}; use attention.kernel=auto (or "
+                          f"{', '.join(serving)})")
+    return KERNELS[choice](facts)
+
+
+def causal_mask(q_len: int, k_len: int, device: torch.device) -> Tensor:
+    """bool [Lq, Lk], True where key j lies after query i (j > i)."""
+    return torch.ones(q_len, k_len, dtype=torch.bool, device=device).triu(1)

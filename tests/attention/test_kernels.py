@@ -1,0 +1,149 @@
+"""The attention core's kernels (attention/kernels.py): chosen once per layer when it is built,
+each equal to the explicit path it stands in for (outputs and gradients), refused in one line
+where it cannot serve."""
+
+import pytest
+import torch
+
+from seqforecast.attention import (
+    AttentionCall,
+    ResidualQK,
+    RotaryEmbedding,
+    available_attention,
+    build_attention,
+    kernel_names,
+)
+from seqforecast.attention.position import RelativePositionTerms
+from seqforecast.options import ConfigError
+
+from ..native.helpers import WHY
+from .helpers import randomize_
+
+# (kernel, the run's set): torch's fused kernel, and the C kernel where it builds
+KERNELS = [("sdpa", "torch"), pytest.param("native", "native", marks=pytest.mark.skipif(
+    WHY is not None, reason=f"no C kernels here: {WHY}"))]
+B, L, E, H = 2, 11, 16, 4
+
+
+def _pair(name, kernel, kernels="torch", residual=False, **options):
+    """The same layer twice: on `kernel`, and on the explicit path."""
+    torch.manual_seed(0)
+    fast = randomize_(build_attention(name, E, H, kernel=kernel, kernels=kernels,
+                                      residual=residual, **options), 0.2)
+    explicit = build_attention(name, E, H, kernel="explicit", **options)
+    explicit.load_state_dict(fast.state_dict())
+    return fast, explicit
+
+
+def _outputs_and_grads(attn, x, memory, call, padding=None):
+    x, memory = x.clone().requires_grad_(), memory.clone().requires_grad_()
+    out = attn.attend(x, memory, call, padding).out
+    (out * torch.linspace(-1, 1, E)).sum().backward()
+    return [out, x.grad, memory.grad, *(p.grad for p in attn.parameters())]
+
+
+@pytest.mark.parametrize("name,options", [("vanilla", {}), ("einsum", {}), ("diff", {}),
+                                          ("diff", {"head_layout": "wide"}),
+                                          ("diff", {"block_size": 4})])
+@pytest.mark.parametrize("kernel,kernels", KERNELS)
+@pytest.mark.parametrize("causal,padded,cross", [(False, False, False), (True, False, False),
+                                                 (False, True, False), (False, False, True)])
+def test_each_kernel_equals_the_explicit_path(name, options, kernel, kernels, causal, padded,
+                                              cross):
+    if cross and options.get("block_size"):
+        options = {**options, "cross_attention": True}
+    fast, explicit = _pair(name, kernel, kernels, **options)
+    assert fast.kernel.name == kernel
+    x = torch.randn(B, L, E)
+    memory = torch.randn(B, 7, E) if cross else x
+    padding = None
+    if padded:
+        padding = torch.zeros(B, memory.shape[1], dtype=torch.bool)
+        padding[0, -3:] = True
+    call = AttentionCall(causal=causal)
+    got = _outputs_and_grads(fast, x, memory, call, padding)
+    want = _outputs_and_grads(explicit, x, memory, call, padding)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["vanilla", "diff"])
+@pytest.mark.parametrize("kernel,kernels", KERNELS)
+def test_each_kernel_carries_residual_attention_as_the_explicit_path(name, kernel, kernels):
+    stacks = [_pair(name, kernel, kernels, residual=True, layer=i + 1) if name == "diff" else
+              _pair(name, kernel, kernels, residual=True) for i in range(3)]
+    x = torch.randn(B, L, E)
+    results = []
+    for side in (0, 1):  # the fast kernels, then the explicit path
+        h, call = x, AttentionCall(residual=ResidualQK())
+        for pair in stacks:
+            h, _, carried = pair[side].attend(h, h, call)
+            call = call._replace(residual=carried)
+        results.append(h)
+    torch.testing.assert_close(results[0], results[1], rtol=1e-5, atol=1e-5)
+
+
+def test_auto_chooses_once_by_what_the_layer_declares():
+    assert build_attention("vanilla", E, H).kernel.name == "sdpa"
+    assert build_attention("vanilla", E, H, residual=True).kernel.name == "explicit"
+    assert build_attention("diff", E, H, block_size=4).kernel.name == "explicit"
+    assert build_attention("diff", E, H, talking_heads=True).kernel.name == "explicit"
+    assert build_attention("diff", E, H, dropout=0.1).kernel.name == "explicit"  # combined
+    assert build_attention("vanilla", E, H, dropout=0.1).kernel.name == "sdpa"  # per head
+    relative = RelativePositionTerms(True, True, "alibi", H)
+    assert build_attention("vanilla", E, H, position=relative).kernel.name == "explicit"
+    rotary = RotaryEmbedding(E // H, base=10000.0)
+    assert build_attention("vanilla", E, H, position=rotary).kernel.name == "sdpa"
+    for name in ("flow", "probsparse", "autocorrelation", "destationary"):
+        assert build_attention(name, E, H).kernel.name == "explicit"
+    if WHY is None:
+        assert build_attention("vanilla", E, H, kernels="native",
+                               residual=True).kernel.name == "native"
+        assert build_attention("vanilla", E, H, kernels="native").kernel.name == "sdpa"
+
+
+def test_weights_asked_for_take_the_explicit_path():
+    fast, explicit = _pair("vanilla", "sdpa")
+    x = torch.randn(B, L, E)
+    out, weights = fast(x, x, need_weights=True)
+    assert weights.shape == (B, H, L, L)
+    torch.testing.assert_close(out, explicit(x, x)[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name,options,kernel,kernels,message", [
+    ("diff", {"talking_heads": True}, "sdpa", "torch",
+     "attention.kernel=sdpa cannot serve diff attention here: talking heads' mixing acts "
+     "between the scores and the softmax; use attention.kernel=auto (or explicit)"),
+    ("diff", {"dropout": 0.1}, "sdpa", "torch", "its dropout acts on the combined weights"),
+    ("flow", {}, "sdpa", "torch", "the mechanism is not a softmax over q.k scores"),
+    ("vanilla", {}, "native", "torch", "this run's set is stock PyTorch (trainer.kernels)"),
+    ("vanilla", {"dropout": 0.1}, "native", "native", "it has no dropout on the weights"),
+    ("vanilla", {}, "flash", "torch", "kernel='flash' is not allowed: choose one of "
+                                      "auto, explicit, sdpa, native"),
+])
+def test_a_kernel_that_cannot_serve_is_refused_in_one_line(name, options, kernel, kernels,
+                                                           message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")) as err:
+        build_attention(name, E, H, kernel=kernel, kernels=kernels, **options)
+    assert "\n" not in str(err.value)
+
+
+def test_every_backend_takes_the_kernel_option():
+    assert kernel_names()[:2] == ("auto", "explicit")
+    for name in available_attention():
+        options = {"lengths": (L, L)} if name == "fourier" else {}
+        assert build_attention(name, E, H, kernel="explicit", **options).kernel.name == \
+            "explicit"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("name,options", [("vanilla", {}), ("diff", {}),
+                                          ("diff", {"block_size": 4})])
+def test_on_a_gpu_each_layer_equals_its_cpu_explicit_path(name, options):
+    """The kernel auto chooses, on CUDA, against the explicit path on the CPU (fp32)."""
+    fast, explicit = _pair(name, "auto", **options)
+    fast = fast.cuda()
+    x = torch.randn(B, L, E)
+    call = AttentionCall(causal=True)
+    got = fast.attend(x.cuda(), x.cuda(), call).out.cpu()
+    torch.testing.assert_close(got, explicit.attend(x, x, call).out, rtol=1e-4, atol=1e-4)
