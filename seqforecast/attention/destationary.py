@@ -37,7 +37,7 @@ from torch import Tensor, nn
 
 from ..options import Check, option
 from .base import AttentionOptions
-from .heads import MechanismAttention
+from .mechanism import MechanismAttention
 from .registry import register_attention
 
 widths = Check(lambda v: len(v) >= 1 and all(isinstance(w, int) and w >= 1 for w in v),

@@ -35,7 +35,7 @@ from torch import Tensor
 
 from ..options import above, option, probability
 from .base import AttentionOptions
-from .heads import MechanismAttention
+from .mechanism import MechanismAttention
 from .registry import register_attention
 
 

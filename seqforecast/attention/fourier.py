@@ -30,7 +30,7 @@ from torch import Tensor, nn
 
 from ..options import choice, option, positive
 from .base import AttentionOptions
-from .heads import MechanismAttention
+from .mechanism import MechanismAttention
 from .registry import register_attention
 
 ModeSelect = choice("ModeSelect", ("random", "lowest"))

@@ -40,7 +40,7 @@ from torch import Tensor
 
 from ..options import choice, count, option, positive
 from .base import AttentionOptions
-from .heads import MechanismAttention
+from .mechanism import MechanismAttention
 from .registry import register_attention
 
 Layout = choice("Layout", ("paper", "tslib"))

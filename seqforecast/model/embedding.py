@@ -123,6 +123,8 @@ class VariateTokens:
     """A token per channel: a window [B, in_len, F] is F tokens, each channel's in_len
     values."""
 
+    label_len = 0  # no decoder reads its steps
+
     def __init__(self, in_len: int, channels: int):
         self.in_len, self.encoder_tokens = in_len, channels
 

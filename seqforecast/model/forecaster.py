@@ -75,7 +75,7 @@ class WindowForecaster(nn.Module):
         self.inner_outputs = inner_targets * self.output.n_params
         self.in_len = kit.in_len
         self.out_len = kit.out_len
-        self.label_len = getattr(tokens, "label_len", 0)
+        self.label_len = tokens.label_len  # observed steps a decoder starts from (0: none)
         self.instance_norm = options.instance_norm
         self.n_marks = n_marks = kit.n_marks
         self.norm = build_instance_norm(options.instance_norm, inner_features - n_marks,

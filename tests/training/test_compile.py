@@ -29,9 +29,12 @@ VARIANTS = {
 CHANNELS = 3
 
 
-CASES = [pytest.param(family, attention, extra, id=f"{family}-{attention}-{'-'.join(extra)}")
-         for family, attention in itertools.product(available_families(), available_attention())
-         for extra in [[], *VARIANTS.get(family, [])]]
+# every family x every backend, and each family's other paths with a softmax backend and diff
+CASES = [pytest.param(family, attention, [], id=f"{family}-{attention}")
+         for family, attention in itertools.product(available_families(), available_attention())]
+CASES += [pytest.param(family, attention, extra, id=f"{family}-{attention}-{'-'.join(extra)}")
+          for family, variants in VARIANTS.items() for extra in variants
+          for attention in ("vanilla", "diff")]
 
 
 @pytest.mark.parametrize("family,attention,extra", CASES)
