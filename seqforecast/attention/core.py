@@ -35,7 +35,7 @@ from torch import Tensor, nn
 
 from ._common import check_inputs, mha_init
 from .base import AttentionOptions
-from .kernels import EXPLICIT, Kernel, KernelFacts, choose_kernel
+from .kernels import EXPLICIT, Kernel, KernelFacts, causal_mask, choose_kernel
 from .residual import ResidualQK
 
 
@@ -185,9 +185,7 @@ class Attention(nn.Module):
                 ) -> Tensor | None:
         """bool [Lq, Lk], True where a query may not attend (for kernels that take one mask for
         the whole batch); None where every pair may."""
-        if not causal:
-            return None
-        return torch.ones(q_len, k_len, dtype=torch.bool, device=device).triu(1)
+        return causal_mask(q_len, k_len, device) if causal else None
 
     def logged_scalars(self) -> dict[str, float]:
         """Learned scalars worth a TensorBoard curve (diff's lambda), by name."""

@@ -37,6 +37,7 @@ class ScoredAttention(Attention):
         self._masks = ShapeCache()
 
     def check_call(self, call, key_padding_mask) -> None:
+        super().check_call(call, key_padding_mask)
         if call.residual is not None and self.position is not None \
                 and self.position.acts_on_scores:
             raise ValueError("residual attention cannot carry position terms on the scores")

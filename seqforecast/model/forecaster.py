@@ -51,9 +51,10 @@ class WindowForecaster(nn.Module):
         final_norm: bool | None = None,
         res_attention: bool = False,
     ):
-        """A family's `build` makes the parts whose draws come first (the encoder's layers,
-        and its own before the input encoding) and hands them here: `tokens` (a Tokenizer or
-        VariateTokens: embedding.py), `encoder_layers`, `input_encoding`. `final_norm`: a norm
+        """A family's constructor (`cls(options, kit)`) makes the parts whose draws come
+        first (the encoder's layers, and its own before the input encoding) and hands them
+        here: `tokens` (a Tokenizer or VariateTokens: embedding.py), `encoder_layers`,
+        `input_encoding`. `final_norm`: a norm
         after the encoder stack (None: after a pre-norm stack only, as nn.Transformer);
         `res_attention`: the encoder stack carries residual attention (attention/residual.py).
         The data's `n_features` and `n_targets` come from the kit (targets first, then

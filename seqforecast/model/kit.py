@@ -1,12 +1,12 @@
 """The shared layers a family builds its model from, made from a composed config's groups.
 
-A family's `build` receives a `Kit` and asks it for what it needs, in the order it needs it (the
-order of the random draws, so a seed gives one model): an attention for each position of its
-(`attention(site, layer)`: the `attention` group's backend with its kernel chosen, told its depth,
-its place on the time axis and its tokens), FFNs (`ffn` group), encoder and decoder layers, the
-encoding added to the embeddings (`pos_encoding`), the output (`loss`), and what the backend asks
-the model to compute from each window (`side_inputs`). A family reads its own options and
-nothing else of the config's `model` node.
+A family's constructor receives a `Kit` and asks it for what it needs, in the order it needs it
+(the order of the random draws, so a seed gives one model): an attention for each position of its
+(`attention(site, layer)`: the `attention` group's backend with its kernel chosen, told its
+depth, its place on the time axis and its tokens), FFNs (`ffn` group), encoder and decoder
+layers, the encoding added to the embeddings (`pos_encoding`), the output (`loss`), and what the
+backend asks the model to compute from each window (`side_inputs`). A family reads its own
+options and nothing else of the config's `model` node.
 """
 
 from __future__ import annotations
