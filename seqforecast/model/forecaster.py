@@ -50,6 +50,7 @@ class WindowForecaster(nn.Module):
         input_encoding: nn.Module,
         final_norm: bool | None = None,
         res_attention: bool = False,
+        src_embed: nn.Module | None = None,
     ):
         """A family's constructor (`cls(options, kit)`) makes the parts whose draws come
         first (the encoder's layers, and its own before the input encoding) and hands them
@@ -57,6 +58,8 @@ class WindowForecaster(nn.Module):
         `input_encoding`. `final_norm`: a norm
         after the encoder stack (None: after a pre-norm stack only, as nn.Transformer);
         `res_attention`: the encoder stack carries residual attention (attention/residual.py).
+        `src_embed`: the tokens' embedding (None: a linear map of each token's values, made
+        here; a family with tokens of its own kinds gives its own).
         The data's `n_features` and `n_targets` come from the kit (targets first, then
         covariates, then calendar features, which no instance norm touches)."""
         super().__init__()
@@ -85,7 +88,8 @@ class WindowForecaster(nn.Module):
         self._normalize = self.norm.normalize if n_marks == 0 else self._normalize_series
         self.tokens = tokens
         self.res_attention = res_attention
-        self.src_embed = nn.Linear(self.tokens.token_width(inner_features), options.d_model)
+        self.src_embed = (nn.Linear(self.tokens.token_width(inner_features), options.d_model)
+                          if src_embed is None else src_embed)
         self.input_encoding = input_encoding
         self.encoder = nn.ModuleList(encoder_layers)
         # What the backend reads from each window before its norm (de-stationary attention's
