@@ -47,7 +47,38 @@ PATCHTST: dict[str, tuple[str, ...]] = {
                 "lr=0.0025", "trainer.schedule=constant"),
 }
 
-TABLES = {"itransformer": ITRANSFORMER, "patchtst": PATCHTST}  # experiment=<model>'s settings
+
+
+def _timexer(d_model=512, d_ff=2048, layers=2, batch=32, lr=0.0001, patch=16) -> tuple[str, ...]:
+    """A TimeXer script's arguments (run.py's defaults where it gives none) as the overrides of
+    experiment=timexer, whose preset is ETTh1-96's: d_model 256, layers 1, batches of 4."""
+    found = {"d_model": (d_model, 256), "ffn.d_ff": (d_ff, 2048),
+             "model.encoder_layers": (layers, 1), "batch_size": (batch, 4), "lr": (lr, 0.0001),
+             "embedding.patch_len": (patch, 16), "embedding.stride": (patch, 16)}
+    return tuple(f"{key}={value}" for key, (value, preset) in found.items() if value != preset)
+
+
+# TimeXer (thuml/TimeXer, scripts/multivariate/, features M, input 96): dataset -> horizon ->
+# overrides; the preset (experiment=timexer) is ETTh1's setting at 96.
+TIMEXER: dict[str, dict[int, tuple[str, ...]]] = {
+    "etth1": {96: _timexer(256, layers=1, batch=4), 192: _timexer(128, batch=4),
+              336: _timexer(512, 1024, 1, 16), 720: _timexer(256, 1024, 1, 16)},
+    "etth2": {96: _timexer(256, 1024, 1, 16), 192: _timexer(256, 1024, 1),
+              336: _timexer(512, 1024, 2, 4), 720: _timexer(256, 1024, 2, 16)},
+    "ettm1": {96: _timexer(256, layers=1, batch=4), 192: _timexer(256, 256, 1, 4),
+              336: _timexer(256, 1024, 1, 4), 720: _timexer(256, 512, 1, 4)},
+    "ettm2": {96: _timexer(256, layers=1), 192: _timexer(256, 1024, 1, 16),
+              336: _timexer(512, 1024, 1), 720: _timexer(512, layers=1)},
+    "weather": {96: _timexer(256, 512, 1, 4), 192: _timexer(128, 1024, 3, 4),
+                336: _timexer(256, layers=1, batch=4), 720: _timexer(128, layers=1, batch=4)},
+    "electricity": {96: _timexer(d_ff=512, layers=4, batch=4), 192: _timexer(layers=3, batch=4),
+                    336: _timexer(layers=4, batch=4), 720: _timexer(layers=3, batch=4)},
+    "traffic": {96: _timexer(512, 512, 3, 16, 0.001), 192: _timexer(512, 512, 3, 16, 0.001),
+                336: _timexer(512, 512, 2, 16, 0.001), 720: _timexer(512, 512, 2, 16, 0.001)},
+}
+
+TABLES = {"itransformer": ITRANSFORMER, "patchtst": PATCHTST,  # experiment=<model>'s settings
+          "timexer": TIMEXER}
 MODELS = tuple(TABLES)
 
 

@@ -11,7 +11,7 @@ import pkgutil
 from importlib.metadata import entry_points
 
 from .base import AttentionOptions
-from .core import Attended, Attention, AttentionCall
+from .core import Attended, Attention, AttentionCall, repeat_side
 from .diff import DifferentialAttention, DiffOptions
 from .einsum import EinsumAttention
 from .kernels import Kernel, KernelFacts, kernel_names, register_kernel
@@ -35,6 +35,7 @@ __all__ = [
     "KernelFacts",
     "kernel_names",
     "register_kernel",
+    "repeat_side",
     "RotaryEmbedding",
     "DifferentialAttention",
     "EinsumAttention",

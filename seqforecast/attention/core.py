@@ -51,6 +51,15 @@ class AttentionCall(NamedTuple):
     # (AttentionOptions.side_inputs: de-stationary attention's factors), or None
 
 
+def repeat_side(side: Any, repeats: int) -> Any:
+    """A window's side inputs (None, or a NamedTuple of batch-first tensors: AttentionCall.side)
+    for a batch in which every window became `repeats` consecutive rows (a family that folds
+    its series into the batch)."""
+    if side is None or repeats == 1:
+        return side
+    return type(side)(*(t if t is None else t.repeat_interleave(repeats, dim=0) for t in side))
+
+
 class Attended(NamedTuple):
     """What one attention call gives back."""
 

@@ -51,6 +51,7 @@ class WindowForecaster(nn.Module):
         final_norm: bool | None = None,
         res_attention: bool = False,
         src_embed: nn.Module | None = None,
+        window_tokens: int | None = None,
     ):
         """A family's constructor (`cls(options, kit)`) makes the parts whose draws come
         first (the encoder's layers, and its own before the input encoding) and hands them
@@ -59,7 +60,9 @@ class WindowForecaster(nn.Module):
         after the encoder stack (None: after a pre-norm stack only, as nn.Transformer);
         `res_attention`: the encoder stack carries residual attention (attention/residual.py).
         `src_embed`: the tokens' embedding (None: a linear map of each token's values, made
-        here; a family with tokens of its own kinds gives its own).
+        here; a family with tokens of its own kinds gives its own). `window_tokens`: how many
+        keys the window's own tokens are where a backend's side inputs index them per token
+        (None: the tokenizer's encoder tokens).
         The data's `n_features` and `n_targets` come from the kit (targets first, then
         covariates, then calendar features, which no instance norm touches)."""
         super().__init__()
@@ -94,7 +97,8 @@ class WindowForecaster(nn.Module):
         self.encoder = nn.ModuleList(encoder_layers)
         # What the backend reads from each window before its norm (de-stationary attention's
         # factors), registered under the backend's name for it; None for most backends.
-        side = kit.side_inputs(inner_features - n_marks, self.in_len, tokens.encoder_tokens)
+        side = kit.side_inputs(inner_features - n_marks, self.in_len,
+                               tokens.encoder_tokens if window_tokens is None else window_tokens)
         self.side_name = None
         if side is not None:
             self.side_name = side[0]

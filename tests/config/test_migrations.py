@@ -135,7 +135,7 @@ def test_moved_keys_and_a_renamed_model_read_as_the_run_meant_them(caplog, monke
 
 @pytest.mark.parametrize("override,message", [
     ("model=patchtst", "model=patchtst is not allowed: choose one of encoder, itransformer, "
-                       "transformer (patchtst is now called encoder)"),
+                       "timexer, transformer (patchtst is now called encoder)"),
     ("data=sigmoid_seed", "(sigmoid_seed is now called sigmoid_pair)"),
     ("data.stride=4", "data.stride is not allowed: data has no key stride (it is now "
                       "data.window_stride)"),

@@ -1,6 +1,7 @@
-"""Published models' official weights in this package's model: PatchTST's (model=encoder) and
-iTransformer's (model=itransformer). `model.official_weights=checkpoint.pth` loads the one the
-run's family publishes (its `load_official`)."""
+"""Published models' official weights in this package's model: PatchTST's (model=encoder),
+iTransformer's (model=itransformer) and TimeXer's (model=timexer).
+`model.official_weights=checkpoint.pth` loads the one the run's family publishes (its
+`load_official`)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from torch import Tensor, nn
 from .common import OfficialWeightsError
 from .itransformer import load_itransformer_weights, load_official_itransformer
 from .patchtst import load_official_patchtst, load_patchtst_weights
+from .timexer import load_official_timexer, load_timexer_weights
 
 __all__ = ["OfficialWeightsError", "load_itransformer_weights", "load_official_itransformer",
-           "load_official_patchtst", "load_official_weights", "load_patchtst_weights",
-           "published_model"]
+           "load_official_patchtst", "load_official_timexer", "load_official_weights",
+           "load_patchtst_weights", "load_timexer_weights", "published_model"]
 
 
 def published_model(model: nn.Module) -> str | None:

@@ -1,0 +1,156 @@
+"""TimeXer (model=timexer): official weights through the loader equal a reference written from
+the published equations (features M and MS, with and without calendar tokens, eval and train
+mode with dropout 0), every backend at each of its two positions trains, what it cannot take is
+refused in one line, and its FLOPs are counted as the explicit path computes them."""
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+from torch.utils.flop_counter import FlopCounterMode
+
+from seqforecast import build_model
+from seqforecast.attention import attention_schema, available_attention
+from seqforecast.model.flops import forward_flops
+from seqforecast.model.official import (
+    OfficialWeightsError,
+    load_official_timexer,
+    load_official_weights,
+)
+from seqforecast.options import ConfigError
+
+from .helpers import forward_backward, validated
+from .timexer_reference import official_forward, official_state_dict
+
+MARKS = 4  # hour, weekday, day of month, day of year (timeF at --freq h)
+SMALL = ["in_len=48", "out_len=12", "d_model=16", "n_heads=4", "ffn.d_ff=32",
+         "embedding.patch_len=8", "embedding.stride=8", "model.encoder_layers=2"]
+
+
+def preset(*overrides):
+    return validated("experiment=timexer", "data.path=x.csv", *SMALL, *overrides)
+
+
+def _window(batch, series, marks=True):
+    steps = torch.arange(48)[None, :, None]
+    x = 4 * torch.sin(steps / 5 + torch.rand(batch, 1, series) * 6) + torch.randn(
+        batch, 48, series) + 2
+    return x, (torch.rand(batch, 48, MARKS) - 0.5 if marks else None)
+
+
+@pytest.mark.parametrize("features", ["M", "MS"])
+@pytest.mark.parametrize("marks", [True, False])
+@pytest.mark.parametrize("training", [False, True])
+def test_loaded_official_weights_give_the_official_forward(features, marks, training):
+    series = 5
+    targets = series if features == "M" else 1
+    state = official_state_dict(48, 12, 8, 16, 32, 2, n_vars=targets)
+    cfg = preset("model.dropout=0.0", f"data.time_features={str(marks).lower()}")
+    model = load_official_timexer(state, cfg, series, targets, MARKS if marks else 0)
+    model.train(training)
+    x, stamp = _window(3, series, marks)
+    # the official MS convention puts the target last; this project's, first
+    ours = x if features == "M" else x[..., [series - 1, *range(series - 1)]]
+    inputs = ours if stamp is None else torch.cat([ours, stamp], dim=-1)
+    out = model(inputs)
+    expected = official_forward(state, x, stamp, n_heads=4, layers=2, patch_len=8,
+                                features=features)
+    assert out.shape == expected.shape == (3, 12, targets)
+    assert (out - expected).abs().max() <= 1e-5 * expected.abs().max()
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda s: s.pop("head.linear.bias"), "key 'head.linear.bias' is missing"),
+        (lambda s: s.update({"en_embedding.glb_token": torch.zeros(1, 2, 1, 16)}),
+         "key 'en_embedding.glb_token' has shape (1, 2, 1, 16), this config needs "
+         "(1, 5, 1, 16)"),
+        (lambda s: s.update({"encoder.layers.0.conv1.weight": torch.zeros(32, 16)}),
+         "key 'encoder.layers.0.conv1.weight' has shape (32, 16), this config needs "
+         "(32, 16, 1)"),
+        (lambda s: s.update({"projector.weight": torch.zeros(1)}),
+         "unexpected key 'projector.weight'"),
+        (lambda s: s.update({"en_embedding.position_embedding.pe": torch.zeros(1, 5000, 16)}),
+         "is not the sinusoidal table"),
+    ],
+)
+def test_a_state_dict_that_does_not_fit_is_one_line_and_nothing_is_copied(change, message):
+    state = official_state_dict(48, 12, 8, 16, 32, 2, n_vars=5)
+    change(state)
+    model = build_model(preset(), 5 + MARKS, 5)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(OfficialWeightsError) as err:
+        load_official_weights(model, state)
+    assert message in str(err.value) and "\n" not in str(err.value)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+VARIATE = [n for n in available_attention() if not attention_schema(n).TIME_AXIS]
+
+
+@pytest.mark.parametrize("attention", available_attention())
+def test_every_backend_serves_both_positions_or_is_refused_in_one_line(attention):
+    overrides = [f"attention={attention}"]
+    if attention not in VARIATE:
+        with pytest.raises(ConfigError, match=f"model=timexer conflicts with "
+                                              f"attention={attention}: .* exogenous tokens"):
+            preset(*overrides)
+        return
+    model = build_model(preset(*overrides), 3 + MARKS, 3)
+    forward_backward(model, features=3 + MARKS)
+
+
+def test_one_target_reads_the_others_and_the_targets_are_never_exogenous_then():
+    """MS: changing a covariate moves the forecast; the target is not among the exogenous
+    tokens (`model.exogenous=others`), M: it is."""
+    model = build_model(preset("model.exogenous=others"), 3 + MARKS, 1).eval()
+    assert not model.reads_targets
+    x = torch.randn(2, 48, 3 + MARKS)
+    moved = x.clone()
+    moved[..., 1] += torch.randn(2, 48)
+    with torch.no_grad():
+        assert not torch.allclose(model(x), model(moved))
+        assert model(x).shape == (2, 12, 1)
+    assert build_model(preset(), 3 + MARKS, 3).reads_targets  # auto: every series a target
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["in_len=50"], "data.in_len=50 conflicts with embedding.patch_len=8: model=timexer cuts "
+                    "the window into whole patches (the published code drops the last 2 "
+                    "steps unread)"),
+    (["embedding.stride=4"], "embedding.stride=4 conflicts with model=timexer: its patches "
+                             "do not overlap"),
+    (["pos_encoding=rope"], "model=timexer conflicts with pos_encoding=rope: its global token "
+                            "has no time step"),
+    (["model.channel_independent=true"], "model=timexer conflicts with "
+                                         "model.channel_independent=true"),
+])
+def test_what_it_cannot_take_is_one_line(overrides, message):
+    with pytest.raises(ConfigError) as err:
+        preset(*overrides)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_no_exogenous_token_is_one_line():
+    cfg = preset("model.exogenous=others", "data.time_features=false")
+    with pytest.raises(ConfigError, match="model=timexer has no exogenous token to read"):
+        build_model(cfg, 2, 2)
+
+
+@pytest.mark.parametrize("features,targets", [("M", 5), ("MS", 1)])
+def test_flops_equal_the_counter_on_the_explicit_path(features, targets):
+    cfg = OmegaConf.to_container(preset(), resolve=True)
+    model = build_model(cfg, 5 + MARKS, targets).eval()
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(torch.randn(3, 48, 5 + MARKS), return_attention=True)
+    flops = forward_flops(cfg, 5 + MARKS, targets, pairs="computed")
+    assert flops["total"] == counter.get_total_flops() // 3
+
+
+def test_maps_name_both_stacks_with_their_tokens():
+    model = build_model(preset(), 3 + MARKS, 3)
+    _, maps = model.eval()(torch.randn(1, 48, 3 + MARKS), return_attention=True)
+    assert [w.shape for w in maps["encoder"]] == [(3, 4, 7, 7)] * 2  # 6 patches + global
+    assert [w.shape for w in maps["exogenous"]] == [(1, 4, 3, 7)] * 2  # 3 series + 4 marks
+    queries, keys = model.map_spans("encoder", 7, 7)
+    assert queries[0] == (0, 7) and queries[-1] == (0, 47)
