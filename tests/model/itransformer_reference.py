@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .tslib_layers import attention, conv_ffn, random_attention, random_conv_ffn
+
 
 def official_state_dict(in_len, out_len, d_model, d_ff, layers, seed=0) -> dict:
     """Random weights under the official key names and shapes."""
@@ -19,14 +21,8 @@ def official_state_dict(in_len, out_len, d_model, d_ff, layers, seed=0) -> dict:
              "enc_embedding.value_embedding.bias": r(d_model)}
     for i in range(layers):
         p = f"encoder.attn_layers.{i}."
-        for name in ("query", "key", "value", "out"):
-            state[f"{p}attention.{name}_projection.weight"] = r(d_model, d_model,
-                                                                s=d_model**-0.5)
-            state[f"{p}attention.{name}_projection.bias"] = r(d_model)
-        state[f"{p}conv1.weight"] = r(d_ff, d_model, 1, s=d_model**-0.5)
-        state[f"{p}conv1.bias"] = r(d_ff)
-        state[f"{p}conv2.weight"] = r(d_model, d_ff, 1, s=d_ff**-0.5)
-        state[f"{p}conv2.bias"] = r(d_model)
+        random_attention(state, f"{p}attention", r, d_model)
+        random_conv_ffn(state, p, r, d_model, d_ff)
         for norm in ("norm1", "norm2"):
             state[f"{p}{norm}.weight"], state[f"{p}{norm}.bias"] = 1 + r(d_model, s=0.1), r(d_model)
     state["encoder.norm.weight"], state["encoder.norm.bias"] = 1 + r(d_model, s=0.1), r(d_model)
@@ -42,25 +38,13 @@ def official_forward(state: dict, x, marks, n_heads: int, layers: int):
     tokens = torch.cat([(x - mean) / std, marks], dim=-1).transpose(1, 2)  # [B, C + k, L]
     h = F.linear(tokens, state["enc_embedding.value_embedding.weight"],
                  state["enc_embedding.value_embedding.bias"])  # [B, N, d]
-    batch, n, d_model = h.shape
-    width = d_model // n_heads
-
-    def heads(t):  # [B, N, d] -> [B, H, N, d / H]
-        return t.view(batch, n, n_heads, width).transpose(1, 2)
-
+    d_model = h.shape[-1]
     for i in range(layers):
         p = f"encoder.attn_layers.{i}."
-        q, k, v = (heads(F.linear(h, state[f"{p}attention.{name}_projection.weight"],
-                                  state[f"{p}attention.{name}_projection.bias"]))
-                   for name in ("query", "key", "value"))
-        weights = torch.softmax(q @ k.transpose(-1, -2) / width**0.5, dim=-1)  # no mask
-        mixed = (weights @ v).transpose(1, 2).reshape(batch, n, d_model)
-        out = F.linear(mixed, state[f"{p}attention.out_projection.weight"],
-                       state[f"{p}attention.out_projection.bias"])
+        out = attention(state, f"{p}attention", h, h, n_heads)
         h = F.layer_norm(h + out, (d_model,), state[f"{p}norm1.weight"], state[f"{p}norm1.bias"])
-        y = F.gelu(F.linear(h, state[f"{p}conv1.weight"][..., 0], state[f"{p}conv1.bias"]))
-        y = F.linear(y, state[f"{p}conv2.weight"][..., 0], state[f"{p}conv2.bias"])
-        h = F.layer_norm(h + y, (d_model,), state[f"{p}norm2.weight"], state[f"{p}norm2.bias"])
+        h = F.layer_norm(h + conv_ffn(state, p, h), (d_model,), state[f"{p}norm2.weight"],
+                         state[f"{p}norm2.bias"])
     h = F.layer_norm(h, (d_model,), state["encoder.norm.weight"], state["encoder.norm.bias"])
     out = F.linear(h, state["projector.weight"], state["projector.bias"])  # [B, N, T]
     out = out.transpose(1, 2)[:, :, : x.shape[-1]]  # the series' tokens: [B, T, C]

@@ -15,6 +15,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from .tslib_layers import attention, conv_ffn, random_attention, random_conv_ffn
+
 
 def official_state_dict(in_len, out_len, patch_len, d_model, d_ff, layers, n_vars,
                         seed=0) -> dict:
@@ -30,15 +32,9 @@ def official_state_dict(in_len, out_len, patch_len, d_model, d_ff, layers, n_var
              "ex_embedding.value_embedding.bias": r(d_model)}
     for i in range(layers):
         p = f"encoder.layers.{i}."
-        for attention in ("self_attention", "cross_attention"):
-            for name in ("query", "key", "value", "out"):
-                state[f"{p}{attention}.{name}_projection.weight"] = r(d_model, d_model,
-                                                                      s=d_model**-0.5)
-                state[f"{p}{attention}.{name}_projection.bias"] = r(d_model)
-        state[f"{p}conv1.weight"] = r(d_ff, d_model, 1, s=d_model**-0.5)
-        state[f"{p}conv1.bias"] = r(d_ff)
-        state[f"{p}conv2.weight"] = r(d_model, d_ff, 1, s=d_ff**-0.5)
-        state[f"{p}conv2.bias"] = r(d_model)
+        random_attention(state, f"{p}self_attention", r, d_model)
+        random_attention(state, f"{p}cross_attention", r, d_model)
+        random_conv_ffn(state, p, r, d_model, d_ff)
         for norm in ("norm1", "norm2", "norm3"):
             state[f"{p}{norm}.weight"], state[f"{p}{norm}.bias"] = 1 + r(d_model, s=0.1), r(d_model)
     state["encoder.norm.weight"], state["encoder.norm.bias"] = 1 + r(d_model, s=0.1), r(d_model)
@@ -55,24 +51,6 @@ def table(length: int, d_model: int):
     pe = torch.zeros(length, d_model)
     pe[:, 0::2], pe[:, 1::2] = torch.sin(position * div), torch.cos(position * div)
     return pe
-
-
-def _attention(state, prefix, queries, keys, n_heads):
-    """Multi-head attention without a mask: queries [B, Lq, d], keys [B, Lk, d]."""
-    batch, q_len, d_model = queries.shape
-    k_len, width = keys.shape[1], d_model // n_heads
-
-    def project(x, name, length):  # -> [B, H, L, d / H]
-        y = F.linear(x, state[f"{prefix}{name}_projection.weight"],
-                     state[f"{prefix}{name}_projection.bias"])
-        return y.view(batch, length, n_heads, width).transpose(1, 2)
-
-    q, k, v = project(queries, "query", q_len), project(keys, "key", k_len), \
-        project(keys, "value", k_len)
-    weights = torch.softmax(q @ k.transpose(-1, -2) / width**0.5, dim=-1)
-    mixed = (weights @ v).transpose(1, 2).reshape(batch, q_len, d_model)
-    return F.linear(mixed, state[f"{prefix}out_projection.weight"],
-                    state[f"{prefix}out_projection.bias"])
 
 
 def official_forward(state: dict, x, marks, n_heads: int, layers: int, patch_len: int,
@@ -102,15 +80,13 @@ def official_forward(state: dict, x, marks, n_heads: int, layers: int, patch_len
 
     for i in range(layers):
         p = f"encoder.layers.{i}."
-        h = norm(h + _attention(state, f"{p}self_attention.", h, h, n_heads), f"{p}norm1")
+        h = norm(h + attention(state, f"{p}self_attention", h, h, n_heads), f"{p}norm1")
         g = h[:, -1:]  # [B * T, 1, d]: each series' global token
-        cross = _attention(state, f"{p}cross_attention.", g.reshape(batch, n_targets, d_model),
-                           ex, n_heads)
+        cross = attention(state, f"{p}cross_attention", g.reshape(batch, n_targets, d_model),
+                          ex, n_heads)
         g = norm(g + cross.reshape(batch * n_targets, 1, d_model), f"{p}norm2")
         h = torch.cat([h[:, :-1], g], dim=1)
-        y = F.gelu(F.linear(h, state[f"{p}conv1.weight"][..., 0], state[f"{p}conv1.bias"]))
-        y = F.linear(y, state[f"{p}conv2.weight"][..., 0], state[f"{p}conv2.bias"])
-        h = norm(h + y, f"{p}norm3")
+        h = norm(h + conv_ffn(state, p, h), f"{p}norm3")
     h = norm(h, "encoder.norm")  # [B * T, N + 1, d]
     flat = h.transpose(1, 2).reshape(batch, n_targets, -1)  # d-major: [B, T, d * (N + 1)]
     out = F.linear(flat, state["head.linear.weight"], state["head.linear.bias"])  # [B, T, H]

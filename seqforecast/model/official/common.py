@@ -38,6 +38,29 @@ def weight_and_bias(plan: Plan, prefix: str, layer: nn.Module) -> None:
         plan[f"{prefix}.bias"] = (layer.bias, None)
 
 
+def tslib_attention(plan: Plan, prefix: str, attn, model: str) -> None:
+    """The Time-Series-Library's `AttentionLayer` (query/key/value/out_projection, with biases)
+    under `prefix`, into a vanilla or einsum backend's projections."""
+    from ...attention.scored import ScoredAttention
+
+    if not isinstance(attn, ScoredAttention):
+        raise OfficialWeightsError(f"official {model} weights load into attention=vanilla or "
+                                   f"einsum (the published attention), not this backend")
+    for theirs, ours in (("query_projection", attn.q_proj), ("key_projection", attn.k_proj),
+                         ("value_projection", attn.v_proj), ("out_projection", attn.out_proj)):
+        weight_and_bias(plan, f"{prefix}.{theirs}", ours)
+
+
+def tslib_conv_ffn(plan: Plan, prefix: str, ffn) -> None:
+    """The Time-Series-Library's FFN of two kernel-1 convolutions (`conv1`, `conv2`: weights
+    [out, in, 1]) under `prefix`, into a plain FeedForward's linear maps."""
+    for theirs, ours in (("conv1", ffn.up), ("conv2", ffn.down)):
+        out_width, in_width = ours.weight.shape
+        plan[f"{prefix}{theirs}.weight"] = (
+            ours.weight, Reshaped((out_width, in_width, 1), lambda w: w.squeeze(-1)))
+        plan[f"{prefix}{theirs}.bias"] = (ours.bias, None)
+
+
 def stripped(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
     """Checkpoints saved from nn.DataParallel prefix every key with `module.`."""
     return {key.removeprefix("module."): value for key, value in state_dict.items()}

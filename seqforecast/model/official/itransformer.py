@@ -17,12 +17,18 @@ from collections.abc import Mapping
 
 from torch import Tensor, nn
 
-from ...attention.scored import ScoredAttention
 from ...data.time_features import calendar_features
 from ..builder import build_model
 from ..embedding import VariateTokens
 from ..families.encoder import EncoderForecaster
-from .common import OfficialWeightsError, Plan, Reshaped, copy_weights, weight_and_bias
+from .common import (
+    OfficialWeightsError,
+    Plan,
+    copy_weights,
+    tslib_attention,
+    tslib_conv_ffn,
+    weight_and_bias,
+)
 
 
 def load_official_itransformer(
@@ -58,25 +64,14 @@ def itransformer_plan(model: EncoderForecaster) -> Plan:
     plan: Plan = {}
     weight_and_bias(plan, "enc_embedding.value_embedding", model.src_embed)
     for i, layer in enumerate(model.encoder):
-        attn, prefix = layer.self_attn, f"encoder.attn_layers.{i}."
-        if not isinstance(attn, ScoredAttention):
-            raise OfficialWeightsError(
-                "official iTransformer weights load into attention=vanilla or einsum (the "
-                "published attention), not this backend")
-        for theirs, ours in (("query_projection", attn.q_proj), ("key_projection", attn.k_proj),
-                             ("value_projection", attn.v_proj),
-                             ("out_projection", attn.out_proj)):
-            weight_and_bias(plan, f"{prefix}attention.{theirs}", ours)
+        prefix = f"encoder.attn_layers.{i}."
+        tslib_attention(plan, f"{prefix}attention", layer.self_attn, "iTransformer")
         ffn = layer.ffn
         if ffn.gate is not None or not isinstance(layer.attn_residual.norm, nn.LayerNorm):
             raise OfficialWeightsError(
                 "official iTransformer weights need a plain FFN and LayerNorm (ffn=gelu "
                 "model.norm=layer)")
-        for theirs, ours in (("conv1", ffn.up), ("conv2", ffn.down)):
-            out_width, in_width = ours.weight.shape  # Conv1d(kernel 1): [out, in, 1]
-            plan[f"{prefix}{theirs}.weight"] = (
-                ours.weight, Reshaped((out_width, in_width, 1), lambda w: w.squeeze(-1)))
-            plan[f"{prefix}{theirs}.bias"] = (ours.bias, None)
+        tslib_conv_ffn(plan, prefix, ffn)
         weight_and_bias(plan, f"{prefix}norm1", layer.attn_residual.norm)
         weight_and_bias(plan, f"{prefix}norm2", layer.ffn_residual.norm)
     weight_and_bias(plan, "encoder.norm", model.encoder_norm)

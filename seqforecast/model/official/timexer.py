@@ -20,11 +20,19 @@ from collections.abc import Mapping
 import torch
 from torch import Tensor, nn
 
-from ...attention.scored import ScoredAttention
 from ..builder import build_model
 from ..families.timexer import Timexer
 from ..positional import SinusoidalEncoding, sinusoidal_table
-from .common import OfficialWeightsError, Plan, Reshaped, copy_weights, stripped, weight_and_bias
+from .common import (
+    OfficialWeightsError,
+    Plan,
+    Reshaped,
+    copy_weights,
+    stripped,
+    tslib_attention,
+    tslib_conv_ffn,
+    weight_and_bias,
+)
 
 POSITIONS = "en_embedding.position_embedding.pe"
 
@@ -76,26 +84,13 @@ def timexer_plan(model: Timexer, state: Mapping[str, Tensor]) -> Plan:
     weight_and_bias(plan, "ex_embedding.value_embedding", model.exogenous_embed)
     for i, layer in enumerate(model.encoder):
         prefix = f"encoder.layers.{i}."
-        for official, attn in (("self_attention", layer.self_attn),
-                               ("cross_attention", layer.cross_attn)):
-            if not isinstance(attn, ScoredAttention):
-                raise OfficialWeightsError(
-                    "official TimeXer weights load into attention=vanilla or einsum (the "
-                    "published attention), not this backend")
-            for theirs, ours in (("query_projection", attn.q_proj),
-                                 ("key_projection", attn.k_proj),
-                                 ("value_projection", attn.v_proj),
-                                 ("out_projection", attn.out_proj)):
-                weight_and_bias(plan, f"{prefix}{official}.{theirs}", ours)
+        tslib_attention(plan, f"{prefix}self_attention", layer.self_attn, "TimeXer")
+        tslib_attention(plan, f"{prefix}cross_attention", layer.cross_attn, "TimeXer")
         ffn = layer.ffn
         if ffn.gate is not None or not isinstance(layer.ffn_residual.norm, nn.LayerNorm):
             raise OfficialWeightsError("official TimeXer weights need a plain FFN and LayerNorm "
                                        "(ffn=gelu model.norm=layer)")
-        for theirs, ours in (("conv1", ffn.up), ("conv2", ffn.down)):
-            out_width, in_width = ours.weight.shape  # Conv1d(kernel 1): [out, in, 1]
-            plan[f"{prefix}{theirs}.weight"] = (
-                ours.weight, Reshaped((out_width, in_width, 1), lambda w: w.squeeze(-1)))
-            plan[f"{prefix}{theirs}.bias"] = (ours.bias, None)
+        tslib_conv_ffn(plan, prefix, ffn)
         for theirs, residual in (("norm1", layer.self_residual), ("norm2", layer.cross_residual),
                                  ("norm3", layer.ffn_residual)):
             weight_and_bias(plan, f"{prefix}{theirs}", residual.norm)
