@@ -26,6 +26,11 @@ from ..model.ffn import FeedForward
 from .dropout import KeepMask, keep_mask
 
 HIDDEN_FLOATS = 1 << 18  # hidden values per slice: 1 MB of float32
+# Up to this many hidden values the layer runs op by op (with HashDropout's mask): a hidden
+# tensor this small stays in cache anyway, and slicing it only costs the recomputed activation
+# and thinner weight-gradient products (TimeXer's 196 tokens x 2048: 49 against 57 ms a
+# training step, one thread; docs/timexer.md#speed).
+WHOLE_FLOATS = 1 << 19
 
 # activation -> (forward, backward from its input: (grad, input) -> grad of the input)
 ACTIVATIONS = {
@@ -46,6 +51,8 @@ class SlicedFeedForward(FeedForward):
         return ffn.gate is None and ffn.activation_name in ACTIVATIONS
 
     def forward(self, x: Tensor) -> Tensor:
+        if x.numel() // x.shape[-1] * self.up.out_features <= WHOLE_FLOATS:
+            return super().forward(x)
         p = self.dropout.p if self.training else 0.0
         up, down = self.up, self.down
         return feed_forward(x, up.weight, up.bias, down.weight, down.bias, self.activation_name, p)

@@ -84,16 +84,30 @@ class LoopState:
 def make_optimizer(model: nn.Module, lr: float, weight_decay: float, kind: str
                    ) -> torch.optim.Optimizer:
     """AdamW with decay on matrices only: biases, norms and scalars (lambda, position terms)
-    are not pulled towards zero. `adam`: plain Adam, no decay (the published PatchTST's)."""
+    are not pulled towards zero. `adam`: plain Adam, no decay (the published PatchTST's).
+
+    The update runs fused (one kernel over every parameter) where torch has that kernel for
+    the parameters' device: the same update to float rounding, and on the CPU several times
+    faster than the per-parameter loop torch picks there by default (3 ms against 15 for
+    TimeXer's 1.8M weights, one thread; docs/timexer.md#speed)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    fused = _fused_supported(params)
     if kind == "adam":
-        return torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
-    decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
+        return torch.optim.Adam(params, lr=lr, fused=fused)
     groups = [
-        {"params": decay, "weight_decay": weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
+        {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(groups, lr=lr)
+    return torch.optim.AdamW(groups, lr=lr, fused=fused)
+
+
+def _fused_supported(params: list[Tensor]) -> bool | None:
+    """True where every parameter is a floating tensor on a device with torch's fused Adam
+    (the CPU and CUDA); None (torch's own choice) elsewhere."""
+    devices = {p.device.type for p in params}
+    if params and devices <= {"cpu", "cuda"} and all(p.is_floating_point() for p in params):
+        return True
+    return None
 
 
 def train_model(

@@ -37,8 +37,11 @@ def _run(ffn, x, grad, seed=5):
 @pytest.mark.parametrize("activation", list(native_ffn.ACTIVATIONS))
 @pytest.mark.parametrize("p", [0.0, 0.3])
 @pytest.mark.parametrize("bias", [True, False])
-def test_sliced_ffn_equals_the_layer_by_layer_one(activation, p, bias, monkeypatch):
+@pytest.mark.parametrize("whole", [0, native_ffn.WHOLE_FLOATS], ids=["sliced", "small-whole"])
+def test_sliced_ffn_equals_the_layer_by_layer_one(activation, p, bias, whole, monkeypatch):
+    """Sliced, and (a hidden tensor of at most WHOLE_FLOATS values) op by op."""
     monkeypatch.setattr(native_ffn, "HIDDEN_FLOATS", 32 * 50)  # slices of 50 rows: 7 of them + 1
+    monkeypatch.setattr(native_ffn, "WHOLE_FLOATS", whole)
     torch.manual_seed(0)
     sliced = install(_ffn(activation, p, bias)).train()
     assert type(sliced) is native_ffn.SlicedFeedForward
@@ -56,6 +59,7 @@ def test_sliced_ffn_equals_the_layer_by_layer_one(activation, p, bias, monkeypat
 
 def test_without_a_backward_and_in_eval_mode_it_is_the_same_function(monkeypatch):
     monkeypatch.setattr(native_ffn, "HIDDEN_FLOATS", 32 * 50)
+    monkeypatch.setattr(native_ffn, "WHOLE_FLOATS", 0)
     sliced = install(_ffn())
     plain = _layer_by_layer(_ffn())
     plain.load_state_dict(sliced.state_dict())

@@ -1,3 +1,4 @@
+import copy
 import math
 
 import pytest
@@ -113,3 +114,26 @@ def test_adam_has_no_weight_decay_and_adamw_decays_matrices_only():
     adamw = make_optimizer(model, 1e-3, 0.5, "adamw")
     assert [g["weight_decay"] for g in adamw.param_groups] == [0.5, 0.0]
     assert [len(g["params"]) for g in adamw.param_groups] == [1, 3]
+
+
+def test_the_fused_update_is_the_per_parameter_one():
+    """make_optimizer's fused Adam/AdamW (CPU) gives the stock loop's weights, step by step."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 16), torch.nn.GELU(), torch.nn.Linear(16, 3))
+    stock = copy.deepcopy(model)
+    for kind, cls in (("adam", torch.optim.Adam), ("adamw", torch.optim.AdamW)):
+        fused = make_optimizer(model, 1e-2, 0.1, kind)
+        assert fused.defaults["fused"] is True
+        loop = cls([{"params": [p for p in stock.parameters() if p.dim() >= 2],
+                     "weight_decay": 0.1 if kind == "adamw" else 0.0},
+                    {"params": [p for p in stock.parameters() if p.dim() < 2],
+                     "weight_decay": 0.0}], lr=1e-2, foreach=False)
+        for _ in range(5):
+            x = torch.randn(8, 5)
+            for net, opt in ((model, fused), (stock, loop)):
+                opt.zero_grad()
+                net(x).square().mean().backward()
+                opt.step()
+        for mine, theirs in zip(model.parameters(), stock.parameters(), strict=True):
+            torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-6)
+            assert not torch.equal(mine, torch.zeros_like(mine))
