@@ -1,12 +1,19 @@
 """The input-96 leaderboard of the published tables: iTransformer, the published PatchTST at an
-input of 96 steps, and the best linear fit (NLinear, DLinear) on the field's datasets by name,
-over seeds, beside the published rows and the official iTransformer's own run on this machine.
+input of 96 steps, TimeXer, and the best linear fit (NLinear, DLinear) on the field's datasets by
+name, over seeds, beside the published rows and the official code's own runs on this machine;
+and the EPF markets (TimeXer's features MS: input 168, horizon 24, the price from its own past
+and the exogenous series', with a linear fit reading every input beside).
 
     python scripts/bench_leaderboard.py --datasets etth1 etth2 ettm1 ettm2 weather --seeds 0 1 2
     python scripts/bench_leaderboard.py --datasets etth1 --models itransformer --jobs 2
     python scripts/bench_leaderboard.py --merge a.json b.json --out benchmarks/leaderboard.json
     python scripts/bench_leaderboard.py --official iTransformer --datasets etth1 ettm1 weather
     python scripts/bench_leaderboard.py --speed iTransformer --datasets etth1 --rounds 3
+    python scripts/bench_leaderboard.py --models timexer --datasets etth1 ettm1
+    python scripts/bench_leaderboard.py --models timexer --datasets np pjm be --horizons 24
+    python scripts/bench_leaderboard.py --official TimeXer --models timexer --datasets np \
+        --horizons 24
+    python scripts/bench_leaderboard.py --speed TimeXer --models timexer --datasets etth1
     python scripts/bench_leaderboard.py --smoke      # a small generated file, 1 epoch (the tests)
 
 Every run is `python -m seqforecast.train experiment=<model> dataset=<name> in_len=96
@@ -21,10 +28,12 @@ channels: as the split is invertible, that is every linear map of the window, fi
 closed form rather than by Adam). Each model's paired MSE ratio to the best of the two, over
 seeds, has a 95% interval (seqforecast.stats.paired_ratio, as `compare` gives it).
 
-`--official DIR` runs the authors' iTransformer (DIR: a checkout of thuml/iTransformer, with
-pandas and scikit-learn for `--official-python`) at its published settings and the seed it
-fixes (2023; `--official-seeds` sets others, to measure its own noise), every test window
-scored, and keeps its test MSE and MAE beside. `--speed DIR` times
+`--official DIR` runs the authors' code of the one model `--models` names (iTransformer, the
+default: DIR a checkout of thuml/iTransformer; TimeXer: of thuml/TimeXer; with pandas and
+scikit-learn, and for TimeXer's imports reformer_pytorch, sktime and patool, in
+`--official-python`) at its published settings and the seed its run.py fixes (2023, 2021;
+`--official-seeds` sets others, to measure its own noise), every test window scored, and keeps
+its test MSE and MAE beside. An EPF cell's horizon is 24 (`--horizons 24`). `--speed DIR` times
 one training epoch of each, the same batches of 32 windows of time, one torch thread each,
 alternating for `--rounds` rounds: the training steps, and the whole epoch as each runs it
 (seqforecast: steps and a validation pass; the official loop: steps, then a validation pass and
@@ -62,8 +71,16 @@ from seqforecast.runs.loading import load_run  # noqa: E402
 from seqforecast.stats import paired_ratio  # noqa: E402
 
 IN_LEN, PAPER_BATCH = 96, 128
-OFFICIAL_SEED = 2023  # the seed the official run.py fixes
-MODELS = ("itransformer", "patchtst")
+MODELS = ("itransformer", "patchtst", "timexer")
+LINEAR = {"nlinear": "nlinear", "dlinear": "dlinear",  # the target channels' own windows
+          "linear_all_inputs": "linear, every input"}  # exogenous series too, where there are
+# The authors' code that --official and --speed run: model -> its name, its experiment module
+# (each repository's run.py runs Exp_Long_Term_Forecast from it) and the seed its run.py fixes.
+OFFICIAL_CODE = {
+    "itransformer": ("iTransformer", "experiments.exp_long_term_forecasting", 2023),
+    "timexer": ("TimeXer", "exp.exp_long_term_forecasting", 2021),
+}
+OFFICIAL_SEED = OFFICIAL_CODE["itransformer"][2]  # reports of one official run: iTransformer's
 # iTransformer (Liu et al. 2024, ICLR), Table 10, input 96: MSE and MAE as printed there.
 PUBLISHED_SOURCE = "Liu et al. 2024 (ICLR), iTransformer, Table 10 (input 96)"
 PUBLISHED = {
@@ -83,12 +100,22 @@ SMOKE = {"borders": ("400", "530", "660"), "horizon": 24,
                    "in_len=48"]}
 
 
+def in_len(model: str, dataset: str, horizon: int) -> int:
+    """The cell's input: the protocol's 96, or the published setting's own where the benchmark
+    has no other (the EPF markets: 168)."""
+    if dataset in EPF:
+        sizes = dict(o.partition("=")[::2] for o in published_overrides(model, dataset, horizon))
+        return int(sizes.get("in_len", IN_LEN))
+    return IN_LEN
+
+
 def overrides(model: str, dataset: str, horizon: int, args) -> list[str]:
     """The run's command line: the preset, the dataset, the published sizes."""
     # The smoke file is no published dataset; SMOKE's sizes stand in for the published ones.
     sizes = [] if args.smoke else published_overrides(model, dataset, horizon)
     # in_len after the published sizes: the protocol's input even where a script sets its own
-    found = [f"experiment={model}", f"dataset={dataset}", *sizes, f"in_len={IN_LEN}",
+    found = [f"experiment={model}", f"dataset={dataset}", *sizes,
+             f"in_len={IN_LEN if args.smoke else in_len(model, dataset, horizon)}",
              f"out_len={horizon}"]
     if args.smoke:
         val, test, end = SMOKE["borders"]
@@ -134,45 +161,69 @@ def linear_fits(run_dir: Path) -> dict:
     forecast = (src.transpose(1, 2) @ weight + bias).transpose(1, 2)  # [N, out_len, T]
     error = forecast - target
     found["dlinear"] = {"mse": float(error.square().mean()), "mae": float(error.abs().mean())}
+    if len(data.state["columns"]) > targets:  # exogenous series (the EPF markets)
+        # a linear map of every input channel's window (calendar features too) to the
+        # targets' horizon: the inputs the model reads
+        weight, bias = least_squares(data.train.src.flatten(1).double(),
+                                     data.train.target.flatten(1).double(), 1e-6)
+        forecast = (data.test.src.flatten(1).double() @ weight + bias).view_as(target)
+        error = forecast - target
+        found["linear_all_inputs"] = {"mse": float(error.square().mean()),
+                                      "mae": float(error.abs().mean())}
     return found
 
 
 # ---------------------------------------------------------------- the official code
 
-# Runs inside the official iTransformer checkout: its own run.py, timed.
-OFFICIAL = timed_official("experiments.exp_long_term_forecasting", "Exp_Long_Term_Forecast",
-                          "run.py")
+# The EPF markets: features MS (the price from its own past and the exogenous series'), input
+# 168, horizon 24 (TimeXer's scripts/forecast_exogenous/EPF/).
+EPF = ("np", "pjm", "be", "fr", "de")
+# What a model's run.py defaults to where the published script gives no value.
+RUN_DEFAULTS = {"itransformer": {"d_model": "256", "ffn.d_ff": "256", "batch_size": "32",
+                                 "model.encoder_layers": "2"},
+                "timexer": {"d_model": "256", "ffn.d_ff": "2048", "batch_size": "4",
+                            "model.encoder_layers": "1", "embedding.patch_len": "16"}}
 
 
-def official_args(dataset: str, horizon: int, epochs: int | None, workdir: Path, args) -> list:
+def official_args(model: str, dataset: str, horizon: int, epochs: int | None, workdir: Path,
+                  args) -> list:
     """The published script's arguments for (dataset, horizon), on CPU."""
     e = entry(dataset)
-    sizes = {k: v for k, _, v in
-             (o.partition("=") for o in published_overrides("itransformer", dataset, horizon))}
+    sizes = {**RUN_DEFAULTS[model], **{k: v for k, _, v in (
+        o.partition("=") for o in published_overrides(model, dataset, horizon))}}
     kind = {"etth1": "ETTh1", "etth2": "ETTh2", "ettm1": "ETTm1", "ettm2": "ETTm2"}
-    found = ["--is_training", "1", "--root_path", f"{Path(args.data_dir).resolve()}/",
-             "--data_path", e.file, "--model_id", f"{dataset}_{IN_LEN}_{horizon}",
-             "--model", "iTransformer", "--data", kind.get(dataset, "custom"), "--features",
-             "M", "--seq_len", str(IN_LEN), "--pred_len", str(horizon), "--enc_in",
-             str(e.channels), "--dec_in", str(e.channels), "--c_out", str(e.channels),
-             "--e_layers", sizes.get("model.encoder_layers", "2"), "--d_model",
-             sizes.get("d_model", "256"), "--d_ff", sizes.get("ffn.d_ff", "256"),
-             "--batch_size", sizes.get("batch_size", "32"),
+    path, steps = (Path(args.data_dir) / e.file).resolve(), in_len(model, dataset, horizon)
+    ms = dataset in EPF  # one target (OT, the file's last column), the rest exogenous
+    found = ["--is_training", "1", "--task_name", "long_term_forecast",
+             "--root_path", f"{path.parent}/", "--data_path", path.name,
+             "--model_id", f"{dataset}_{steps}_{horizon}", "--model", OFFICIAL_CODE[model][0],
+             "--data", kind.get(dataset, "custom"), "--features", "MS" if ms else "M",
+             "--seq_len", str(steps), "--pred_len", str(horizon), "--enc_in",
+             str(e.channels), "--dec_in", str(e.channels), "--c_out",
+             "1" if ms else str(e.channels),
+             "--e_layers", sizes["model.encoder_layers"], "--d_model", sizes["d_model"],
+             "--d_ff", sizes["ffn.d_ff"], "--batch_size", sizes["batch_size"],
              "--learning_rate", sizes.get("lr", "0.0001"),
              "--des", "Exp", "--itr", "1", "--num_workers", "0",
              "--checkpoints", str(workdir / "official_checkpoints")]
+    if model == "timexer":
+        found += ["--patch_len", sizes["embedding.patch_len"]]
     epochs = epochs or sizes.get("epochs")  # else run.py's own 10
     return found + (["--train_epochs", str(epochs)] if epochs else [])
 
 
-def official_run(code: Path, dataset: str, horizon: int, epochs: int | None, workdir: Path,
-                 args, seed: int = OFFICIAL_SEED) -> dict:
+def official_run(model: str, code: Path, dataset: str, horizon: int, epochs: int | None,
+                 workdir: Path, args, seed: int | None = None) -> dict:
+    """The official code's run of the cell (its own run.py, timed), at `seed` (None: the one
+    its run.py fixes)."""
+    name, module, fixed = OFFICIAL_CODE[model]
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="",
-               OFFICIAL_SEED=str(seed))
+               OFFICIAL_SEED=str(fixed if seed is None else seed))
     workdir.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(
-        [args.official_python, "-c", OFFICIAL,
-         *official_args(dataset, horizon, epochs, workdir, args)],
+        [args.official_python, "-c",
+         timed_official(module, "Exp_Long_Term_Forecast", "run.py"),
+         *official_args(model, dataset, horizon, epochs, workdir, args)],
         cwd=code, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"the official code failed: {(proc.stderr or proc.stdout)[-800:]}")
@@ -184,35 +235,43 @@ def official_run(code: Path, dataset: str, horizon: int, epochs: int | None, wor
             "train_call_seconds": timed["train_call_seconds"]}
 
 
-def official(args) -> dict:
-    """(dataset-horizon) -> {seed: the official run's test MSE, MAE, epochs, seconds}."""
+def official(args, model: str) -> dict:
+    """(dataset-horizon) -> {model: {seed: the official run's test MSE, MAE, epochs,
+    seconds}}."""
     found: dict = {}
+    seeds = args.official_seeds or [OFFICIAL_CODE[model][2]]
     for dataset in args.datasets:
         for horizon in args.horizons:
-            for seed in args.official_seeds:
+            for seed in seeds:
                 start = time.perf_counter()
-                r = official_run(args.official.resolve(), dataset, horizon, None,
+                r = official_run(model, args.official.resolve(), dataset, horizon, None,
                                  args.runs_dir / "official", args, seed)
                 r["wall_seconds"] = round(time.perf_counter() - start, 1)
-                found.setdefault(f"{dataset}-{horizon}", {})[str(seed)] = r
-                print(f"  official iTransformer {dataset}-{horizon} seed {seed}: test MSE "
-                      f"{r['mse']:.4f} ({r['epochs']} epochs, {r['wall_seconds']:.0f} s)",
-                      flush=True)
+                found.setdefault(f"{dataset}-{horizon}", {}).setdefault(model, {})[
+                    str(seed)] = r
+                print(f"  official {OFFICIAL_CODE[model][0]} {dataset}-{horizon} seed {seed}: "
+                      f"test MSE {r['mse']:.4f} ({r['epochs']} epochs, "
+                      f"{r['wall_seconds']:.0f} s)", flush=True)
     return found
 
 
-def official_seeds(found: dict) -> dict:
-    """A report's official runs as {seed: run} (reports of one run each: its seed, 2023)."""
-    return {str(OFFICIAL_SEED): found} if "mse" in found else found
+def official_models(found: dict) -> dict:
+    """A cell's official runs as {model: {seed: run}}; earlier reports held iTransformer's
+    alone, as {seed: run} or (one run) the run itself."""
+    if "mse" in found:
+        return {"itransformer": {str(OFFICIAL_SEED): found}}
+    if not found or any(key in OFFICIAL_CODE for key in found):
+        return found
+    return {"itransformer": found}
 
 
-def speed(args) -> dict:
+def speed(args, model: str) -> dict:
     """One epoch each, alternating: the training steps and the whole epoch, seconds."""
     dataset, horizon = args.datasets[0], args.horizons[0]
     workdir, rounds = args.runs_dir / "speed", []
     for i in range(args.rounds):
         run_dir = workdir / f"seqforecast{i}"
-        metrics, last, _ = train_run([*overrides("itransformer", dataset, horizon, args),
+        metrics, last, _ = train_run([*overrides(model, dataset, horizon, args),
                                       "epochs=1", "trainer.num_threads=1",
                                       "log.figures=false", *args.set], run_dir)
         if metrics is None:
@@ -221,7 +280,7 @@ def speed(args) -> dict:
         epoch = loop["history"][-1]
         ours = {"train_seconds": epoch["train_seconds"], "steps": loop["step"],
                 "epoch_seconds": epoch["train_seconds"] + epoch["val_seconds"]}
-        theirs = official_run(args.speed.resolve(), dataset, horizon, 1, workdir, args)
+        theirs = official_run(model, args.speed.resolve(), dataset, horizon, 1, workdir, args)
         theirs = {"train_seconds": theirs["train_seconds"][0],  # its own "cost time"
                   "epoch_seconds": theirs["train_call_seconds"]}  # + its validation passes
         rounds.append({"seqforecast": ours, "official": theirs})
@@ -232,8 +291,10 @@ def speed(args) -> dict:
                                                                  "epoch_seconds")}
             for side in ("seqforecast", "official")}
     ratio = {k: best["official"][k] / best["seqforecast"][k] for k in best["official"]}
-    return {"dataset": dataset, "horizon": horizon, "threads": 1, "rounds": rounds,
-            "variant": args.variant, "set": args.set,
+    batch = {**RUN_DEFAULTS[model], **dict(o.partition("=")[::2] for o in overrides(
+        model, dataset, horizon, args))}["batch_size"]
+    return {"model": model, "dataset": dataset, "horizon": horizon, "threads": 1,
+            "rounds": rounds, "variant": args.variant, "set": args.set, "batch": int(batch),
             "best": best, "steps": rounds[0]["seqforecast"]["steps"],
             "speedup_train": ratio["train_seconds"], "speedup_epoch": ratio["epoch_seconds"]}
 
@@ -291,7 +352,7 @@ def cells(runs: list[dict]) -> dict:
 
 def _official(found: dict) -> str:
     """The official runs' test MSE: one seed's, or the mean ± std of several."""
-    mse = {int(seed): r["mse"] for seed, r in official_seeds(found).items()}
+    mse = {int(seed): r["mse"] for seed, r in found.items()}
     if len(mse) == 1:
         (seed, value), = mse.items()
         return f"{value:.4f} (seed {seed})"
@@ -311,17 +372,17 @@ def markdown(report: dict) -> str:
     out = ["| cell | forecaster | test MSE (every window) | MAE | MSE as the paper counts | "
            "÷ best linear [95% CI] | verdict | published MSE | official code here |",
            "|---|---|---|---|---|---|---|---|---|"]
-    names = {"itransformer": "iTransformer", "patchtst": "PatchTST"}
+    names = {"itransformer": "iTransformer", "patchtst": "PatchTST", "timexer": "TimeXer"}
     for key, cell in report["cells"].items():
         if "summary" not in cell:
             continue
         dataset, _ = key.split("-")
         published = PUBLISHED.get(dataset, {}) if key.endswith("-96") else {}
-        s, theirs = cell["summary"], report.get("official", {}).get(key)
+        s, theirs = cell["summary"], official_models(report.get("official", {}).get(key, {}))
         for model in sorted((k for k in s if k != "best_linear"), key=_order):
             base, _, variant = model.partition(":")
             m, v = s[model], s[model]["vs_linear"]
-            here = _official(theirs) if theirs and model == "itransformer" else ""
+            here = _official(theirs[model]) if model in theirs else ""
             pub = published.get(names[base]) if not variant else None
             shown = names[base] + (f", {variant}" if variant else "")
             out.append(
@@ -329,11 +390,11 @@ def markdown(report: dict) -> str:
                 f"{m['mse_std']:.4f} | {m['mae']:.4f} | {m['paper_mse']:.4f} | "
                 f"{v['ratio']:.3f} [{v['low']:.3f}, {v['high']:.3f}] | {_verdict(v)} | "
                 f"{f'{pub[0]:.3f}' if pub else ''} | {here} |")
-        for name in ("nlinear", "dlinear"):
+        for name in (n for n in LINEAR if n in cell["linear"]):
             lin = cell["linear"][name]
             pub = published.get("DLinear") if name == "dlinear" else None
             best = " (best linear)" if name == s["best_linear"] else ""
-            out.append(f"| {key} | {name} (least squares){best} | {lin['mse']:.4f} | "
+            out.append(f"| {key} | {LINEAR[name]} (least squares){best} | {lin['mse']:.4f} | "
                        f"{lin['mae']:.4f} | | | | {f'{pub[0]:.3f}' if pub else ''} | |")
     out += ["", f"Published: {PUBLISHED_SOURCE}. Test windows: every one; PatchTST's published "
             f"loader scores those filling whole batches of {report['protocol']['paper_batch']} "
@@ -345,16 +406,17 @@ def markdown(report: dict) -> str:
 
 def speed_markdown(s: dict) -> str:
     b, ours = s["best"], " ".join(s.get("set") or []) or "as the preset (fp32)"
+    model = s.get("model", "itransformer")  # earlier reports timed iTransformer alone
     return "\n".join([
         f"One epoch, {s['dataset']} at horizon {s['horizon']}, seqforecast {ours}: {s['steps']} "
-        f"steps of 32 windows of time, 1 torch thread each, alternating, best of "
-        f"{len(s['rounds'])} rounds (seconds).",
+        f"steps of {s.get('batch', 32)} windows of time, 1 torch thread each, alternating, "
+        f"best of {len(s['rounds'])} rounds (seconds).",
         "",
         "| | training steps | whole epoch as each runs it |",
         "|---|---|---|",
-        f"| official iTransformer code | {b['official']['train_seconds']:.1f} | "
-        f"{b['official']['epoch_seconds']:.1f} (steps, validation, test one window at a time) |",
-        f"| seqforecast experiment=itransformer | {b['seqforecast']['train_seconds']:.1f} | "
+        f"| official {OFFICIAL_CODE[model][0]} code | {b['official']['train_seconds']:.1f} | "
+        f"{b['official']['epoch_seconds']:.1f} (steps, validation, test windows) |",
+        f"| seqforecast experiment={model} | {b['seqforecast']['train_seconds']:.1f} | "
         f"{b['seqforecast']['epoch_seconds']:.1f} (steps, validation) |",
         f"| official ÷ seqforecast | {s['speedup_train']:.2f}x | {s['speedup_epoch']:.2f}x |",
     ])
@@ -381,11 +443,14 @@ def merge(paths: list[Path], out: Path, argv) -> int:
         report = json.loads(path.read_text())
         merged["protocol"] = merged["protocol"] or report.get("protocol")
         for key, found in (report.get("official") or {}).items():
-            merged["official"].setdefault(key, {}).update(official_seeds(found))
+            cell = merged["official"].setdefault(key, {})
+            for model, seeds in official_models(found).items():
+                cell.setdefault(model, {}).update(seeds)
         found = report.get("speed") or []
         for one in [found] if isinstance(found, dict) else found:  # one per variant, the latest
-            merged["speed"] = [s for s in merged["speed"]
-                               if s.get("variant", "") != one.get("variant", "")] + [one]
+            merged["speed"] = [s for s in merged["speed"] if (
+                s.get("model", "itransformer"), s.get("variant", "")) != (
+                one.get("model", "itransformer"), one.get("variant", ""))] + [one]
         for cell in report.get("cells", {}).values():
             for r in cell["runs"]:
                 key = (r["dataset"], r["horizon"], r["model"], r.get("variant", ""), r["seed"])
@@ -400,7 +465,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--datasets", nargs="+", default=["etth1", "etth2", "ettm1", "ettm2",
                                                           "weather"])
     parser.add_argument("--horizons", nargs="+", type=int, default=[96])
-    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    parser.add_argument("--models", nargs="+", default=None, choices=MODELS,
+                        help="default: all; with --official or --speed, the one whose official "
+                             "code DIR holds (default: itransformer)")
     parser.add_argument("--set", nargs="*", default=[], help="further overrides for every run")
     parser.add_argument("--variant", default="",
                         help="a name for the runs --set changes (kept apart in the tables)")
@@ -412,19 +479,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "leaderboard.json")
     parser.add_argument("--merge", nargs="+", type=Path, metavar="JSON")
     parser.add_argument("--official", type=Path, metavar="DIR",
-                        help="also run the official iTransformer in DIR at each cell")
-    parser.add_argument("--official-seeds", nargs="+", type=int, default=[OFFICIAL_SEED],
-                        help="the seed the official code fixes (its own: 2023)")
+                        help="also run the official code of --models in DIR at each cell")
+    parser.add_argument("--official-seeds", nargs="+", type=int, default=None,
+                        help="default: the seed its run.py fixes (iTransformer 2023, TimeXer "
+                             "2021)")
     parser.add_argument("--official-python", default=sys.executable,
                         help="the Python (with pandas, scikit-learn) that runs the official code")
     parser.add_argument("--speed", type=Path, metavar="DIR",
-                        help="time one epoch beside the official iTransformer in DIR")
+                        help="time one epoch beside the official code of --models in DIR")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--paper-batch", type=int, default=PAPER_BATCH,
                         help="PatchTST's published test batch (the windows it scores)")
     parser.add_argument("--smoke", action="store_true",
                         help="a small generated file, 1 epoch, 1 seed (the tests)")
     args = parser.parse_args(argv)
+    official_model = None
+    if args.speed or args.official:
+        chosen = args.models or ["itransformer"]
+        if len(chosen) != 1 or chosen[0] not in OFFICIAL_CODE:
+            parser.error(f"--official and --speed run one model's official code: --models "
+                         f"{' or '.join(OFFICIAL_CODE)}")
+        official_model = chosen[0]
+    args.models = args.models or list(MODELS)
     if args.merge:
         return merge(args.merge, args.out, argv)
     if args.smoke:
@@ -432,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
         args.datasets, args.horizons, args.seeds = ["etth1"], [SMOKE["horizon"]], args.seeds[:1]
         args.paper_batch = 32
     else:  # every cell's published setting exists, before any run starts
-        models = ["itransformer"] if args.speed or args.official else args.models
+        models = [official_model] if official_model else args.models
         try:
             for model, dataset, horizon in product(models, args.datasets, args.horizons):
                 published_overrides(model, dataset, horizon)
@@ -443,9 +519,9 @@ def main(argv: list[str] | None = None) -> int:
                                  "published": PUBLISHED_SOURCE},
                     "cells": {}, "official": {}, "speed": [], "new_runs": []}
     if args.speed:
-        report["speed"] = [speed(args)]
+        report["speed"] = [speed(args, official_model)]
     if args.official:
-        report["official"] = official(args)
+        report["official"] = official(args, official_model)
     if not (args.speed or args.official):
         cases = [(d, h, m, s) for d in args.datasets for h in args.horizons
                  for m in args.models for s in args.seeds]

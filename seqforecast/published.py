@@ -77,6 +77,20 @@ TIMEXER: dict[str, dict[int, tuple[str, ...]]] = {
                 336: _timexer(512, 512, 2, 16, 0.001), 720: _timexer(512, 512, 2, 16, 0.001)},
 }
 
+
+def _epf(d_ff: int, layers: int, batch: int) -> tuple[str, ...]:
+    """TimeXer's EPF script (scripts/forecast_exogenous/EPF/TimeXer.sh: features MS, input
+    168, horizon 24, patches of 24, d_model 512) for one market."""
+    return ("in_len=168", *_timexer(512, d_ff, layers, batch, patch=24))
+
+
+# The EPF markets (dataset=np|pjm|be|fr|de: the price OT from its own past and the market's
+# two exogenous series, features MS), at their one horizon: the next day.
+TIMEXER.update({"np": {24: _epf(512, 3, 4)}, "pjm": {24: _epf(2048, 3, 16)},
+                "be": {24: _epf(512, 2, 16)}, "fr": {24: _epf(2048, 2, 16)},
+                "de": {24: _epf(2048, 1, 4)}})
+
+
 TABLES = {"itransformer": ITRANSFORMER, "patchtst": PATCHTST,  # experiment=<model>'s settings
           "timexer": TIMEXER}
 MODELS = tuple(TABLES)
@@ -84,6 +98,9 @@ MODELS = tuple(TABLES)
 
 def horizons(model: str, dataset: str) -> tuple[int, ...]:
     """The horizons the published scripts run `model` at on `dataset`."""
+    found = TABLES[model].get(dataset)
+    if isinstance(found, dict):  # a setting per horizon: those horizons
+        return tuple(found)
     return HORIZONS_WEEKLY if model == "patchtst" and dataset == "illness" else HORIZONS
 
 

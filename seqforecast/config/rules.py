@@ -10,7 +10,7 @@ from collections.abc import Callable
 from ..attention import AttentionOptions, attention_schema, carries_residual
 from ..model.embedding import patch_shape
 from ..model.families import family_options
-from ..model.options import VARIATE, Site
+from ..model.options import TIME, VARIATE, Site, attention_node
 from ..model.positional import INSIDE_ATTENTION
 from ..options import ConfigError
 from ..probabilistic.quantiles import QuantileError, check_quantiles, interval_bounds
@@ -42,9 +42,19 @@ def _sites(cfg: dict) -> list[Site]:
     return family_options(cfg).sites(cfg, 1)
 
 
-def _attention(cfg: dict) -> AttentionOptions:
-    """The attention's options as its backend's dataclass."""
-    return attention_schema(cfg["attention"]["name"])(**cfg["attention"])
+def _attention(cfg: dict, site: Site) -> AttentionOptions:
+    """The options of the backend serving `site`, as its backend's dataclass."""
+    node = attention_node(cfg, site)[1]
+    return attention_schema(node["name"])(**node)
+
+
+def _backends(cfg: dict) -> list[tuple[str, AttentionOptions, list[Site]]]:
+    """(config key, options, the sites it serves) of each backend the model builds."""
+    found: dict[str, tuple[str, AttentionOptions, list[Site]]] = {}
+    for site in _sites(cfg):
+        key = attention_node(cfg, site)[0]
+        found.setdefault(key, (key, _attention(cfg, site), []))[2].append(site)
+    return list(found.values())
 
 
 # ---------------------------------------------------------------- the model's shape
@@ -91,79 +101,98 @@ def the_position_table_covers_the_tokens(cfg: dict) -> None:
 
 @rule("pos_encoding")
 def attention_and_positions_agree(cfg: dict) -> None:
-    """What the backend says of its options (attention/base.py's AttentionOptions) against
+    """What each backend says of its options (attention/base.py's AttentionOptions) against
     the model's width and the positional encoding."""
-    attention, pos, model = _attention(cfg), cfg["pos_encoding"]["name"], cfg["model"]
+    pos, model = cfg["pos_encoding"]["name"], cfg["model"]
     d_model, n_heads = model["d_model"], model["n_heads"]
-    conflict = attention.shape_conflict(d_model, n_heads)
-    if conflict:
-        key, why = conflict
-        _conflict(f"attention.{key}", getattr(attention, key), "model.d_model", d_model, why)
-    if pos in INSIDE_ATTENTION and not attention.INSIDE_POSITIONS:
-        _conflict("pos_encoding", pos, "attention", attention.name,
-                  f"{attention.name} attention has no q.k scores for {pos} to act in; use "
-                  f"sinusoidal, learned or none")
-    own = attention.position_terms()
-    if own and pos in INSIDE_ATTENTION:
-        _conflict(f"attention.{own[0]}", "true", "pos_encoding", pos,
-                  f"both would put a position module inside {attention.name} attention; use "
-                  f"pos_encoding=relative alone (it has distance_decay and past_bias) or set "
-                  f"attention.{own[0]}=false")
-    width, how = attention.qk_width(d_model // n_heads)
-    if pos == "rope" and width % 2:
-        head = f"model.d_model/model.n_heads = {d_model}/{n_heads}"
-        _conflict("pos_encoding", "rope", "model.d_model", d_model,
-                  f"rope rotates pairs of q/k channels, and the q/k width per head, "
-                  f"{how.format(head=head)} = {width}, is odd")
+    nodes = {key: cfg.get(key) for key in ("attention", "variate_attention")}
+    for group, node in ((key, node) for key, node in nodes.items() if node):
+        attention = attention_schema(node["name"])(**node)
+        conflict = attention.shape_conflict(d_model, n_heads)
+        if conflict:
+            key, why = conflict
+            _conflict(f"{group}.{key}", getattr(attention, key), "model.d_model", d_model, why)
+        if pos in INSIDE_ATTENTION and not attention.INSIDE_POSITIONS:
+            _conflict("pos_encoding", pos, group, attention.name,
+                      f"{attention.name} attention has no q.k scores for {pos} to act in; use "
+                      f"sinusoidal, learned or none")
+        own = attention.position_terms()
+        if own and pos in INSIDE_ATTENTION:
+            _conflict(f"{group}.{own[0]}", "true", "pos_encoding", pos,
+                      f"both would put a position module inside {attention.name} attention; "
+                      f"use pos_encoding=relative alone (it has distance_decay and past_bias) "
+                      f"or set {group}.{own[0]}=false")
+        width, how = attention.qk_width(d_model // n_heads)
+        if pos == "rope" and width % 2:
+            head = f"model.d_model/model.n_heads = {d_model}/{n_heads}"
+            _conflict("pos_encoding", "rope", "model.d_model", d_model,
+                      f"rope rotates pairs of q/k channels, and the q/k width per head, "
+                      f"{how.format(head=head)} = {width}, is odd")
 
 
 @rule("data")
 def the_backend_can_serve_the_model(cfg: dict) -> None:
-    """What the backend says it cannot do (AttentionOptions' CAUSAL, MIXES_QUERIES, TIME_AXIS
+    """What each backend says it cannot do (AttentionOptions' CAUSAL, MIXES_QUERIES, TIME_AXIS
     and its time-axis options) against what each of the family's attention positions asks of
     it (model/options.py's Site)."""
-    attention, family = _attention(cfg), cfg["model"]["name"]
-    for site in _sites(cfg):
+    family, sites = cfg["model"]["name"], _sites(cfg)
+    # a family with both axes can take another backend at its variate positions
+    both_axes = {site.axis for site in sites} == {TIME, VARIATE}
+    for site in sites:
+        group, attention = attention_node(cfg, site)[0], _attention(cfg, site)
         # a step generated from the steps before it: causal self-attention, and cross-attention
         # where each query is its own
         why = ((type(attention).CAUSAL if site.causal else None)
                or (type(attention).MIXES_QUERIES if site.stepwise else None))
         if why:
             key, _, value = site.stepwise.partition("=")
-            _conflict("attention", attention.name, key, value,
+            _conflict(group, attention.name, key, value,
                       f"a decoder step may read only the steps before it, and {why}; use "
                       f"model.decoding=oneshot or a backend that can be causal")
         if site.axis == VARIATE:
+            apart = (f"; keep it on the time axis and give the {site.stack} tokens another "
+                     f"backend: attention@variate_attention=vanilla"
+                     if both_axes and group == "attention" else "")
             if attention.TIME_AXIS:
-                _conflict("model", family, "attention", attention.name,
+                _conflict("model", family, group, attention.name,
                           f"{attention.TIME_AXIS}, and its {site.stack} tokens are channels, "
-                          f"in no order")
+                          f"in no order{apart}")
             for key, value in attention.time_axis():
-                _conflict("model", family, f"attention.{key}", str(value).lower(),
+                _conflict("model", family, f"{group}.{key}", str(value).lower(),
                           f"it assumes tokens along time; the {site.stack} tokens are "
-                          f"channels, in no order")
+                          f"channels, in no order{apart}")
+    variate = cfg.get("variate_attention")
+    if variate and VARIATE not in {site.axis for site in sites}:
+        _conflict("variate_attention", variate["name"], "model", family,
+                  "its attention has no variate-axis position; drop variate_attention")
+    side = variate and attention_schema(variate["name"])(**variate).side_inputs(1, 1, 1)
+    if side and variate["name"] != cfg["attention"]["name"]:
+        _conflict("variate_attention", variate["name"], "attention", cfg["attention"]["name"],
+                  f"{variate['name']} attention reads what the model computes from each window "
+                  f"for the attention group's backend; use attention={variate['name']}")
 
 
 @rule("data")
 def residual_attention_can_carry_the_scores(cfg: dict) -> None:
-    if any(site.residual for site in _sites(cfg)):
-        why = carries_residual(_attention(cfg), cfg["pos_encoding"]["name"])
-        if why:
-            raise ConfigError(f"model.res_attention=true conflicts: {why}")
+    for _, attention, sites in _backends(cfg):
+        if any(site.residual for site in sites):
+            why = carries_residual(attention, cfg["pos_encoding"]["name"])
+            if why:
+                raise ConfigError(f"model.res_attention=true conflicts: {why}")
 
 
 @rule("data")
 def the_backend_fits_the_tokens(cfg: dict) -> None:
-    """What a backend needs of the fewest tokens a layer reads (autocorrelation's lags,
-    fourier's modes: AttentionOptions.token_conflict)."""
-    attention, sites = _attention(cfg), _sites(cfg)
-    if attention.TIME_AXIS and any(site.axis == VARIATE for site in sites):
-        return  # refused with its own line
-    fewest = min(n for site in sites for n in (site.q_len, site.k_len) if n)
-    conflict = attention.token_conflict(fewest)
-    if conflict:
-        key, why = conflict
-        _refuse(f"attention.{key}", getattr(attention, key), why)
+    """What a backend needs of the fewest tokens a layer it serves reads (autocorrelation's
+    lags, fourier's modes: AttentionOptions.token_conflict)."""
+    for group, attention, sites in _backends(cfg):
+        if attention.TIME_AXIS and any(site.axis == VARIATE for site in sites):
+            continue  # refused with its own line
+        fewest = min(n for site in sites for n in (site.q_len, site.k_len) if n)
+        conflict = attention.token_conflict(fewest)
+        if conflict:
+            key, why = conflict
+            _refuse(f"{group}.{key}", getattr(attention, key), why)
 
 
 @rule("embedding")
@@ -223,6 +252,10 @@ def csv_columns_and_borders(cfg: dict) -> None:
             _conflict("data.id_column", id_column, "data.targets", targets,
                       "a long panel (id column) forecasts data.target; wide format names its "
                       "series in data.targets")
+        both = [c for c in data["features"] if targets != "all" and c in targets]
+        if both:  # an exogenous series is read, never forecast (targets=all leaves it out)
+            _conflict("data.features", data["features"], "data.targets", targets,
+                      f"{', '.join(map(repr, both))} cannot be both forecast and exogenous")
     if id_column:
         if id_column == target or id_column in data["features"]:
             _conflict("data.id_column", id_column, "data.target/features",

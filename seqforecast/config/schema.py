@@ -25,6 +25,7 @@ from omegaconf import MISSING
 from ..attention import DiffOptions, attention_schema, available_attention
 from ..attention.position import DecayForm
 from ..data import COLUMNS
+from ..data.dates import DateOrder
 from ..data.gaps import FILLS
 from ..data.scaling import SCALERS
 from ..data.time_features import TIME_FREQS
@@ -194,7 +195,10 @@ class CsvDataConfig:  # data=csv: your own series (data/csv_data.py)
     id_column: str | None = option(None, column)  # long panel: the column naming each row's
     # series
     features: list[str] = option([], factory=True)  # further columns read (covariates)
-    time_column: str | None = None  # ISO 8601 timestamps: checked sorted and unique
+    time_column: str | None = None  # times, checked sorted and unique: ISO 8601, or a date
+    # such as 2013/1/31 0:00, 31/1/2013 or 1/31/2013 (data/dates.py)
+    date_order: DateOrder = DateOrder.auto  # a date with its year last: auto (the file shows
+    # it: a first field above 12 is a day, a second above 12 a month) | dayfirst | monthfirst
     duplicate_times: DuplicateTimes = DuplicateTimes.error  # keep: a timestamp repeated on
     # consecutive rows is read as it is (dataset=weather: the published loaders read its one)
     in_len: int = option(MISSING, positive)
@@ -323,6 +327,10 @@ class TrainConfig:
     data_dir: str = "${oc.env:SEQFORECAST_DATA,data}"
     # Groups: per-option schemas (Any here) or one schema for the whole group.
     attention: Any = MISSING
+    # The backend at the variate-axis positions (tokens that are channels: TimeXer's exogenous
+    # cross-attention, iTransformer's encoder), chosen as attention@variate_attention=<name>
+    # from the same configs; null: the attention group's there too.
+    variate_attention: Any = None
     pos_encoding: Any = MISSING
     data: Any = MISSING
     ffn: FFNConfig = MISSING

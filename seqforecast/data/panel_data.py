@@ -48,15 +48,15 @@ def read_panel(data_cfg: Mapping) -> Panel:
             data_cfg["time_column"],
             columns,
             data_cfg["fill"],
+            data_cfg["date_order"],
         )
     if data_cfg["features"]:
         raise DataError(
             "data.features with data.targets: each column is its own series, which has no "
             "covariates; read them as channels of one series with data.columns=channels"
         )
-    return read_wide(
-        data_cfg["path"], data_cfg["time_column"], data_cfg["targets"], data_cfg["fill"]
-    )
+    return read_wide(data_cfg["path"], data_cfg["time_column"], data_cfg["targets"],
+                     data_cfg["fill"], data_cfg["date_order"])
 
 
 def panel_data(

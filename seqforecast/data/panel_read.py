@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from .csv_series import LARGEST, MISSING, DataError, read_table, require_columns, too_large
+from .dates import FORMS, parse_times
 from .gaps import FILLS
 
 
@@ -55,6 +56,7 @@ def read_long(
     time_column: str | None,
     columns: Sequence[str],
     fill: str = "error",
+    date_order: str = "auto",
 ) -> Panel:
     """A long-format panel: `columns` (the target first) per row of each id."""
     path = Path(path)
@@ -80,7 +82,8 @@ def read_long(
     )
     ids = list(first_seen)
     values = np.stack([_numbers(path, body, header, c, ids_text) for c in columns], axis=1)
-    times = _times(path, [row[header.index(time_column)] for row in body], time_column)
+    times = _times(path, [row[header.index(time_column)] for row in body], time_column,
+                   date_order)
 
     order = np.lexsort((times, codes))  # grouped by series, in time order inside each
     moved = int((order != np.lexsort((np.arange(len(codes)), codes))).sum())
@@ -98,6 +101,7 @@ def read_wide(
     time_column: str | None,
     targets: Sequence[str] | str,
     fill: str = "error",
+    date_order: str = "auto",
 ) -> Panel:
     """A wide-format panel: each target column (or every column but the time, `all`) one
     series with the shared time column."""
@@ -111,7 +115,8 @@ def read_wide(
     rows = len(body)
     order, moved = np.arange(rows), 0
     if time_column:
-        one = _times(path, [row[header.index(time_column)] for row in body], time_column)
+        one = _times(path, [row[header.index(time_column)] for row in body], time_column,
+                   date_order)
         order = np.argsort(one, kind="stable")  # rows in time order
         moved = int((order != np.arange(rows)).sum())
         one = one[order]
@@ -160,24 +165,12 @@ def _numbers(path, body, header, column: str, ids: list[str] | None = None) -> n
     raise AssertionError("unreachable: numpy refused a column of numbers")
 
 
-def _times(path, texts: list[str], column: str) -> np.ndarray:
-    """Integer steps when every cell is an integer, else ISO 8601 times (datetime64[us])."""
+def _times(path, texts: list[str], column: str, date_order: str) -> np.ndarray:
+    """Integer steps when every cell is an integer, else times (datetime64[us]; dates.py)."""
     texts = [t.strip() for t in texts]
     if all(t.lstrip("-").isdigit() for t in texts):
         return np.array(texts, dtype=np.int64)
-    try:
-        return np.array(texts, dtype="datetime64[us]")
-    except ValueError:
-        pass
-    for i, text in enumerate(texts):
-        try:
-            np.datetime64(text, "us")
-        except ValueError:
-            raise DataError(
-                f"{path}: line {i + 2}, column {column!r}: {text!r} is not an ISO 8601 time "
-                f"(e.g. 2024-01-31 13:00) or an integer step"
-            ) from None
-    raise DataError(f"{path}: column {column!r} mixes integer steps and ISO 8601 times")
+    return parse_times(texts, path, column, date_order, forms=f"{FORMS}, or an integer step")
 
 
 def _check_unique_times(path, codes, times, lines, ids: list[str] | None, column: str) -> None:

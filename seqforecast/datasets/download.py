@@ -41,7 +41,7 @@ def download(entry: DatasetConfig, folder: Path, *, progress: bool = True,
             return target
         except DatasetError:
             pass  # a damaged copy: fetch a good one (it is replaced only by a verified one)
-    folder.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)  # EPF/NP.csv: its folder too
     part = target.with_name(target.name + ".part")
     _fetch(entry.url, part, progress, entry.name)
     try:

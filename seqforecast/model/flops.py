@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..attention import attention_schema
-from .options import ModelOptions, Site
+from .options import ModelOptions, Site, attention_node
 
 PARTS = ("embeddings", "attention_projections", "attention_cores", "attention_side", "ffn",
          "head", "linear_path")
@@ -44,7 +44,8 @@ def stack_flops(cfg: Mapping, options: ModelOptions, site: Site, pairs: str
     """(attention projections, attention cores, FFN) of every layer at `site` (an FFN after
     each self-attention; a cross-attention site's layers share their FFN with the self site's,
     so it counts none). Under residual attention layer l scores with the l layers' q and k."""
-    attn = attention_schema(cfg["attention"]["name"])(**cfg["attention"])
+    _, node = attention_node(cfg, site)
+    attn = attention_schema(node["name"])(**node)
     d, heads = options.d_model, options.n_heads
     projections = cores = 0
     for layer in range(1, site.layers + 1):

@@ -20,7 +20,7 @@ from ..data.time_features import calendar_features
 from ..probabilistic.outputs import build_output
 from .ffn import FeedForward
 from .layers import DecoderLayer, EncoderLayer
-from .options import ModelOptions, Site
+from .options import ModelOptions, Site, attention_node
 from .positional import attention_position_factory, build_input_encoding
 
 
@@ -36,7 +36,6 @@ class Kit:
         self.in_len, self.out_len = cfg["data"]["in_len"], cfg["data"]["out_len"]
         self.n_marks = len(calendar_features(cfg["data"]))  # calendar features, last
         self._attention = dict(cfg["attention"])
-        self._accepted = set(attention_context(self._attention["name"]))
         self._new_position = attention_position_factory(cfg["pos_encoding"], self.n_heads)
 
     @property
@@ -48,12 +47,14 @@ class Kit:
         """The attention at `site`, depth `layer` (1-based) in its stack. `linear_init`: every
         projection keeps nn.Linear's own initialisation, as the published models' do (the
         backends' default is nn.MultiheadAttention's)."""
+        _, node = attention_node(self.cfg, site)
         context = {"layer": layer, "cross_attention": site.cross,
                    "position": self._new_position(), "lengths": (site.q_len, site.k_len),
                    "window_keys": site.window_keys}
-        context = {k: v for k, v in context.items() if k in self._accepted and v is not None}
-        options = {k: v for k, v in self._attention.items() if k != "name"}
-        attn = build_attention(self._attention["name"], self.d_model, self.n_heads,
+        accepted = attention_context(node["name"])
+        context = {k: v for k, v in context.items() if k in accepted and v is not None}
+        options = {k: v for k, v in node.items() if k != "name"}
+        attn = build_attention(node["name"], self.d_model, self.n_heads,
                                kernels=self.kernels, residual=site.residual, **options, **context)
         if linear_init:
             for module in attn.modules():
@@ -98,5 +99,6 @@ class Kit:
 
     @property
     def signed_maps(self) -> bool:
-        """Whether the backend's weights can be negative (maps drawn centred on zero)."""
-        return type(self.attention_options).SIGNED_WEIGHTS
+        """Whether a backend's weights can be negative (maps drawn centred on zero)."""
+        nodes = [self._attention, self.cfg.get("variate_attention") or self._attention]
+        return any(attention_schema(n["name"]).SIGNED_WEIGHTS for n in nodes)

@@ -52,6 +52,13 @@ class Site(NamedTuple):
     window_keys: bool = True  # its keys are the window's own tokens (the encoder's)
 
 
+def attention_node(cfg: Mapping, site: Site) -> tuple[str, Mapping]:
+    """(its config key, the node) of the backend serving `site`: `variate_attention` at a
+    variate-axis position where it is set, else the attention group's."""
+    node = cfg.get("variate_attention") if site.axis == VARIATE else None
+    return ("variate_attention", node) if node else ("attention", cfg["attention"])
+
+
 @dataclass
 class ModelOptions:
     """What every family takes (model/forecaster.py reads them); `name` is the family's, set

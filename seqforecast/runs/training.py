@@ -136,9 +136,12 @@ def run_training(
         log.info(note)
     for split, info in data.info.items():
         log.info("%s split: %s", split, describe_split(info))
+    variate = plain.get("variate_attention")
     log.info(
-        "model: %s attention, %s positions, %s FFN, %d parameters, on %s, %s kernels",
-        plain["attention"]["name"], plain["pos_encoding"]["name"],
+        "model: %s attention%s, %s positions, %s FFN, %d parameters, on %s, %s kernels",
+        plain["attention"]["name"],
+        f" ({variate['name']} at the variate-axis positions)" if variate else "",
+        plain["pos_encoding"]["name"],
         plain["ffn"]["activation"] + (" gated" if plain["ffn"]["gated"] else ""),
         n_params, device, kernels,
     )

@@ -135,8 +135,8 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
      "data.time_features=true conflicts with data.time_column/columns=[None, 'series']"),
     ([CSV_ARGS, "data.time_freq=hour"], "data.time_freq='hour' is not allowed: choose one of "
      "s, min, h, d, w, m"),
-    (["dataset=etth9"], "dataset=etth9 is not allowed: choose one of electricity, etth1, etth2, "
-     "ettm1, ettm2, exchange, illness, traffic, weather"),
+    (["dataset=etth9"], "dataset=etth9 is not allowed: choose one of be, de, electricity, etth1, "
+     "etth2, ettm1, ettm2, exchange, fr, illness, np, pjm, traffic, weather"),
     # channel tokens (model=itransformer): in no order
     (["embedding=variate"], "embedding=variate is not allowed: choose one of patch, point "
                             "(variate is now model=itransformer)"),

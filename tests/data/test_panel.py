@@ -271,7 +271,7 @@ BAD = {
     "bad time": (
         "day,id,y,promo\nmonday,a,1,0\n",
         [],
-        "line 2, column 'day': 'monday' is not an ISO 8601 time",
+        "line 2, column 'day': 'monday' is not a time: expected ISO 8601 (2024-01-31 13:00) or a date such as 2024/1/31 13:00, 31/1/2024 or 1/31/2024, or an integer step",
     ),
     "too short everywhere": (
         "day,id,y,promo\n2024-01-01,a,1,0\n2024-01-02,a,2,0\n",

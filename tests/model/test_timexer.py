@@ -90,14 +90,51 @@ VARIATE = [n for n in available_attention() if not attention_schema(n).TIME_AXIS
 
 @pytest.mark.parametrize("attention", available_attention())
 def test_every_backend_serves_both_positions_or_is_refused_in_one_line(attention):
+    """One backend at both positions (the attention group alone), where it can serve both."""
     overrides = [f"attention={attention}"]
     if attention not in VARIATE:
         with pytest.raises(ConfigError, match=f"model=timexer conflicts with "
-                                              f"attention={attention}: .* exogenous tokens"):
+                                              f"attention={attention}: .* exogenous tokens are "
+                                              f"channels, in no order; keep it on the time "
+                                              f"axis and give the exogenous tokens another "
+                                              f"backend: attention@variate_attention=vanilla"):
             preset(*overrides)
         return
     model = build_model(preset(*overrides), 3 + MARKS, 3)
     forward_backward(model, features=3 + MARKS)
+
+
+def _backend_names(stack) -> set[str]:
+    return {type(layer).__module__.rsplit(".", 1)[-1] for layer in stack}
+
+
+@pytest.mark.parametrize("time_axis", available_attention())
+def test_each_position_takes_its_own_backend(time_axis):
+    """Any backend along time with another at the exogenous tokens (attention@variate_attention):
+    each stack is built from its own node, trains, and a time-axis backend at the variate
+    position is one line naming variate_attention."""
+    variate = "einsum" if time_axis != "einsum" else "vanilla"
+    model = build_model(preset(f"attention={time_axis}", f"attention@variate_attention={variate}"),
+                        3 + MARKS, 3)
+    stacks = model.attention_stacks()
+    assert _backend_names(stacks["exogenous"]) == {variate}
+    assert _backend_names(stacks["encoder"]) == {time_axis}
+    forward_backward(model, features=3 + MARKS)
+    with pytest.raises(ConfigError) as err:
+        preset("attention@variate_attention=fourier")
+    assert str(err.value).startswith("model=timexer conflicts with variate_attention=fourier: "
+                                     "its modes are frequencies along time, and its exogenous "
+                                     "tokens are channels, in no order")
+
+
+def test_variate_attention_where_it_cannot_apply_is_one_line():
+    with pytest.raises(ConfigError, match="variate_attention=einsum conflicts with "
+                                          "model=transformer: its attention has no variate-axis "
+                                          "position; drop variate_attention"):
+        validated("attention@variate_attention=einsum")
+    with pytest.raises(ConfigError, match="variate_attention=destationary conflicts with "
+                                          "attention=vanilla"):
+        preset("attention@variate_attention=destationary")
 
 
 def test_one_target_reads_the_others_and_the_targets_are_never_exogenous_then():
@@ -138,8 +175,10 @@ def test_no_exogenous_token_is_one_line():
 
 
 @pytest.mark.parametrize("features,targets", [("M", 5), ("MS", 1)])
-def test_flops_equal_the_counter_on_the_explicit_path(features, targets):
-    cfg = OmegaConf.to_container(preset(), resolve=True)
+@pytest.mark.parametrize("variate", [[], ["attention@variate_attention=einsum",
+                                          "variate_attention.bias=false"]])
+def test_flops_equal_the_counter_on_the_explicit_path(features, targets, variate):
+    cfg = OmegaConf.to_container(preset(*variate), resolve=True)
     model = build_model(cfg, 5 + MARKS, targets).eval()
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         model(torch.randn(3, 48, 5 + MARKS), return_attention=True)

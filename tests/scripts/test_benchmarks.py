@@ -135,7 +135,7 @@ def test_bench_leaderboard_scores_every_model_beside_the_linear_fits_and_merges(
     run_script("bench_leaderboard.py", "--smoke", "--runs-dir", str(tmp_path / "runs"),
                "--out", str(out), cwd=tmp_path)
     cell = json.loads(out.read_text())["cells"]["etth1-24"]
-    assert {r["model"] for r in cell["runs"]} == {"itransformer", "patchtst"}
+    assert {r["model"] for r in cell["runs"]} == {"itransformer", "patchtst", "timexer"}
     assert all(r["status"] == "ok" and r["mse"] > 0 for r in cell["runs"])
     itransformer = next(r for r in cell["runs"] if r["model"] == "itransformer")
     # its loader scores every window: the same number (summed in float64 there)
@@ -148,8 +148,9 @@ def test_bench_leaderboard_scores_every_model_beside_the_linear_fits_and_merges(
     merged = tmp_path / "merged.json"
     run_script("bench_leaderboard.py", "--merge", str(out), str(out), "--out", str(merged),
                cwd=tmp_path)
-    assert len(json.loads(merged.read_text())["cells"]["etth1-24"]["runs"]) == 2  # once each
-    assert merged.with_suffix(".md").read_text().count("| etth1-24 |") == 4
+    assert len(json.loads(merged.read_text())["cells"]["etth1-24"]["runs"]) == 3  # once each
+    # the three models and the two linear fits (no exogenous series: no fit of every input)
+    assert merged.with_suffix(".md").read_text().count("| etth1-24 |") == 5
 
 
 def test_bench_leaderboard_refuses_a_cell_without_a_published_setting(tmp_path, capsys):

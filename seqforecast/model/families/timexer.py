@@ -39,7 +39,16 @@ from ..flops import PARTS, ffn_flops_per_token, linear_path_flops
 from ..forecaster import ENCODER, WindowForecaster
 from ..kit import Kit
 from ..layers import Residual
-from ..options import TIME, VARIATE, AttentionInit, InstanceNorm, ModelOptions, Norm, Site
+from ..options import (
+    TIME,
+    VARIATE,
+    AttentionInit,
+    InstanceNorm,
+    ModelOptions,
+    Norm,
+    Site,
+    attention_node,
+)
 from ..positional import INSIDE_ATTENTION
 from .registry import register_family
 
@@ -100,7 +109,9 @@ class TimexerOptions(ModelOptions):
         return self.tokenizer(cfg).encoder_tokens, "the target's patches"
 
     def forward_flops(self, cfg, n_features, n_targets, pairs="seen"):
-        attn = attention_schema(cfg["attention"]["name"])(**cfg["attention"])
+        own_site, cross_site = self.sites(cfg, n_features)
+        attn, cross_attn = (attention_schema(node["name"])(**node) for node in
+                            (attention_node(cfg, own_site)[1], attention_node(cfg, cross_site)[1]))
         data, marks = cfg["data"], len(calendar_features(cfg["data"]))
         tokens = self.tokenizer(cfg)
         d, heads, patches = self.d_model, self.n_heads, tokens.encoder_tokens
@@ -113,10 +124,11 @@ class TimexerOptions(ModelOptions):
         for _ in range(self.encoder_layers):
             parts["attention_projections"] += (
                 n_targets * attn.projection_flops(own, own, d, heads)
-                + attn.projection_flops(n_targets, exogenous, d, heads, cross=True))
+                + cross_attn.projection_flops(n_targets, exogenous, d, heads, cross=True))
             parts["attention_cores"] += heads * (
                 n_targets * attn.core_flops(own, own, d // heads, False, 1, pairs)
-                + attn.core_flops(n_targets, exogenous, d // heads, False, 1, pairs, cross=True))
+                + cross_attn.core_flops(n_targets, exogenous, d // heads, False, 1, pairs,
+                                        cross=True))
             parts["ffn"] += n_targets * own * ffn_flops_per_token(cfg, d)
         parts["attention_side"] = attn.side_flops(n_features - marks, data["in_len"], own)
         parts["head"] = 2 * n_targets * own * d * data["out_len"]
