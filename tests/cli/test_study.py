@@ -176,3 +176,35 @@ def test_bad_study_arguments_are_one_line(tmp_path):
         assert proc.returncode == 2, (args, proc.stderr)
         assert proc.stderr.startswith("error: ") and message in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
+
+
+# TimeXer on the synthetic series (the series its own exogenous token), the variate-axis
+# position swept apart from the time axis.
+VARIATE_GRID = """
+title: A tiny study of the variate-axis position
+sweep: {group: attention@variate_attention}
+seeds: [0]
+models:
+  timexer:
+    overrides: [model=timexer, embedding=patch, embedding.patch_len=4, embedding.stride=4,
+                attention=flow, epochs=1, d_model=8, n_heads=2, in_len=12, out_len=6,
+                data.train_size=64, data.val_size=16, data.test_size=256, log.figures=false]
+    values: [vanilla, einsum]
+    cells:
+      h6: [out_len=6]
+"""
+
+
+@pytest.mark.slow
+def test_a_study_sweeps_the_variate_position_apart_from_the_time_axis(tmp_path):
+    (tmp_path / "variate.yaml").write_text(VARIATE_GRID)
+    study(["variate.yaml", "trainer.num_threads=1"], tmp_path)
+    out = tmp_path / "outputs" / "study" / "variate"
+    report = json.loads((out / "study.json").read_text())
+    assert report["group"] == "attention@variate_attention"
+    assert [row["value"] for row in report["cells"][0]["rows"]] == ["vanilla", "einsum"]
+    for value in ("vanilla", "einsum"):
+        saved = (out / "timexer" / "h6" / f"{value}-seed0" / ".hydra" / "config.yaml")
+        text = saved.read_text()
+        assert f"variate_attention:\n  name: {value}" in text  # the swept position
+        assert "attention:\n  name: flow" in text  # the time axis as the grid fixed it
