@@ -194,8 +194,7 @@ def official_args(model: str, dataset: str, horizon: int, epochs: int | None, wo
     kind = {"etth1": "ETTh1", "etth2": "ETTh2", "ettm1": "ETTm1", "ettm2": "ETTm2"}
     path, steps = (Path(args.data_dir) / e.file).resolve(), in_len(model, dataset, horizon)
     ms = dataset in EPF  # one target (OT, the file's last column), the rest exogenous
-    found = ["--is_training", "1", "--task_name", "long_term_forecast",
-             "--root_path", f"{path.parent}/", "--data_path", path.name,
+    found = ["--is_training", "1", "--root_path", f"{path.parent}/", "--data_path", path.name,
              "--model_id", f"{dataset}_{steps}_{horizon}", "--model", OFFICIAL_CODE[model][0],
              "--data", kind.get(dataset, "custom"), "--features", "MS" if ms else "M",
              "--seq_len", str(steps), "--pred_len", str(horizon), "--enc_in",
@@ -206,8 +205,9 @@ def official_args(model: str, dataset: str, horizon: int, epochs: int | None, wo
              "--learning_rate", sizes.get("lr", "0.0001"),
              "--des", "Exp", "--itr", "1", "--num_workers", "0",
              "--checkpoints", str(workdir / "official_checkpoints")]
-    if model == "timexer":
-        found += ["--patch_len", sizes["embedding.patch_len"]]
+    if model == "timexer":  # its run.py serves several tasks; iTransformer's knows no such flags
+        found += ["--task_name", "long_term_forecast", "--patch_len",
+                  sizes["embedding.patch_len"]]
     epochs = epochs or sizes.get("epochs")  # else run.py's own 10
     return found + (["--train_epochs", str(epochs)] if epochs else [])
 
@@ -216,7 +216,7 @@ def official_run(model: str, code: Path, dataset: str, horizon: int, epochs: int
                  workdir: Path, args, seed: int | None = None) -> dict:
     """The official code's run of the cell (its own run.py, timed), at `seed` (None: the one
     its run.py fixes)."""
-    name, module, fixed = OFFICIAL_CODE[model]
+    _, module, fixed = OFFICIAL_CODE[model]
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="",
                OFFICIAL_SEED=str(fixed if seed is None else seed))
     workdir.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,6 @@
 """The benchmark scripts run and write their tables (tiny settings; no timing is asserted)."""
 
+import argparse
 import json
 
 import pytest
@@ -163,3 +164,25 @@ def test_bench_leaderboard_refuses_a_cell_without_a_published_setting(tmp_path, 
         assert exit_.value.code == 2
         assert message in capsys.readouterr().err
     assert not (tmp_path / "lb.json").exists()  # nothing ran
+
+
+def test_bench_leaderboard_gives_each_official_run_py_its_published_arguments(tmp_path):
+    """iTransformer's run.py as before (it knows no --task_name or --patch_len); TimeXer's with
+    them, and an EPF market as its script: features MS, one output, input 168, patches of 24."""
+    leaderboard = load_script("bench_leaderboard.py")
+    args = argparse.Namespace(data_dir=str(tmp_path))
+
+    def given(model, dataset, horizon):
+        found = leaderboard.official_args(model, dataset, horizon, None, tmp_path, args)
+        return dict(zip(found[::2], found[1::2], strict=True))
+
+    itransformer = given("itransformer", "etth1", 96)
+    assert "--task_name" not in itransformer and "--patch_len" not in itransformer
+    assert (itransformer["--model"], itransformer["--features"], itransformer["--d_ff"]) == (
+        "iTransformer", "M", "256")
+    np_market = given("timexer", "np", 24)
+    assert np_market["--data_path"] == "NP.csv" and np_market["--root_path"].endswith("/EPF/")
+    assert (np_market["--features"], np_market["--c_out"], np_market["--seq_len"],
+            np_market["--patch_len"], np_market["--e_layers"], np_market["--d_model"]) == (
+        "MS", "1", "168", "24", "3", "512")
+    assert given("timexer", "etth1", 96)["--patch_len"] == "16"
