@@ -1,5 +1,6 @@
 """What the benchmark scripts share: a case in a fresh worker process, rounds over the cases,
-and the JSON report with the machine it ran on."""
+and the JSON report with the machine it ran on; and what the check_official_* scripts share:
+one forward beside the authors' model in each mode."""
 
 from __future__ import annotations
 
@@ -149,3 +150,20 @@ sys.argv = ["{run_file}", *sys.argv[1:]]
 runpy.run_path("{run_file}", run_name="__main__")
 print(json.dumps(timed))
 """
+
+
+def official_gaps(official, ours, theirs_forward, mine_forward, dropout: float) -> list[str]:
+    """One line per mode: max |official - seqforecast| / max |official| of the two models'
+    forecasts (`theirs_forward(official)`, `mine_forward(ours)`), in eval mode, and in train
+    mode too where dropout is 0 (train mode then differs only where a layer does)."""
+    import torch
+
+    lines = []
+    for mode in ("eval", "train") if dropout == 0 else ("eval",):
+        official.train(mode == "train")
+        ours.train(mode == "train")
+        with torch.no_grad():
+            theirs, mine = theirs_forward(official), mine_forward(ours)
+        lines.append(f"  {mode} mode: max |official - seqforecast| / max |official| = "
+                     f"{((theirs - mine).abs().max() / theirs.abs().max()).item():.1e}")
+    return lines

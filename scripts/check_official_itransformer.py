@@ -24,6 +24,8 @@ import torch
 from omegaconf import OmegaConf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench_common import official_gaps  # noqa: E402
+
 from seqforecast.config import compose_config  # noqa: E402
 from seqforecast.data import build_data  # noqa: E402
 from seqforecast.model.official import load_official_itransformer  # noqa: E402
@@ -60,14 +62,8 @@ def check(code: Path, data_dir: str, name: str, dropout: float) -> list[str]:
              f"{len(data.test)}; max |input difference| {(src[..., :channels] - x).abs().max():.1e}"
              f", calendar {(src[..., channels:] - marks).abs().max():.1e}, targets "
              f"{(target - y[:, -96:]).abs().max():.1e}"]
-    for mode in ("eval", "train") if dropout == 0 else ("eval",):
-        official.train(mode == "train")
-        ours.train(mode == "train")
-        with torch.no_grad():
-            theirs, mine = official(x, marks, None, None), ours(torch.cat([x, marks], -1))
-        lines.append(f"  {mode} mode: max |official - seqforecast| / max |official| = "
-                     f"{((theirs - mine).abs().max() / theirs.abs().max()).item():.1e}")
-    return lines
+    return lines + official_gaps(official, ours, lambda m: m(x, marks, None, None),
+                                 lambda m: m(torch.cat([x, marks], -1)), dropout)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,6 +27,8 @@ import torch
 from omegaconf import OmegaConf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench_common import official_gaps  # noqa: E402
+
 from seqforecast.config import compose_config  # noqa: E402
 from seqforecast.model.official import load_official_timexer  # noqa: E402
 
@@ -68,15 +70,9 @@ def check(data_dir: Path, name: str, dropout: float, marks: bool) -> list[str]:
     mine_in = torch.cat([mine_x, stamp], -1) if marks else mine_x
     lines = [f"{name} ({features}), dropout {dropout}, calendar tokens {marks}: "
              f"{len(dataset)} test windows"]
-    for mode in ("eval", "train") if dropout == 0 else ("eval",):
-        official.train(mode == "train")
-        ours.train(mode == "train")
-        with torch.no_grad():
-            theirs = official(x, stamp if marks else None, None, None)[..., -targets:]
-            mine = ours(mine_in)
-        lines.append(f"  {mode} mode: max |official - seqforecast| / max |official| = "
-                     f"{((theirs - mine).abs().max() / theirs.abs().max()).item():.1e}")
-    return lines
+    return lines + official_gaps(
+        official, ours, lambda m: m(x, stamp if marks else None, None, None)[..., -targets:],
+        lambda m: m(mine_in), dropout)
 
 
 def main(argv: list[str] | None = None) -> int:

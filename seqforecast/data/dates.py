@@ -54,7 +54,6 @@ def parse_times(texts: Sequence[str], path, column: str, order: str = "auto",
         raise DataError(f"{path}: line {lines[i]}, {where}: {texts[i]!r} puts the year "
                         f"{'first' if year_first[i] else 'last'}, line {lines[0]} "
                         f"{'first' if year_first[0] else 'last'}: one form per column")
-    ymd = []
     if year_first[0]:
         ymd = [(f[0], f[2], f[3]) for f in fields]
     else:
