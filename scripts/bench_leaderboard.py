@@ -220,16 +220,20 @@ def official_run(model: str, code: Path, dataset: str, horizon: int, epochs: int
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="",
                OFFICIAL_SEED=str(fixed if seed is None else seed))
     workdir.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(
-        [args.official_python, "-c",
-         timed_official(module, "Exp_Long_Term_Forecast", "run.py"),
-         *official_args(model, dataset, horizon, epochs, workdir, args)],
-        cwd=code, env=env, capture_output=True, text=True)
+    # The output goes to a log as it comes (an EPF run takes hours: `tail -f` follows it).
+    log = workdir / f"{model}_{dataset}_{horizon}_seed{env['OFFICIAL_SEED']}.log"
+    with log.open("w") as sink:
+        proc = subprocess.run(
+            [args.official_python, "-u", "-c",
+             timed_official(module, "Exp_Long_Term_Forecast", "run.py"),
+             *official_args(model, dataset, horizon, epochs, workdir, args)],
+            cwd=code, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True)
+    out = log.read_text()
     if proc.returncode != 0:
-        raise SystemExit(f"the official code failed: {(proc.stderr or proc.stdout)[-800:]}")
-    costs = [float(c) for c in re.findall(r"cost time: ([0-9.]+)", proc.stdout)]
-    scores = re.findall(r"mse:([0-9.]+), mae:([0-9.]+)", proc.stdout)
-    timed = json.loads(proc.stdout.strip().splitlines()[-1])
+        raise SystemExit(f"the official code failed ({log}): {out[-800:]}")
+    costs = [float(c) for c in re.findall(r"cost time: ([0-9.]+)", out)]
+    scores = re.findall(r"mse:([0-9.]+), mae:([0-9.]+)", out)
+    timed = json.loads([line for line in out.splitlines() if line.startswith('{"vali')][-1])
     return {"epochs": len(costs), "train_seconds": costs, "mse": float(scores[-1][0]),
             "mae": float(scores[-1][1]), "vali_seconds": timed["vali_seconds"],
             "train_call_seconds": timed["train_call_seconds"]}

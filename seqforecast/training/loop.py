@@ -110,6 +110,20 @@ def _fused_supported(params: list[Tensor]) -> bool | None:
     return None
 
 
+def clip_gradients(params, max_norm: float) -> Tensor:
+    """The gradients' total 2-norm before clipping (a tensor: no host sync), the gradients
+    scaled down to `max_norm` where it is > 0. With no clipping (0) only the norm is computed:
+    clip_grad_norm_ at an infinite max_norm would still multiply every gradient by 1, a
+    pass over all of them each step (0.6 of TimeXer's 42 ms here)."""
+    if max_norm:
+        return nn.utils.clip_grad_norm_(params, max_norm)
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return torch.zeros(())
+    # torch._foreach_norm is clip_grad_norm_'s own per-tensor norm (one kernel launch per device)
+    return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2.0)), 2.0)
+
+
 def train_model(
     model: nn.Module,
     data: ForecastData,
@@ -330,9 +344,7 @@ class _Loop:
         data_sse = (squares.detach().sum(dim=1) * weights).sum()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        # The norm before clipping (a tensor: no sync); max_norm=inf only measures it.
-        max_norm = self.cfg["grad_clip"] or math.inf
-        grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
+        grad_norm = clip_gradients(self.model.parameters(), self.cfg["grad_clip"])
         self.optimizer.step()
         self.scheduler.step()
         self.tally.add(data_sse, grad_norm, len(index), global_values, fetched - started)

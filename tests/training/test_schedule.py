@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from seqforecast.training.loop import make_optimizer
+from seqforecast.training.loop import clip_gradients, make_optimizer
 from seqforecast.training.schedule import build_schedule, warmup_cosine
 
 
@@ -137,3 +137,25 @@ def test_the_fused_update_is_the_per_parameter_one():
         for mine, theirs in zip(model.parameters(), stock.parameters(), strict=True):
             torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-6)
             assert not torch.equal(mine, torch.zeros_like(mine))
+
+
+def test_clip_gradients_measures_without_touching_and_clips_as_torch_does():
+    """grad_clip=0 gives clip_grad_norm_'s norm and leaves the gradients as they are; a
+    max_norm gives what clip_grad_norm_ gives, the norm and the scaled gradients."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 16), torch.nn.GELU(), torch.nn.Linear(16, 3))
+    unused = torch.nn.Parameter(torch.ones(2))  # no gradient: skipped, as torch skips it
+    model(torch.randn(8, 5)).square().sum().backward()
+    params = [*model.parameters(), unused]
+    before = [p.grad.clone() for p in model.parameters()]
+    reference = torch.nn.utils.get_total_norm([p.grad for p in model.parameters()])
+    norm = clip_gradients(params, 0.0)
+    torch.testing.assert_close(norm, reference)
+    assert norm > 0.5  # the cap below then binds
+    for p, g in zip(model.parameters(), before, strict=True):
+        assert torch.equal(p.grad, g)
+    clipped = clip_gradients(params, 0.5)
+    torch.testing.assert_close(clipped, reference)
+    torch.testing.assert_close(torch.nn.utils.get_total_norm(
+        [p.grad for p in model.parameters()]), torch.tensor(0.5), rtol=1e-5, atol=0)
+    assert clip_gradients([unused], 0.0) == 0
