@@ -1,5 +1,13 @@
+import os
+
 import pytest
 import torch
+
+# Without a GPU, Triton's interpreter runs its kernels on CPU tensors: how the suite proves the
+# GPU kernels (seqforecast/attention/band_triton.py) equal to the explicit path. It is read when
+# a kernel is defined, so before seqforecast is imported.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 # The files that train the most, longest first: `make test` runs files in parallel workers
 # (pytest-xdist, --dist loadfile, one file per worker at a time, in collection order), so

@@ -26,7 +26,8 @@ class AttentionOptions:
     bias: bool = True  # in the q, k, v and output projections
     kernel: KernelChoice = KernelChoice.auto  # what computes it (kernels.py): auto (per layer,
     # the fastest that serves) | explicit (its own path) | sdpa (torch's fused kernel) | native
-    # (the CPU's C kernel for short sequences; trainer.kernels=native or auto)
+    # (the CPU's C kernel for short sequences; trainer.kernels=native or auto) | triton, flex
+    # (block-local windows on a GPU: band_triton.py, band_flex.py)
 
     # What the mechanism itself can do, whatever its options (config/rules.py refuses the
     # combinations it cannot serve, in one line, naming the backend and the reason):

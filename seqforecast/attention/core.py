@@ -185,6 +185,11 @@ class Attention(nn.Module):
         """The kernel's [B, G, Lq, d] -> the layer's output before out_proj, [B, Lq, E]."""
         return self.merge(out)
 
+    def shared_values(self, v: Tensor) -> tuple[Tensor, int]:
+        """v heads -> (values [B, V, Lk, d], S), group g reading value g // S: for a kernel that
+        reads each value once for the S groups sharing it (band_triton.py)."""
+        return self.group_values(v), 1
+
     def kernel_facts(self) -> KernelFacts:
         """What the kernels ask before serving (kernels.py): by default, a mechanism only its
         own path computes."""

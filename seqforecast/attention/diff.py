@@ -31,7 +31,9 @@ with v_h of width d_model / n_heads. Options (`DiffOptions`, each a config value
 Kernels (kernels.py): dense, with nothing between the scores and the softmax and no dropout,
 both halves run as 2H heads of torch's fused kernel (1.6-4x faster here, forward and backward);
 block windows stay on the explicit path (an A/B on this machine, L = 1024 to 16384, found the
-kernel on 16 x 48 tiles no faster than the batched matmuls, often slower); residual attention
+kernel on 16 x 48 tiles no faster than the batched matmuls, often slower) unless a GPU kernel is
+named (`attention.kernel=triton`: both halves' softmaxes over the band in one pass, v read once;
+`flex`: FlexAttention with the band as its block mask); residual attention
 takes the native C kernel where the run has it (windows and causality as a dense mask).
 
 Positions are absolute time steps: a call's `query_start` and `key_start` place its queries
@@ -264,6 +266,10 @@ class DifferentialAttention(Attention):
         """[B, H, Lk, d] -> [B, 2H, Lk, d]: each head's v for both its halves."""
         batch, heads, k_len, d = v.shape
         return v[:, :, None].expand(-1, -1, 2, -1, -1).reshape(batch, 2 * heads, k_len, d)
+
+    def shared_values(self, v: Tensor) -> tuple[Tensor, int]:
+        """v [B, H, Lk, d] as it is: both halves of head h (groups 2h, 2h + 1) read it."""
+        return v, 2
 
     def ungroup(self, out: Tensor) -> Tensor:
         """[B, 2H, Lq, d] -> softmax(q1 k1^T) v - lambda softmax(q2 k2^T) v -> [B, Lq, E]."""

@@ -5,14 +5,19 @@
     sdpa       torch's fused scaled_dot_product_attention over the backend's groups
     native     the CPU's C kernel for short sequences (seqforecast/native/attention.py), which
                reads residual attention's carried q and k where they lie
+    triton     block-local windows as Triton kernels, forward and backward (band_triton.py): a
+               GPU's, or the CPU's under TRITON_INTERPRET=1 (how the suite checks it)
+    flex       block-local windows as a FlexAttention block mask (band_flex.py): a GPU's; on
+               the CPU its compiled forward (no backward there)
 
 `attention.kernel=auto` (the default) takes, per layer, the first kernel of AUTO that serves
 it and that measurement favours for it; any other value names one kernel, refused in one line
 where it cannot serve (`cannot_serve`). A backend tells the kernels what they need to know
 (`Attention.kernel_facts`): whether it is softmax attention over q.k at all, what it puts
-between its scores and its softmax, its block band, how its dropout acts. A GPU kernel
-(FlexAttention, Triton) is one more class here with `register_kernel`: the layers, the backends'
-forward and the builder stay as they are.
+between its scores and its softmax, its block band, how its dropout acts. A kernel is one more
+class (a module of its own, as the band kernels, listed in KERNELS; a package's with
+`register_kernel`): the layers, the backends' forward and the builder stay as they are.
+`auto` takes the band kernels only where measured to pay: not yet (no GPU visit so far).
 """
 
 from __future__ import annotations
@@ -161,8 +166,28 @@ class Native(Kernel):
         return attn.ungroup(attention(qs, ks, vs, attn.scale, blocked)), None
 
 
+def band_refusal(facts: KernelFacts) -> str | None:
+    """Why a block-local band kernel (band_triton.py, band_flex.py) cannot compute the layer's
+    function, or None."""
+    why = _not_softmax(facts)
+    if why is None and not facts.band:
+        why = ("it computes block-local windows (attention.block_size > 0); dense attention is "
+               "torch's fused kernel's (sdpa)")
+    if why is None and facts.dropout:
+        why = "it has no dropout on the weights; set attention.dropout=0"
+    if why is None and facts.residual:
+        why = "it cannot carry residual attention's scores"
+    return why
+
+
 EXPLICIT = Explicit()
-KERNELS: dict[str, type[Kernel]] = {cls.name: cls for cls in (Explicit, SDPA, Native)}
+
+# The GPU kernels are modules of their own, each importing what it needs from above.
+from .band_flex import FlexBand  # noqa: E402
+from .band_triton import TritonBand  # noqa: E402
+
+KERNELS: dict[str, type[Kernel]] = {cls.name: cls for cls in (Explicit, SDPA, Native,
+                                                               TritonBand, FlexBand)}
 # auto's order: the first that serves and is favoured (the explicit path serves every layer)
 AUTO: list[str] = ["native", "sdpa", "explicit"]
 

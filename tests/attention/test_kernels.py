@@ -119,7 +119,7 @@ def test_weights_asked_for_take_the_explicit_path():
     ("vanilla", {}, "native", "torch", "this run's set is stock PyTorch (trainer.kernels)"),
     ("vanilla", {"dropout": 0.1}, "native", "native", "it has no dropout on the weights"),
     ("vanilla", {}, "flash", "torch", "kernel='flash' is not allowed: choose one of "
-                                      "auto, explicit, sdpa, native"),
+                                      "auto, explicit, sdpa, native, triton, flex"),
 ])
 def test_a_kernel_that_cannot_serve_is_refused_in_one_line(name, options, kernel, kernels,
                                                            message):
