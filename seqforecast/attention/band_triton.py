@@ -56,132 +56,119 @@ def _width(n: int) -> int:
 if triton is not None:
 
     @triton.jit
-    def _forward(Q, K, V, OUT, LSE, scale, length, block, window, width, value_width,
-                 S: tl.constexpr, CAUSAL: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                 BW: tl.constexpr, BD: tl.constexpr):
-        n = tl.program_id(0)
-        bv = tl.program_id(1)  # batch * values + value
+    def _band(n, length, block, window, CAUSAL: tl.constexpr, BM: tl.constexpr,
+              BN: tl.constexpr):
+        """Query block n's positions and its window's keys, which exist (`q_ok`, `k_ok`), and
+        which pairs may attend: (q_pos [BM], k_pos [BN], q_ok, k_ok, allowed [BM, BN])."""
         rows = tl.arange(0, BM)
         cols = tl.arange(0, BN)
         q_pos = n * block + rows
         k_pos = n * block - block + cols
-        q_ok = (rows < block) & (q_pos < length)
+        q_ok = (rows < block) & (q_pos >= 0) & (q_pos < length)
         k_ok = (cols < window) & (k_pos >= 0) & (k_pos < length)
         allowed = q_ok[:, None] & k_ok[None, :]
         if CAUSAL:
             allowed = allowed & (k_pos[None, :] <= q_pos[:, None])
-        w = tl.arange(0, BW)
-        d = tl.arange(0, BD)
-        value = V + bv * length * value_width
-        v = tl.load(value + k_pos[:, None] * value_width + d[None, :],
-                    mask=k_ok[:, None] & (d[None, :] < value_width), other=0.0)
+        return q_pos, k_pos, q_ok, k_ok, allowed
+
+    @triton.jit
+    def _dot(a, b, DOT: tl.constexpr):
+        """a @ b accumulated in float32; DOT: "ieee" for float32 inputs (a GPU's default, tf32,
+        rounds them to 10 bits), "tf32" (unused) for 16-bit ones."""
+        return tl.dot(a, b, input_precision=DOT)
+
+    @triton.jit
+    def _rows(base, pos, ok, width, B: tl.constexpr):
+        """Rows `pos` of a [length, width] matrix at `base` as a [len(pos), B] tile, zero where
+        a row is not `ok` or past the width."""
+        cols = tl.arange(0, B)
+        return tl.load(base + pos[:, None] * width + cols[None, :],
+                       mask=ok[:, None] & (cols[None, :] < width), other=0.0)
+
+    @triton.jit
+    def _store_rows(base, tile, pos, ok, width, B: tl.constexpr):
+        cols = tl.arange(0, B)
+        tl.store(base + pos[:, None] * width + cols[None, :], tile.to(base.dtype.element_ty),
+                 mask=ok[:, None] & (cols[None, :] < width))
+
+    @triton.jit
+    def _forward(Q, K, V, OUT, LSE, scale, length, block, window, width, value_width,
+                 S: tl.constexpr, CAUSAL: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                 BW: tl.constexpr, BD: tl.constexpr, DOT: tl.constexpr):
+        n = tl.program_id(0)
+        bv = tl.program_id(1)  # batch * values + value
+        q_pos, k_pos, q_ok, k_ok, allowed = _band(n, length, block, window, CAUSAL, BM, BN)
+        v = _rows(V + bv * length * value_width, k_pos, k_ok, value_width, BD)
         for s in tl.static_range(S):
-            g = bv * S + s  # the group's index over batch x groups
-            q = tl.load(Q + g * length * width + q_pos[:, None] * width + w[None, :],
-                        mask=q_ok[:, None] & (w[None, :] < width), other=0.0)
-            k = tl.load(K + g * length * width + k_pos[:, None] * width + w[None, :],
-                        mask=k_ok[:, None] & (w[None, :] < width), other=0.0)
-            scores = tl.dot(q, tl.trans(k)) * scale  # [BM, BN], float32
-            scores = tl.where(allowed, scores, float("-inf"))
-            top = tl.max(scores, 1)
-            top = tl.where(q_ok, top, 0.0)  # rows past the end see nothing: no inf - inf
+            g = (bv * S + s) * length  # the group's first row over batch x groups
+            q = _rows(Q + g * width, q_pos, q_ok, width, BW)
+            k = _rows(K + g * width, k_pos, k_ok, width, BW)
+            scores = tl.where(allowed, _dot(q, tl.trans(k), DOT) * scale, float("-inf"))
+            top = tl.where(q_ok, tl.max(scores, 1), 0.0)  # rows past the end: no inf - inf
             p = tl.exp(scores - top[:, None])
-            total = tl.sum(p, 1)
-            total = tl.where(q_ok, total, 1.0)
+            total = tl.where(q_ok, tl.sum(p, 1), 1.0)
             p = p / total[:, None]
-            out = tl.dot(p.to(v.dtype), v)  # [BM, BD]
-            tl.store(OUT + g * length * value_width + q_pos[:, None] * value_width + d[None, :],
-                     out.to(OUT.dtype.element_ty),
-                     mask=q_ok[:, None] & (d[None, :] < value_width))
-            tl.store(LSE + g * length + q_pos, top + tl.log(total), mask=q_ok)
+            _store_rows(OUT + g * value_width, _dot(p.to(v.dtype), v, DOT), q_pos, q_ok,
+                        value_width, BD)
+            tl.store(LSE + g + q_pos, top + tl.log(total), mask=q_ok)
+
+    @triton.jit
+    def _probabilities(q, k, do, v, lse, delta, allowed, scale, DOT: tl.constexpr):
+        """A window's probabilities again (from the log-sum-exp) and the scores' gradient."""
+        p = tl.where(allowed, tl.exp(_dot(q, tl.trans(k), DOT) * scale - lse[:, None]), 0.0)
+        ds = p * (_dot(do, tl.trans(v), DOT) - delta[:, None])
+        return p, ds
 
     @triton.jit
     def _backward_keys(Q, K, V, DO, LSE, DELTA, DK, DV, scale, length, block, window, width,
-                       value_width,
-                       S: tl.constexpr, CAUSAL: tl.constexpr, LOOKAHEAD: tl.constexpr,
-                       BM: tl.constexpr, BW: tl.constexpr, BD: tl.constexpr):
+                       value_width, S: tl.constexpr, CAUSAL: tl.constexpr,
+                       LOOKAHEAD: tl.constexpr, BM: tl.constexpr, BW: tl.constexpr,
+                       BD: tl.constexpr, DOT: tl.constexpr):
         m = tl.program_id(0)  # the key block
         bv = tl.program_id(1)
-        rows = tl.arange(0, BM)
-        k_pos = m * block + rows
-        k_ok = (rows < block) & (k_pos < length)
-        w = tl.arange(0, BW)
-        d = tl.arange(0, BD)
-        value = V + bv * length * value_width
-        v = tl.load(value + k_pos[:, None] * value_width + d[None, :],
-                    mask=k_ok[:, None] & (d[None, :] < value_width), other=0.0)
+        k_pos, _, k_ok, _, _ = _band(m, length, block, window, CAUSAL, BM, BM)
+        v = _rows(V + bv * length * value_width, k_pos, k_ok, value_width, BD)
         dv = tl.zeros((BM, BD), dtype=tl.float32)
         for s in tl.static_range(S):
-            g = bv * S + s
-            k = tl.load(K + g * length * width + k_pos[:, None] * width + w[None, :],
-                        mask=k_ok[:, None] & (w[None, :] < width), other=0.0)
+            g = (bv * S + s) * length
+            k = _rows(K + g * width, k_pos, k_ok, width, BW)
             dk = tl.zeros((BM, BW), dtype=tl.float32)
             # the query blocks whose window holds key block m: m - LOOKAHEAD .. m + 1
             for i in tl.static_range(2 + LOOKAHEAD):
-                n = m - LOOKAHEAD + i
-                q_pos = n * block + rows
-                q_ok = (rows < block) & (q_pos >= 0) & (q_pos < length)
-                q = tl.load(Q + g * length * width + q_pos[:, None] * width + w[None, :],
-                            mask=q_ok[:, None] & (w[None, :] < width), other=0.0)
-                do = tl.load(DO + g * length * value_width + q_pos[:, None] * value_width
-                             + d[None, :], mask=q_ok[:, None] & (d[None, :] < value_width),
-                             other=0.0)
-                lse = tl.load(LSE + g * length + q_pos, mask=q_ok, other=0.0)
-                delta = tl.load(DELTA + g * length + q_pos, mask=q_ok, other=0.0)
+                q_pos, _, q_ok, _, _ = _band(m - LOOKAHEAD + i, length, block, window, CAUSAL,
+                                             BM, BM)
                 allowed = q_ok[:, None] & k_ok[None, :]
                 if CAUSAL:
                     allowed = allowed & (k_pos[None, :] <= q_pos[:, None])
-                scores = tl.dot(q, tl.trans(k)) * scale  # [BM queries, BM keys]
-                p = tl.where(allowed, tl.exp(scores - lse[:, None]), 0.0)
-                dv += tl.dot(tl.trans(p.to(do.dtype)), do)
-                dp = tl.dot(do, tl.trans(v))
-                ds = p * (dp - delta[:, None])
-                dk += tl.dot(tl.trans(ds.to(q.dtype)), q)
-            tl.store(DK + g * length * width + k_pos[:, None] * width + w[None, :],
-                     (dk * scale).to(DK.dtype.element_ty),
-                     mask=k_ok[:, None] & (w[None, :] < width))
-        tl.store(DV + bv * length * value_width + k_pos[:, None] * value_width + d[None, :],
-                 dv.to(DV.dtype.element_ty), mask=k_ok[:, None] & (d[None, :] < value_width))
+                q = _rows(Q + g * width, q_pos, q_ok, width, BW)
+                do = _rows(DO + g * value_width, q_pos, q_ok, value_width, BD)
+                lse = tl.load(LSE + g + q_pos, mask=q_ok, other=0.0)
+                delta = tl.load(DELTA + g + q_pos, mask=q_ok, other=0.0)
+                p, ds = _probabilities(q, k, do, v, lse, delta, allowed, scale, DOT)
+                dv += _dot(tl.trans(p.to(do.dtype)), do, DOT)
+                dk += _dot(tl.trans(ds.to(q.dtype)), q, DOT)
+            _store_rows(DK + g * width, dk * scale, k_pos, k_ok, width, BW)
+        _store_rows(DV + bv * length * value_width, dv, k_pos, k_ok, value_width, BD)
 
     @triton.jit
     def _backward_queries(Q, K, V, DO, LSE, DELTA, DQ, scale, length, block, window, width,
-                          value_width,
-                          S: tl.constexpr, CAUSAL: tl.constexpr, BM: tl.constexpr,
-                          BN: tl.constexpr, BW: tl.constexpr, BD: tl.constexpr):
+                          value_width, S: tl.constexpr, CAUSAL: tl.constexpr,
+                          BM: tl.constexpr, BN: tl.constexpr, BW: tl.constexpr,
+                          BD: tl.constexpr, DOT: tl.constexpr):
         n = tl.program_id(0)
         bv = tl.program_id(1)
-        rows = tl.arange(0, BM)
-        cols = tl.arange(0, BN)
-        q_pos = n * block + rows
-        k_pos = n * block - block + cols
-        q_ok = (rows < block) & (q_pos < length)
-        k_ok = (cols < window) & (k_pos >= 0) & (k_pos < length)
-        allowed = q_ok[:, None] & k_ok[None, :]
-        if CAUSAL:
-            allowed = allowed & (k_pos[None, :] <= q_pos[:, None])
-        w = tl.arange(0, BW)
-        d = tl.arange(0, BD)
-        value = V + bv * length * value_width
-        v = tl.load(value + k_pos[:, None] * value_width + d[None, :],
-                    mask=k_ok[:, None] & (d[None, :] < value_width), other=0.0)
+        q_pos, k_pos, q_ok, k_ok, allowed = _band(n, length, block, window, CAUSAL, BM, BN)
+        v = _rows(V + bv * length * value_width, k_pos, k_ok, value_width, BD)
         for s in tl.static_range(S):
-            g = bv * S + s
-            q = tl.load(Q + g * length * width + q_pos[:, None] * width + w[None, :],
-                        mask=q_ok[:, None] & (w[None, :] < width), other=0.0)
-            k = tl.load(K + g * length * width + k_pos[:, None] * width + w[None, :],
-                        mask=k_ok[:, None] & (w[None, :] < width), other=0.0)
-            do = tl.load(DO + g * length * value_width + q_pos[:, None] * value_width
-                         + d[None, :], mask=q_ok[:, None] & (d[None, :] < value_width),
-                         other=0.0)
-            lse = tl.load(LSE + g * length + q_pos, mask=q_ok, other=0.0)
-            delta = tl.load(DELTA + g * length + q_pos, mask=q_ok, other=0.0)
-            scores = tl.dot(q, tl.trans(k)) * scale
-            p = tl.where(allowed, tl.exp(scores - lse[:, None]), 0.0)
-            dp = tl.dot(do, tl.trans(v))
-            ds = p * (dp - delta[:, None])
-            dq = tl.dot(ds.to(k.dtype), k) * scale
-            tl.store(DQ + g * length * width + q_pos[:, None] * width + w[None, :],
-                     dq.to(DQ.dtype.element_ty), mask=q_ok[:, None] & (w[None, :] < width))
+            g = (bv * S + s) * length
+            q = _rows(Q + g * width, q_pos, q_ok, width, BW)
+            k = _rows(K + g * width, k_pos, k_ok, width, BW)
+            do = _rows(DO + g * value_width, q_pos, q_ok, value_width, BD)
+            lse = tl.load(LSE + g + q_pos, mask=q_ok, other=0.0)
+            delta = tl.load(DELTA + g + q_pos, mask=q_ok, other=0.0)
+            _, ds = _probabilities(q, k, do, v, lse, delta, allowed, scale, DOT)
+            _store_rows(DQ + g * width, _dot(ds.to(k.dtype), k, DOT) * scale, q_pos, q_ok, width,
+                        BW)
 
 
 class _Band(torch.autograd.Function):
@@ -196,7 +183,8 @@ class _Band(torch.autograd.Function):
         out = q.new_empty(batch, groups, length, value_width)
         lse = torch.empty(batch, groups, length, device=q.device, dtype=torch.float32)
         grid = (triton.cdiv(length, block), batch * values)
-        tiles = dict(BM=_width(block), BW=_width(width), BD=_width(value_width))
+        tiles = dict(BM=_width(block), BW=_width(width), BD=_width(value_width),
+                     DOT="ieee" if q.dtype == torch.float32 else "tf32")
         _forward[grid](q, k, v, out, lse, scale, length, block, window, width, value_width,
                        S=shared, CAUSAL=causal, BN=_width(window), **tiles)
         ctx.save_for_backward(q, k, v, out, lse)
@@ -217,7 +205,8 @@ class _Band(torch.autograd.Function):
         delta = (grad_out.float() * out.float()).sum(-1)
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         grid = (triton.cdiv(length, block), batch * values)
-        tiles = dict(BM=_width(block), BW=_width(width), BD=_width(value_width))
+        tiles = dict(BM=_width(block), BW=_width(width), BD=_width(value_width),
+                     DOT="ieee" if q.dtype == torch.float32 else "tf32")
         _backward_keys[grid](q, k, v, grad_out, lse, delta, dk, dv, scale, length, block,
                              window, width, value_width, S=shared, CAUSAL=causal,
                              LOOKAHEAD=lookahead, **tiles)
