@@ -24,6 +24,15 @@ block-local window as a boolean mask (`sdpa_band16`: each query sees its own blo
 itself and the whole previous block), and FlexAttention with that window as a block mask
 (`flex_block16`, compiled; where this torch cannot run it on the device, the row says why).
 Both are attention cores only, without projections, so they do less than the diff rows.
+`flex_diff_block16` is diff's own function as two FlexAttention calls (one per half, the
+values shared) combined with lambda: the composition a GPU kernel must beat; `diff_block16_triton`
+and `diff_block16_flex` are the diff layer on those kernels (attention.kernel).
+
+On a GPU (`--device cuda`, `--dtype bf16` or fp32) each step is timed with CUDA events and the
+peak is torch's allocator's high-water mark above what the case holds before its warm-up:
+
+    python scripts/bench_attention.py --device cuda --dtype bf16 --lengths 4096 16384 65536 \
+        --cases sdpa_causal flex_block16 flex_diff_block16 diff_block16 diff_block16_triton
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench_common import best_of_rounds, run_worker, write_report
+from bench_common import DTYPES, Clock, PeakMemory, best_of_rounds, run_worker, write_report
 
 DEFAULTS = dict(batch=4, d_model=64, heads=4, block_size=16)
 # The attention shapes of the two published models (`--shape`), their token counts given by
@@ -60,6 +69,10 @@ CASES = {
     "vanilla": ("seqforecast vanilla, causal, need_weights=False", None),
     "einsum": ("seqforecast einsum, causal, need_weights=False", None),
     "diff_block16": ("seqforecast diff (paper layout), block_size=16, causal", None),
+    "diff_block16_triton": ("seqforecast diff block 16 on attention.kernel=triton", None),
+    "diff_block16_flex": ("seqforecast diff block 16 on attention.kernel=flex", None),
+    "flex_diff_block16": ("diff's function as two FlexAttention calls (one per half, the "
+                          "values shared) combined with lambda, compiled (reference)", None),
     # Dense diff without weights runs on the fused kernel: linear memory too.
     "diff_full": ("seqforecast diff (paper layout), block_size=0, causal (fused kernel)", None),
     # The wide layout: each q/k half as wide as a head (1.5x the projection weights).
@@ -86,7 +99,13 @@ LITERATURE = [case for case in CASES if case not in CORE]
 # --------------------------------------------------------------------------- worker side
 
 
-def _build_step(case: str, length: int, cfg: dict):
+def _tensor(shape, device, dtype):
+    import torch
+
+    return torch.randn(shape, device=device, dtype=dtype, requires_grad=True)
+
+
+def _build_step(case: str, length: int, cfg: dict, device: str, dtype):
     import torch
     import torch.nn.functional as F
 
@@ -95,7 +114,7 @@ def _build_step(case: str, length: int, cfg: dict):
     batch, d_model, heads = cfg["batch"], cfg["d_model"], cfg["heads"]
     if case in ("sdpa_causal", "sdpa_nomask"):
         shape = (batch, heads, length, d_model // heads)
-        q, k, v = (torch.randn(shape, requires_grad=True) for _ in range(3))
+        q, k, v = (_tensor(shape, device, dtype) for _ in range(3))
         causal = case == "sdpa_causal"
 
         def step():
@@ -103,13 +122,14 @@ def _build_step(case: str, length: int, cfg: dict):
 
         return step
 
-    if case in ("sdpa_band16", "flex_block16"):
-        return _banded_step(case, length, cfg)
+    if case in ("sdpa_band16", "flex_block16", "flex_diff_block16"):
+        return _banded_step(case, length, cfg, device, dtype)
 
-    x = torch.randn(batch, length, d_model, requires_grad=True)
+    x = _tensor((batch, length, d_model), device, dtype)
     if case == "torch_mha":
-        mha = torch.nn.MultiheadAttention(d_model, heads, batch_first=True)
-        mask = torch.nn.Transformer.generate_square_subsequent_mask(length)
+        mha = torch.nn.MultiheadAttention(d_model, heads, batch_first=True).to(device, dtype)
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(length, device=device,
+                                                                    dtype=dtype)
 
         def step():
             out, _ = mha(x, x, x, attn_mask=mask, is_causal=True, need_weights=False)
@@ -118,13 +138,16 @@ def _build_step(case: str, length: int, cfg: dict):
         return step
 
     if case in LITERATURE:
-        return _unmasked_step(case, length, cfg)
+        return _unmasked_step(case, length, cfg, device, dtype)
     if case.startswith("diff"):
-        block_size = cfg["block_size"] if case.endswith("block16") else 0
+        block_size = cfg["block_size"] if "block16" in case else 0
         layout = "wide" if "_wide" in case else "paper"
-        attn = build_attention("diff", d_model, heads, block_size=block_size, head_layout=layout)
+        kernel = case.rpartition("_")[2] if case.endswith(("_triton", "_flex")) else "auto"
+        attn = build_attention("diff", d_model, heads, block_size=block_size, head_layout=layout,
+                               kernel=kernel)
     else:
         attn = build_attention(case, d_model, heads)
+    attn.to(device, dtype)
 
     def step():
         out, _ = attn(x, x, causal=True, need_weights=False)
@@ -133,18 +156,16 @@ def _build_step(case: str, length: int, cfg: dict):
     return step
 
 
-def _unmasked_step(case: str, length: int, cfg: dict):
+def _unmasked_step(case: str, length: int, cfg: dict, device: str, dtype):
     """Self-attention without a mask: the literature's backends and vanilla's paths."""
-    import torch
-
     from seqforecast.attention import build_attention
 
     batch, d_model, heads = cfg["batch"], cfg["d_model"], cfg["heads"]
     name = case.removesuffix("_explicit").removesuffix("_nomask")
     context = {"lengths": (length, length)} if name == "fourier" else {}
-    attn = build_attention(name, d_model, heads, **context)
+    attn = build_attention(name, d_model, heads, **context).to(device, dtype)
     weights = case == "vanilla_explicit"
-    x = torch.randn(batch, length, d_model, requires_grad=True)
+    x = _tensor((batch, length, d_model), device, dtype)
 
     def step():
         out, _ = attn(x, x, need_weights=weights)
@@ -159,15 +180,16 @@ def band(query, key, block_size: int):
     return (key <= query) & (key // block_size >= query // block_size - 1)
 
 
-def _banded_step(case: str, length: int, cfg: dict):
+def _banded_step(case: str, length: int, cfg: dict, device: str, dtype):
     import torch
     import torch.nn.functional as F
 
     batch, d_model, heads, bs = cfg["batch"], cfg["d_model"], cfg["heads"], cfg["block_size"]
-    shape = (batch, heads, length, d_model // heads)
-    q, k, v = (torch.randn(shape, requires_grad=True) for _ in range(3))
+    head = d_model // heads
+    shape = (batch, heads, length, head)
+    q, k, v = (_tensor(shape, device, dtype) for _ in range(3))
     if case == "sdpa_band16":
-        positions = torch.arange(length)
+        positions = torch.arange(length, device=device)
         mask = band(positions[:, None], positions[None, :], bs)  # [L, L] bool
 
         def step():
@@ -177,42 +199,50 @@ def _banded_step(case: str, length: int, cfg: dict):
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
     block_mask = create_block_mask(
-        lambda b, h, qi, ki: band(qi, ki, bs), None, None, length, length, device="cpu"
+        lambda b, h, qi, ki: band(qi, ki, bs), None, None, length, length, device=device
     )
     flex = torch.compile(flex_attention)
+    if case == "flex_block16":
+
+        def step():
+            flex(q, k, v, block_mask=block_mask).sum().backward()
+
+        return step
+    # diff's function (paper layout: each half head / 2 wide, one v of the head's width):
+    # softmax(q1 k1^T) v - lambda softmax(q2 k2^T) v, one call per half
+    q1, k1, q2, k2 = (_tensor((batch, heads, length, head // 2), device, dtype)
+                      for _ in range(4))
+    lam = torch.tensor(0.8, device=device, dtype=dtype, requires_grad=True)
 
     def step():
-        flex(q, k, v, block_mask=block_mask).sum().backward()
+        first = flex(q1, k1, v, block_mask=block_mask, scale=(head // 2) ** -0.5)
+        second = flex(q2, k2, v, block_mask=block_mask, scale=(head // 2) ** -0.5)
+        (first - lam * second).sum().backward()
 
     return step
 
 
-def run_case(case: str, length: int, cfg: dict, repeats: int, min_seconds: float) -> dict:
+def run_case(case: str, length: int, cfg: dict, repeats: int, min_seconds: float,
+             device: str = "cpu", dtype: str = "fp32") -> dict:
     import torch
 
     torch.manual_seed(0)
     try:
-        step = _build_step(case, length, cfg)
-        if case == "flex_block16":
+        step = _build_step(case, length, cfg, device, getattr(torch, DTYPES[dtype]))
+        if "flex" in case or "triton" in case:
             step()  # compiling happens here, before the memory baseline
-    except Exception as err:  # a reference this torch cannot run here: say why, in the row
+    except Exception as err:  # a kernel this machine cannot run: say why, in the row
         reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:80]
         return {"case": case, "length": length, "status": f"unavailable: {reason}"}
-    from seqforecast.training.memory import reset_high_water_mark, status_mib
-
-    baseline_mib = status_mib("VmRSS")
-    if baseline_mib is None or not reset_high_water_mark():  # the mark to the resident set
-        raise RuntimeError("peak memory needs /proc/self/status and /proc/self/clear_refs")
+    peak = PeakMemory(device)
     start = time.perf_counter()
     step()  # warm-up: first-call allocations and kernel selection
     warmup_s = time.perf_counter() - start
     times = []
+    clock = Clock(device)
     deadline = time.perf_counter() + min_seconds
     while len(times) < repeats or (time.perf_counter() < deadline and warmup_s < 1.0):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    peak_mib = status_mib("VmHWM") - baseline_mib
+        times.append(clock.time(step))
     median = statistics.median(times)
     return {
         "case": case,
@@ -220,9 +250,11 @@ def run_case(case: str, length: int, cfg: dict, repeats: int, min_seconds: float
         "status": "ok",
         "median_s": median,
         "tokens_per_s": cfg["batch"] * length / median,
-        "peak_mib": peak_mib,
+        "peak_mib": peak.mib(),
         "repeats": len(times),
         "threads": torch.get_num_threads(),
+        "device": device,
+        "dtype": dtype,
     }
 
 
@@ -252,7 +284,8 @@ def _spawn(case: str, length: int, cfg: dict, args) -> dict:
     skip = _skip_reason(case, length, cfg)
     if skip:
         return {"case": case, "length": length, "status": skip}
-    spec = dict(case=case, length=length, cfg=cfg, repeats=args.steps, min_seconds=args.min_seconds)
+    spec = dict(case=case, length=length, cfg=cfg, repeats=args.steps, min_seconds=args.min_seconds,
+                device=args.device, dtype=args.dtype)
     return run_worker(__file__, spec, args.timeout, label={"case": case, "length": length})
 
 
@@ -359,6 +392,9 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=3, help="minimum timed steps per case")
     parser.add_argument("--min-seconds", type=float, default=2.0, help="time fast cases this long")
     parser.add_argument("--timeout", type=int, default=900, help="seconds before a case is skipped")
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda (timed by CUDA events)")
+    parser.add_argument("--dtype", choices=list(DTYPES), default="fp32",
+                        help="the inputs' and the layers' dtype")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/attention.json"))
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -393,7 +429,7 @@ def main(argv=None) -> int:
         args.out,
         __file__,
         argv,
-        config=cfg,
+        config={**cfg, "device": args.device, "dtype": args.dtype},
         cases={k: v[0] for k, v in CASES.items()},
         results=results,
         targets=targets,

@@ -16,6 +16,65 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
+DTYPES = {"fp32": "float32", "bf16": "bfloat16"}  # --dtype -> torch's name for it
+
+
+class Clock:
+    """Times a call: on a GPU by CUDA events around it (the device's own time, synchronised
+    after), elsewhere by the wall clock."""
+
+    def __init__(self, device: str):
+        import torch
+
+        self.cuda = torch.device(device).type == "cuda"
+
+    def time(self, fn: Callable[[], object]) -> float:
+        """Seconds `fn()` took."""
+        if not self.cuda:
+            start = time.perf_counter()
+            fn()
+            return time.perf_counter() - start
+        import torch
+
+        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3
+
+
+class PeakMemory:
+    """The high-water mark of what is allocated after it is made, MiB above what was allocated
+    then: torch's CUDA allocator's on a GPU; on the CPU the process's resident set (VmHWM,
+    reset through /proc/self/clear_refs) above the resident set at that moment."""
+
+    def __init__(self, device: str):
+        import torch
+
+        from seqforecast.training.memory import reset_high_water_mark, status_mib
+
+        self.cuda = torch.device(device).type == "cuda"
+        if self.cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            self.base = torch.cuda.memory_allocated()
+            return
+        self.base = status_mib("VmRSS")
+        if self.base is None or not reset_high_water_mark():
+            raise RuntimeError("peak memory needs /proc/self/status and /proc/self/clear_refs")
+
+    def mib(self) -> float:
+        import torch
+
+        from seqforecast.training.memory import status_mib
+
+        if self.cuda:
+            torch.cuda.synchronize()
+            return (torch.cuda.max_memory_allocated() - self.base) / 2**20
+        return status_mib("VmHWM") - self.base
+
+
 def repo_env() -> dict[str, str]:
     """This environment with the repository first on PYTHONPATH, for child processes."""
     return dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))

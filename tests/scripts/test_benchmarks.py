@@ -1,9 +1,11 @@
 """The benchmark scripts run and write their tables (tiny settings; no timing is asserted)."""
 
 import argparse
+import importlib.util
 import json
 
 import pytest
+import torch
 
 from ..cli_helpers import load_script, run_script
 
@@ -57,6 +59,27 @@ def test_bench_train_runs_the_reference_and_a_backend_through_the_loop(tmp_path)
     # The same dimensions: the reference and ours count the same matmul FLOPs per token.
     assert rows["vanilla"]["flops_per_token"] == rows["reference"]["flops_per_token"]
     assert "| default | vanilla |" in table
+
+
+def test_bench_attention_times_the_gpu_kernels_and_says_why_one_cannot_run(tmp_path):
+    """The band kernels' rows (Triton under its interpreter here, FlexAttention's layer on the
+    explicit path for its CPU backward), the two-call FlexAttention reference refused on the
+    CPU in its row, and the device and dtype in the report."""
+    out = tmp_path / "attention.json"
+    run_script(
+        "bench_attention.py", "--lengths", "32", "--cases", "diff_block16_triton",
+        "diff_block16_flex", "flex_diff_block16", "--repeats", "1", "--steps", "1",
+        "--min-seconds", "0", "--device", "cpu", "--dtype", "fp32", "--out", str(out),
+        cwd=tmp_path,
+    )
+    report = json.loads(out.read_text())
+    assert report["config"]["device"] == "cpu" and report["config"]["dtype"] == "fp32"
+    rows = {r["case"]: r for r in report["results"]}
+    assert rows["diff_block16_flex"]["status"] == "ok"
+    if importlib.util.find_spec("triton") is not None:
+        assert rows["diff_block16_triton"]["status"] == "ok"
+    if not torch.cuda.is_available():
+        assert "backward on CPU" in rows["flex_diff_block16"]["status"]
 
 
 def test_bench_attention_has_the_banded_reference(tmp_path):
