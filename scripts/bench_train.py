@@ -22,6 +22,12 @@ attention kernel as 0 on CPU, so it reads low wherever attention runs fused), an
 generate a batch of data relative to a step. Tokens
 are series steps: batch x (in_len + out_len) per step. Results print as a table and go to
 --out as JSON.
+
+On a GPU (`--device cuda`): the windows live on the device, the loop syncs once a step (its
+clock then times the device's work), `--dtype bf16` trains every case under bf16 autocast
+(trainer.precision=bf16), and the matmul rate is the device's at that dtype:
+
+    python scripts/bench_train.py --device cuda --dtype bf16 --sizes default large long
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_common import best_of_rounds, run_worker, write_report
+from bench_common import DTYPES, Clock, best_of_rounds, run_worker, write_report
 
 SIZES = {
     "default": dict(d_model=64, heads=4, enc=2, dec=1, in_len=24, out_len=12, label=8, batch=64),
@@ -127,7 +133,8 @@ def count_flops(model, src, target) -> int:
     return counter.get_total_flops()
 
 
-def run_case(size_name: str, case: str, steps: int, warmup: int) -> dict:
+def run_case(size_name: str, case: str, steps: int, warmup: int, device: str = "cpu",
+             dtype: str = "fp32") -> dict:
     import torch
     from omegaconf import OmegaConf
 
@@ -145,16 +152,19 @@ def run_case(size_name: str, case: str, steps: int, warmup: int) -> dict:
     batch = size["batch"]
     plain["data"].update(train_size=batch * (steps + warmup), val_size=batch, test_size=batch)
     trainer_cfg = dict(plain["trainer"], epochs=1, patience=0, log_every=1)  # per-step times
+    if dtype == "bf16":
+        trainer_cfg["precision"] = "bf16"
     torch.manual_seed(0)
-    data = synthetic_data(plain["data"], 0, torch.device("cpu"))
+    data = synthetic_data(plain["data"], 0, torch.device(device))
     build = (lambda: reference_model(size)) if model_name == "reference" else (
         lambda: build_model(plain)
     )
     # FLOPs by formula (the fused attention counted too); torch's counter beside it, which
     # sees the fused kernel as 0 FLOPs on CPU.
     flops = batch * training_flops(plain)
-    counter_flops = count_flops(build(), data.train.src[:batch], data.train.target[:batch])
-    model = build()
+    counter_flops = count_flops(build().to(device), data.train.src[:batch],
+                                data.train.target[:batch])
+    model = build().to(device)
     if options.get("weights_every_step"):
         from seqforecast.attention import Attention
 
@@ -211,20 +221,21 @@ def run_case(size_name: str, case: str, steps: int, warmup: int) -> dict:
         "wall_s": wall,
         "compiled": compiled,
         "threads": torch.get_num_threads(),
+        "device": device,
+        "dtype": dtype,
     }
 
 
-def matmul_rate(n: int = 2048, repeats: int = 10) -> dict:
+def matmul_rate(n: int = 2048, repeats: int = 10, device: str = "cpu",
+                dtype: str = "fp32") -> dict:
     import torch
 
-    a, b = torch.randn(n, n), torch.randn(n, n)
+    a, b = (torch.randn(n, n, device=device, dtype=getattr(torch, DTYPES[dtype]))
+            for _ in range(2))
     torch.mm(a, b)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        torch.mm(a, b)
-        times.append(time.perf_counter() - t0)
-    return {"case": "matmul", "status": "ok", "n": n,
+    clock = Clock(device)
+    times = [clock.time(lambda: torch.mm(a, b)) for _ in range(repeats)]
+    return {"case": "matmul", "status": "ok", "n": n, "device": device, "dtype": dtype,
             "gflops": 2 * n**3 / statistics.median(times) / 1e9}
 
 
@@ -295,6 +306,9 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup", type=int, default=5, help="steps dropped first")
     parser.add_argument("--repeats", type=int, default=2, help="rounds over the cases")
     parser.add_argument("--timeout", type=int, default=1200)
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda")
+    parser.add_argument("--dtype", choices=list(DTYPES), default="fp32",
+                        help="bf16: every case under bf16 autocast")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/train.json"))
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -302,14 +316,16 @@ def main(argv=None) -> int:
     if args.worker:
         spec = json.loads(args.worker)
         if spec["case"] == "matmul":
-            print(json.dumps(matmul_rate()))
+            print(json.dumps(matmul_rate(device=spec["device"], dtype=spec["dtype"])))
         else:
-            print(json.dumps(run_case(spec["size"], spec["case"], spec["steps"], spec["warmup"])))
+            print(json.dumps(run_case(spec["size"], spec["case"], spec["steps"], spec["warmup"],
+                                      spec["device"], spec["dtype"])))
         return 0
 
-    results = [spawn({"case": "matmul"}, args.timeout)]
+    on = dict(device=args.device, dtype=args.dtype)
+    results = [spawn({"case": "matmul", **on}, args.timeout)]
     peak = results[0].get("gflops")
-    print(f"fp32 matmul (torch.mm 2048^2): {peak:.1f} GFLOP/s", file=sys.stderr)
+    print(f"{args.dtype} matmul (torch.mm 2048^2): {peak:.1f} GFLOP/s", file=sys.stderr)
 
     def show(r: dict) -> None:
         shown = f"{r['tokens_per_s']:,.0f} tok/s" if r["status"] == "ok" else r["status"]
@@ -317,14 +333,14 @@ def main(argv=None) -> int:
 
     for size in args.sizes:
         specs = [
-            dict(size=size, case=case, steps=args.steps, warmup=args.warmup)
+            dict(size=size, case=case, steps=args.steps, warmup=args.warmup, **on)
             for case in PLAN[size]
             if not args.cases or case in args.cases
         ]
         results += best_of_rounds(specs, args.repeats, lambda s: spawn(s, args.timeout), show)
 
     targets = evaluate_targets(results)
-    print(f"fp32 matmul rate of this machine: {peak:.1f} GFLOP/s\n")
+    print(f"{args.dtype} matmul rate of this machine ({args.device}): {peak:.1f} GFLOP/s\n")
     print(format_table(results, peak))
     print()
     for t in targets:
@@ -337,6 +353,8 @@ def main(argv=None) -> int:
         sizes=SIZES,
         cases={k: {"model": v[0], **v[1]} for k, v in CASES.items()},
         matmul_gflops=peak,
+        device=args.device,
+        dtype=args.dtype,
         results=results,
         targets=targets,
     )

@@ -3,11 +3,13 @@
 import argparse
 import importlib.util
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
 
-from ..cli_helpers import load_script, run_script
+from ..cli_helpers import REPO, load_script, run_script
 
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 
@@ -209,3 +211,34 @@ def test_bench_leaderboard_gives_each_official_run_py_its_published_arguments(tm
             np_market["--patch_len"], np_market["--e_layers"], np_market["--d_model"]) == (
         "MS", "1", "168", "24", "3", "512")
     assert given("timexer", "etth1", 96)["--patch_len"] == "16"
+
+
+def test_gpu_visit_runs_every_part_in_its_tiny_mode_and_says_what_it_did_not_run(tmp_path):
+    """scripts/gpu_visit.py's chain on the CPU at tiny sizes: each part's rows in one JSON and
+    one markdown table, the parts it cannot run here saying why in their rows."""
+    out = tmp_path / "visit"
+    table = run_script("gpu_visit.py", "--tiny", "--device", "cpu", "--budget", "900",
+                       "--out", str(out), cwd=tmp_path)
+    report = json.loads((out / "visit.json").read_text())
+    attention = report["parts"]["attention"]["fp32"]
+    cases = {r["case"]: r for r in attention["results"]}
+    assert attention["status"] == "ok" and cases["sdpa_causal"]["status"] == "ok"
+    if importlib.util.find_spec("triton") is not None:  # under its interpreter here
+        assert cases["diff_block16_triton"]["status"] == "ok"
+    train = report["parts"]["train"]["fp32"]
+    assert train["status"] == "ok" and train["matmul_gflops"] > 0
+    assert any(r.get("case") == "vanilla" and r["status"] == "ok" for r in train["results"])
+    (mission,) = report["parts"]["mission"]["runs"]
+    assert mission["status"] == "ok" and mission["test_mse"] > 0
+    assert all(p["status"].startswith("not run") for p in report["parts"]["official"].values())
+    assert report["parts"]["stacked"]["status"].startswith("not built")
+    assert (out / "visit.md").read_text().strip() in table
+    assert "| mission | seed 0 |" in table
+
+
+def test_gpu_visit_refuses_cuda_where_there_is_none(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "gpu_visit.py"), "--out",
+                           str(tmp_path)], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2 and "--device cuda needs a CUDA device" in proc.stderr

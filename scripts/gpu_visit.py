@@ -1,0 +1,216 @@
+"""One prepared GPU visit: the measurements a lent GPU is for, in one command, into one JSON and
+one markdown table.
+
+    python scripts/gpu_visit.py --out benchmarks/gpu_visit                  # on a CUDA machine
+    python scripts/gpu_visit.py --official-dir official/ --out benchmarks/gpu_visit
+    python scripts/gpu_visit.py --tiny --device cpu --out /tmp/visit         # its logic (tests)
+
+A device's time is lent by the minute, so every part runs as a subprocess of the project's own
+scripts and CLI under a time budget of its own (`--budget`, seconds, shared out by PARTS'
+weights); a part that fails or runs over is a row saying so, and the parts after it still run.
+The parts, in the order a short visit needs them:
+
+1. `attention`: scripts/bench_attention.py at L = 4096, 16384, 65536 in bf16 and fp32: torch's
+   fused causal SDPA, FlexAttention with the band (one call, and diff's function as two calls),
+   the diff layer block 16 on its explicit windows and on the Triton kernel.
+2. `train`: scripts/bench_train.py, the default, large and long sizes, fp32 and bf16.
+3. `mission`: `python -m seqforecast.train attention=diff block_size=16 device=cuda` end to end,
+   3 seeds: wall seconds (start-up included) and the held-out test MSE.
+4. `official`: one epoch of `experiment=patchtst` and `experiment=itransformer` at ETTh1-96
+   beside the authors' code (scripts/bench_leaderboard.py --speed), where `--official-dir`
+   holds their checkouts (`PatchTST`, `iTransformer`) and `--data-dir` the files; else a row
+   saying it was not run. On a GPU, a row saying it was not run: the script runs the authors'
+   code on the CPU only, so far.
+5. `stacked`: a 16-run sweep stacked against the same runs one after another: a row saying it
+   is not built yet, until the stacked launcher lands.
+
+`--tiny` shrinks every part to seconds (fp32 only, L = 32 without FlexAttention's rows, two
+timed steps, a small synthetic set, one seed) so that the suite runs the whole chain on the
+CPU; its numbers mean nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench_common import REPO, repo_env, write_report
+
+SCRIPTS = Path(__file__).resolve().parent
+PARTS = {"attention": 3, "train": 3, "mission": 2, "official": 3, "stacked": 0}  # budget weights
+LENGTHS = [4096, 16384, 65536]
+ATTENTION_CASES = ["sdpa_causal", "flex_block16", "flex_diff_block16", "diff_block16",
+                   "diff_block16_triton"]
+MISSION = ["attention=diff", "block_size=16"]
+
+
+def run(cmd: list[str], timeout: float, cwd: Path = REPO) -> tuple[str, float, str]:
+    """(status, wall seconds, the output's tail): `ok`, `failed: ...` or `over budget`."""
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=repo_env(), cwd=cwd,
+                              timeout=max(timeout, 1))
+    except subprocess.TimeoutExpired:
+        return f"over budget ({timeout:.0f} s)", time.perf_counter() - start, ""
+    wall = time.perf_counter() - start
+    tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
+    return ("ok" if proc.returncode == 0 else f"failed: {tail[0][:160]}"), wall, tail[0]
+
+
+def dtypes(args) -> tuple[str, ...]:
+    return ("fp32",) if args.tiny else ("bf16", "fp32")
+
+
+def attention(args, budget: float, out: Path) -> dict:
+    lengths = [32] if args.tiny else LENGTHS
+    # tiny: FlexAttention's rows left out (compiling them takes a minute on a CPU)
+    cases = [c for c in ATTENTION_CASES if not (args.tiny and "flex" in c)]
+    found = {}
+    for dtype in dtypes(args):
+        path = out / f"attention_{dtype}.json"
+        cmd = [sys.executable, str(SCRIPTS / "bench_attention.py"), "--device", args.device,
+               "--dtype", dtype, "--lengths", *map(str, lengths), "--cases", *cases,
+               "--repeats", "1", "--steps", "2" if args.tiny else "5", "--min-seconds",
+               "0" if args.tiny else "1", "--out", str(path)]
+        status, wall, _ = run(cmd, budget / len(dtypes(args)))
+        rows = json.loads(path.read_text())["results"] if path.is_file() else []
+        found[dtype] = {"status": status, "seconds": round(wall, 1), "results": rows}
+    return found
+
+
+def train(args, budget: float, out: Path) -> dict:
+    found = {}
+    for dtype in reversed(dtypes(args)):
+        path = out / f"train_{dtype}.json"
+        sizes = ["default"] if args.tiny else ["default", "large", "long"]
+        cmd = [sys.executable, str(SCRIPTS / "bench_train.py"), "--device", args.device,
+               "--dtype", dtype, "--sizes", *sizes, "--repeats", "1",
+               "--steps", "2" if args.tiny else "20", "--warmup", "1" if args.tiny else "5",
+               "--out", str(path)]
+        if args.tiny:
+            cmd += ["--cases", "vanilla"]
+        status, wall, _ = run(cmd, budget / len(dtypes(args)))
+        report = json.loads(path.read_text()) if path.is_file() else {}
+        found[dtype] = {"status": status, "seconds": round(wall, 1),
+                        "matmul_gflops": report.get("matmul_gflops"),
+                        "results": report.get("results", [])}
+    return found
+
+
+def mission(args, budget: float, out: Path) -> dict:
+    seeds = [0] if args.tiny else [0, 1, 2]
+    small = ["epochs=1", "data.train_size=64", "data.val_size=32", "data.test_size=64"]
+    runs = []
+    for seed in seeds:
+        run_dir = out / "mission" / f"seed{seed}"
+        cmd = [sys.executable, "-m", "seqforecast.train", *MISSION, f"device={args.device}",
+               f"seed={seed}", f"hydra.run.dir={run_dir}", *(small if args.tiny else [])]
+        status, wall, _ = run(cmd, budget / len(seeds))
+        metrics = run_dir / "metrics.json"
+        mse = json.loads(metrics.read_text())["test"]["model"]["mse"] if metrics.is_file() \
+            else None
+        runs.append({"seed": seed, "status": status, "wall_seconds": round(wall, 1),
+                     "test_mse": mse})
+    return {"command": " ".join(["python -m seqforecast.train", *MISSION]), "runs": runs}
+
+
+def official(args, budget: float, out: Path) -> dict:
+    found = {}
+    for model, checkout in (("patchtst", "PatchTST"), ("itransformer", "iTransformer")):
+        code = args.official_dir / checkout if args.official_dir else None
+        if args.tiny or code is None or not code.is_dir():
+            found[model] = {"status": "not run: no official checkout (--official-dir)"}
+            continue
+        if args.device != "cpu":  # the comparison would be the GPU against one CPU thread
+            found[model] = {"status": "not run: bench_leaderboard --speed runs the authors' "
+                                      "code on the CPU only (its GPU arguments not wired yet)"}
+            continue
+        path = out / f"official_{model}.json"
+        cmd = [sys.executable, str(SCRIPTS / "bench_leaderboard.py"), "--speed", str(code),
+               "--models", model, "--datasets", "etth1", "--horizons", "96", "--rounds", "1",
+               "--data-dir", str(args.data_dir), "--runs-dir", str(out / "official_runs"),
+               "--set", f"device={args.device}", "--out", str(path)]
+        status, wall, _ = run(cmd, budget / 2)
+        speed = json.loads(path.read_text()).get("speed", []) if path.is_file() else []
+        found[model] = {"status": status, "seconds": round(wall, 1), "speed": speed}
+    return found
+
+
+def stacked(args, budget: float, out: Path) -> dict:
+    return {"status": "not built yet: the stacked launcher (issue 49, part 1) has not landed"}
+
+
+def table(report: dict) -> str:
+    """The visit as markdown: one line per measured row."""
+    lines = [f"GPU visit on {report['device']} ({report['device_name']}), "
+             f"{report['total_seconds']:.0f} s in all.", "",
+             "| part | what | result |", "|---|---|---|"]
+    for dtype, part in report["parts"]["attention"].items():
+        for r in part["results"]:
+            shown = f"{r['tokens_per_s']:,.0f} tok/s, {r['peak_mib']:,.0f} MiB" \
+                if r["status"] == "ok" else r["status"]
+            lines.append(f"| attention {dtype} | {r['case']} L={r['length']} | {shown} |")
+        if part["status"] != "ok":
+            lines.append(f"| attention {dtype} | the run | {part['status']} |")
+    for dtype, part in report["parts"]["train"].items():
+        for r in part["results"]:
+            if r["case"] == "matmul":
+                continue
+            shown = f"{r['tokens_per_s']:,.0f} tok/s ({r['median_step_s'] * 1e3:.1f} ms a step)"\
+                if r["status"] == "ok" else r["status"]
+            lines.append(f"| train {dtype} | {r['size']} {r['case']} | {shown} |")
+        if part["status"] != "ok":
+            lines.append(f"| train {dtype} | the run | {part['status']} |")
+    for r in report["parts"]["mission"]["runs"]:
+        shown = f"{r['wall_seconds']:.1f} s, test MSE {r['test_mse']:.5f}" \
+            if r["status"] == "ok" else r["status"]
+        lines.append(f"| mission | seed {r['seed']} | {shown} |")
+    for model, part in report["parts"]["official"].items():
+        shown = part["status"]
+        for s in part.get("speed", []):
+            shown = (f"epoch {s['best']['seqforecast']['epoch_seconds']:.1f} s against the "
+                     f"official {s['best']['official']['epoch_seconds']:.1f} s "
+                     f"({s['speedup_epoch']:.2f}x)")
+        lines.append(f"| official | {model} ETTh1-96 one epoch | {shown} |")
+    lines.append(f"| stacked | 16 runs | {report['parts']['stacked']['status']} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--budget", type=float, default=480.0,
+                        help="seconds for all parts together (a lent device's minutes)")
+    parser.add_argument("--official-dir", type=Path,
+                        help="holds the authors' checkouts: PatchTST/, iTransformer/")
+    parser.add_argument("--data-dir", type=Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--tiny", action="store_true", help="seconds-long parts (the suite)")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/gpu_visit"))
+    args = parser.parse_args(argv)
+    import torch
+
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        parser.error("--device cuda needs a CUDA device; --tiny --device cpu runs the logic")
+    args.out.mkdir(parents=True, exist_ok=True)
+    weights = sum(PARTS.values())
+    start, parts = time.perf_counter(), {}
+    for name, weight in PARTS.items():
+        began = time.perf_counter()
+        parts[name] = globals()[name](args, args.budget * weight / weights, args.out)
+        print(f"{name}: {time.perf_counter() - began:.0f} s", file=sys.stderr, flush=True)
+    report = {"device": args.device, "device_name": torch.cuda.get_device_name()
+              if args.device.startswith("cuda") else "the CPU", "torch": torch.__version__,
+              "total_seconds": round(time.perf_counter() - start, 1), "parts": parts}
+    markdown = table(report)
+    print(markdown)
+    (args.out / "visit.md").write_text(markdown + "\n")
+    write_report(args.out / "visit.json", __file__, argv, **report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
