@@ -114,7 +114,7 @@ def clip_gradients(params, max_norm: float) -> Tensor:
     """The gradients' total 2-norm before clipping (a tensor: no host sync), the gradients
     scaled down to `max_norm` where it is > 0. With no clipping (0) only the norm is computed:
     clip_grad_norm_ at an infinite max_norm would still multiply every gradient by 1, a
-    pass over all of them each step (0.6 of TimeXer's 42 ms here)."""
+    pass over all of them each step (0.6 ms of TimeXer's 42 ms here)."""
     if max_norm:
         return nn.utils.clip_grad_norm_(params, max_norm)
     grads = [p.grad for p in params if p.grad is not None]
