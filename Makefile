@@ -9,7 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 # Extra arguments for the training CLI, e.g. make train ARGS="attention=diff block_size=16"
 ARGS ?=
 
-.PHONY: venv train test test-fast lint tensorboard bench-attention peers bench-realdata clean
+.PHONY: venv train test test-fast lint tensorboard bench-attention peers bench-realdata gpu-wheels clean
 
 venv: $(VENV)/.installed
 
@@ -50,6 +50,15 @@ peers: venv
 
 bench-realdata: peers
 	$(BIN)/python scripts/bench_realdata.py $(ARGS)
+
+# What a lent GPU machine lacks to run the project (it has torch, triton, tqdm, tensorboard, but
+# no hydra-core or omegaconf, and nothing can be fetched there): pure-Python wheels in .whl/,
+# carried on the visit (docs/operations.md#gpu-kernels-and-the-prepared-visit). antlr4 4.9.3
+# has only a source release, so its wheel is built here.
+gpu-wheels: venv
+	mkdir -p .whl
+	$(BIN)/pip download --quiet --no-deps --only-binary=:all: -d .whl hydra-core==1.3.8 omegaconf==2.3.1
+	$(BIN)/pip wheel --quiet --no-deps -w .whl antlr4-python3-runtime==4.9.3
 
 clean:
 	rm -rf $(VENV) .pytest_cache

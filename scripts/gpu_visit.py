@@ -24,6 +24,13 @@ The parts, in the order a short visit needs them:
 5. `stacked`: a 16-run sweep stacked against the same runs one after another: a row saying it
    is not built yet, until the stacked launcher lands.
 
+On the device tool's machine (Python 3.12, torch and triton there, no hydra-core or omegaconf
+and no network), after `make gpu-wheels` here, the run carries `.whl` and is:
+
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
+      && export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 \
+      && python3 scripts/gpu_visit.py --budget 420 --out $OUT/visit
+
 `--tiny` shrinks every part to seconds (fp32 only, L = 32 without FlexAttention's rows, two
 timed steps, a small synthetic set, one seed) so that the suite runs the whole chain on the
 CPU; its numbers mean nothing.
@@ -35,6 +42,7 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -106,7 +114,7 @@ def mission(args, budget: float, out: Path) -> dict:
     small = ["epochs=1", "data.train_size=64", "data.val_size=32", "data.test_size=64"]
     runs = []
     for seed in seeds:
-        run_dir = out / "mission" / f"seed{seed}"
+        run_dir = args.runs_dir / "mission" / f"seed{seed}"
         cmd = [sys.executable, "-m", "seqforecast.train", *MISSION, f"device={args.device}",
                f"seed={seed}", f"hydra.run.dir={run_dir}", *(small if args.tiny else [])]
         status, wall, _ = run(cmd, budget / len(seeds))
@@ -132,7 +140,7 @@ def official(args, budget: float, out: Path) -> dict:
         path = out / f"official_{model}.json"
         cmd = [sys.executable, str(SCRIPTS / "bench_leaderboard.py"), "--speed", str(code),
                "--models", model, "--datasets", "etth1", "--horizons", "96", "--rounds", "1",
-               "--data-dir", str(args.data_dir), "--runs-dir", str(out / "official_runs"),
+               "--data-dir", str(args.data_dir), "--runs-dir", str(args.runs_dir / "official"),
                "--set", f"device={args.device}", "--out", str(path)]
         status, wall, _ = run(cmd, budget / 2)
         speed = json.loads(path.read_text()).get("speed", []) if path.is_file() else []
@@ -189,8 +197,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="holds the authors' checkouts: PatchTST/, iTransformer/")
     parser.add_argument("--data-dir", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--tiny", action="store_true", help="seconds-long parts (the suite)")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/gpu_visit"))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/gpu_visit"),
+                        help="the reports: at most 8 files, the most a device run sends back")
+    parser.add_argument("--runs-dir", type=Path,
+                        help="the runs' own folders (default: a temporary folder)")
     args = parser.parse_args(argv)
+    args.runs_dir = args.runs_dir or Path(tempfile.mkdtemp(prefix="gpu_visit_"))
     import torch
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():
