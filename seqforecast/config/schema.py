@@ -49,6 +49,7 @@ from ..options import (
 from ..probabilistic.conformal import INTERVAL_METHODS
 from ..training.distributed import STRATEGIES
 from ..training.loop import OPTIMIZERS, PRECISIONS, SELECT_ON
+from ..training.runtime import MATMUL_PRECISIONS
 from ..training.schedule import SCHEDULES
 
 # A saved run's config is read through the migrations up to this version (migrations.py).
@@ -69,6 +70,7 @@ Schedule = choice("Schedule", SCHEDULES)
 SelectOn = choice("SelectOn", SELECT_ON)
 Strategy = choice("Strategy", STRATEGIES)
 Precision = choice("Precision", PRECISIONS)
+MatmulPrecision = choice("MatmulPrecision", MATMUL_PRECISIONS)
 Kernels = choice("Kernels", KERNELS)
 IntervalMethod = choice("IntervalMethod", INTERVAL_METHODS)
 
@@ -275,6 +277,8 @@ class TrainerConfig:  # the training loop (training/loop.py)
     # auto (native where it applies and builds) | torch (stock PyTorch) | native (the CPU's C
     # kernels: seqforecast/native, docs/operations.md)
     precision: Precision = Precision.fp32  # fp32 | bf16 (autocast on training forward passes)
+    matmul_precision: MatmulPrecision = MatmulPrecision.high  # float32 products on a GPU: high
+    # (TF32 tensor cores) | highest (full fp32) | medium (bf16); the CPU's stay full fp32
 
 
 @dataclass

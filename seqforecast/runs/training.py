@@ -40,6 +40,7 @@ from ..training.report import (
 from ..training.runtime import (
     compile_model,
     configure_threads,
+    float32_products,
     keep_freed_memory,
     resolve_device,
     seed_everything,
@@ -95,9 +96,10 @@ def run_training(
             f"{ctx.world_size} processes: set trainer.strategy=ddp"
         )
     device = resolve_device(trainer_cfg["device"])
-    allocator = keep_freed_memory(device)
-    if allocator:
-        log.info(allocator)
+    for done in (keep_freed_memory(device),
+                 float32_products(device, trainer_cfg["matmul_precision"])):
+        if done:
+            log.info(done)
     memory = PeakMemory(device)  # from here: data, model, training and evaluation
     memory.start()
     if device.type == "cuda" and ctx.enabled:

@@ -137,6 +137,22 @@ def keep_freed_memory(device: torch.device) -> str | None:
     return "CPU allocator: freed blocks up to 32 MiB kept for reuse (glibc mallopt)"
 
 
+MATMUL_PRECISIONS = ("highest", "high", "medium")  # torch.set_float32_matmul_precision's
+
+
+def float32_products(device: torch.device, precision: str) -> str | None:
+    """On a CUDA device, float32 matrix products and convolutions at `precision`
+    (trainer.matmul_precision): `high` lets them run on TF32 tensor cores (10-bit mantissas, a
+    several-fold rate on Ampere and later: the habit of GPU training), `highest` keeps full fp32,
+    `medium` allows bf16. The CPU is left alone: its products stay fp32. Returns what was done
+    (for the log), or None."""
+    if device.type != "cuda":
+        return None
+    torch.set_float32_matmul_precision(precision)
+    torch.backends.cudnn.allow_tf32 = precision != "highest"
+    return f"float32 products on {device}: matmul precision {precision}"
+
+
 def compile_model(model: nn.Module) -> bool:
     """torch.compile `model` in place (state-dict keys unchanged). Where torch.compile cannot
     work (no C++ toolchain, an unsupported platform), say so once and train eagerly. A graph

@@ -49,3 +49,30 @@ def test_compile_falls_back_with_one_warning_where_unsupported(monkeypatch, capl
         assert runtime.compile_model(model) is False
     assert "torch.compile is unavailable here (no working C++ compiler found)" in caplog.text
     assert model(torch.ones(1, 2)).shape == (1, 2)  # still a working, eager model
+
+
+@pytest.fixture
+def matmul_settings():
+    """torch's global float32 product settings, restored after the test."""
+    saved = torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32
+    yield
+    torch.set_float32_matmul_precision(saved[0])
+    torch.backends.cudnn.allow_tf32 = saved[1]
+
+
+def test_float32_products_take_tf32_on_a_gpu_and_leave_the_cpu_alone(matmul_settings):
+    """trainer.matmul_precision (default high): TF32 tensor cores on a CUDA device, full fp32
+    with `highest`; the CPU's products are never touched. (torch keeps the setting globally, so
+    a device object is enough to check it here without a GPU.)"""
+    torch.set_float32_matmul_precision("highest")
+    assert runtime.float32_products(torch.device("cpu"), "high") is None
+    assert torch.get_float32_matmul_precision() == "highest"
+    said = runtime.float32_products(torch.device("cuda"), "high")
+    assert "matmul precision high" in said
+    assert torch.get_float32_matmul_precision() == "high" and torch.backends.cudnn.allow_tf32
+    runtime.float32_products(torch.device("cuda"), "highest")
+    assert torch.get_float32_matmul_precision() == "highest"
+    assert not torch.backends.cudnn.allow_tf32
+    assert compose_config([]).trainer.matmul_precision == "high"
+    with pytest.raises(Exception, match="matmul_precision"):
+        compose_config(["trainer.matmul_precision=tf32"])
