@@ -35,7 +35,7 @@ from .cli_args import BAD_INPUT
 from .config import CONFIG_DIR, ConfigError, register_schemas, validate_config
 from .config.check import composition_error
 from .config.rundir import new_run_dir, register_resolvers, resume_target
-from .config.saved import run_choices, saved_choices, saved_config
+from .config.saved import run_choices, saved_choices, saved_config, saved_overrides
 from .runs.training import run_training
 from .training.checkpoint import load_checkpoint
 from .training.distributed import Distributed, from_env, init_from_env, shutdown
@@ -80,10 +80,15 @@ def main(cfg: DictConfig) -> float:
     run_dir = Path(hydra_cfg.runtime.output_dir)
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     overrides = list(hydra_cfg.overrides.task)
+    # What status.json records: a resumed run is the run it continues, made with that run's
+    # overrides, so that skip_completed=true with them recognises it once it has completed.
+    recorded = overrides
+    if cfg.resume is not None and ctx.is_main:
+        recorded = saved_overrides(run_dir) or overrides
 
     def status(state: str, reason: str | None = None, **extra) -> None:
         if ctx.is_main:
-            write_status(run_dir, state, reason, overrides=overrides, **extra)
+            write_status(run_dir, state, reason, overrides=recorded, **extra)
 
     done = None
     if cfg.skip_completed:  # rank 0 reads the run dir; every rank then skips, or none

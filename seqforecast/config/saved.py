@@ -49,3 +49,10 @@ def saved_choices(run_dir: Path) -> dict[str, str]:
         return {}
     choices = run_choices(OmegaConf.load(path).hydra.runtime.choices)
     return {g: former_name(f"{g}.name", o) or o for g, o in choices.items()}
+
+
+def saved_overrides(run_dir: Path) -> list[str] | None:
+    """The command-line overrides the run was made with (its .hydra/overrides.yaml, which
+    resuming leaves as it was), or None where the run dir has none."""
+    path = Path(run_dir) / ".hydra" / "overrides.yaml"
+    return [str(o) for o in OmegaConf.load(path)] if path.is_file() else None

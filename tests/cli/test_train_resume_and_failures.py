@@ -72,7 +72,14 @@ def test_sigkill_then_resume_ends_bit_for_bit_like_the_uninterrupted_run(uninter
     out = run_cli([f"resume={run_dir}"], tmp_path)
     assert f"resuming after epoch {killed_at}" in out.stdout
     assert results(run_dir) == results(uninterrupted)
-    assert json.loads((run_dir / "status.json").read_text())["status"] == "completed"
+    status = json.loads((run_dir / "status.json").read_text())
+    # the run it continued, with that run's overrides: the same command with
+    # skip_completed=true then finds it done instead of training it again over its files
+    assert status["status"] == "completed" and status["overrides"] == RUN
+    finished = (run_dir / "metrics.json").read_text()
+    out = run_cli([*RUN, f"hydra.run.dir={run_dir}", "skip_completed=true"], tmp_path)
+    assert "skipped (skip_completed=true)" in out.stdout + out.stderr
+    assert (run_dir / "metrics.json").read_text() == finished
 
 
 @pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
