@@ -49,7 +49,6 @@ from pathlib import Path
 from bench_common import REPO, repo_env, write_report
 
 SCRIPTS = Path(__file__).resolve().parent
-PARTS = {"attention": 3, "train": 3, "mission": 2, "official": 3, "stacked": 0}  # budget weights
 LENGTHS = [4096, 16384, 65536]
 ATTENTION_CASES = ["sdpa_causal", "flex_block16", "flex_diff_block16", "diff_block16",
                    "diff_block16_triton"]
@@ -152,6 +151,11 @@ def stacked(args, budget: float, out: Path) -> dict:
     return {"status": "not built yet: the stacked launcher (issue 49, part 1) has not landed"}
 
 
+# name -> (the part, its weight in the time budget), in the order a short visit needs them
+PARTS = {"attention": (attention, 3), "train": (train, 3), "mission": (mission, 2),
+         "official": (official, 3), "stacked": (stacked, 0)}
+
+
 def table(report: dict) -> str:
     """The visit as markdown: one line per measured row."""
     lines = [f"GPU visit on {report['device']} ({report['device_name']}), "
@@ -208,11 +212,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         parser.error("--device cuda needs a CUDA device; --tiny --device cpu runs the logic")
     args.out.mkdir(parents=True, exist_ok=True)
-    weights = sum(PARTS.values())
+    weights = sum(weight for _, weight in PARTS.values())
     start, parts = time.perf_counter(), {}
-    for name, weight in PARTS.items():
+    for name, (part, weight) in PARTS.items():
         began = time.perf_counter()
-        parts[name] = globals()[name](args, args.budget * weight / weights, args.out)
+        parts[name] = part(args, args.budget * weight / weights, args.out)
         print(f"{name}: {time.perf_counter() - began:.0f} s", file=sys.stderr, flush=True)
     report = {"device": args.device, "device_name": torch.cuda.get_device_name()
               if args.device.startswith("cuda") else "the CPU", "torch": torch.__version__,

@@ -171,22 +171,28 @@ if triton is not None:
                         BW)
 
 
+def _launch(q: Tensor, v: Tensor, block: int, causal: bool) -> tuple[tuple, tuple, dict]:
+    """What every kernel of the band is launched with, for q [B, G, L, w], v [B, V, L, d]: the
+    grid (query or key blocks x batch x values), the sizes (length, block, window, w, d) and
+    the compile-time tiles (S groups a value, causality, tile sides, product precision)."""
+    batch, groups, length, width = q.shape
+    values, value_width = v.shape[1], v.shape[-1]
+    window = (2 + (0 if causal else 1)) * block
+    grid = (triton.cdiv(length, block), batch * values)
+    sizes = (length, block, window, width, value_width)
+    tiles = dict(S=groups // values, CAUSAL=causal, BM=_width(block), BW=_width(width),
+                 BD=_width(value_width), DOT="ieee" if q.dtype == torch.float32 else "tf32")
+    return grid, sizes, tiles
+
+
 class _Band(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, scale: float, block: int, causal: bool):
         q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-        batch, groups, length, width = q.shape
-        values, value_width = v.shape[1], v.shape[-1]
-        shared = groups // values
-        lookahead = 0 if causal else 1
-        window = (2 + lookahead) * block
-        out = q.new_empty(batch, groups, length, value_width)
-        lse = torch.empty(batch, groups, length, device=q.device, dtype=torch.float32)
-        grid = (triton.cdiv(length, block), batch * values)
-        tiles = dict(BM=_width(block), BW=_width(width), BD=_width(value_width),
-                     DOT="ieee" if q.dtype == torch.float32 else "tf32")
-        _forward[grid](q, k, v, out, lse, scale, length, block, window, width, value_width,
-                       S=shared, CAUSAL=causal, BN=_width(window), **tiles)
+        grid, sizes, tiles = _launch(q, v, block, causal)
+        out = q.new_empty(*q.shape[:-1], v.shape[-1])
+        lse = torch.empty(q.shape[:-1], device=q.device, dtype=torch.float32)
+        _forward[grid](q, k, v, out, lse, scale, *sizes, BN=_width(sizes[2]), **tiles)
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.scale, ctx.block, ctx.causal = scale, block, causal
         return out
@@ -196,23 +202,14 @@ class _Band(torch.autograd.Function):
         q, k, v, out, lse = ctx.saved_tensors
         scale, block, causal = ctx.scale, ctx.block, ctx.causal
         grad_out = grad_out.contiguous()
-        batch, groups, length, width = q.shape
-        values, value_width = v.shape[1], v.shape[-1]
-        shared = groups // values
-        lookahead = 0 if causal else 1
-        window = (2 + lookahead) * block
+        grid, sizes, tiles = _launch(q, v, block, causal)
         # each row's sum(dO * O): the softmax backward's correction term, float32
         delta = (grad_out.float() * out.float()).sum(-1)
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-        grid = (triton.cdiv(length, block), batch * values)
-        tiles = dict(BM=_width(block), BW=_width(width), BD=_width(value_width),
-                     DOT="ieee" if q.dtype == torch.float32 else "tf32")
-        _backward_keys[grid](q, k, v, grad_out, lse, delta, dk, dv, scale, length, block,
-                             window, width, value_width, S=shared, CAUSAL=causal,
-                             LOOKAHEAD=lookahead, **tiles)
-        _backward_queries[grid](q, k, v, grad_out, lse, delta, dq, scale, length, block,
-                                window, width, value_width, S=shared, CAUSAL=causal,
-                                BN=_width(window), **tiles)
+        _backward_keys[grid](q, k, v, grad_out, lse, delta, dk, dv, scale, *sizes,
+                             LOOKAHEAD=0 if causal else 1, **tiles)
+        _backward_queries[grid](q, k, v, grad_out, lse, delta, dq, scale, *sizes,
+                                BN=_width(sizes[2]), **tiles)
         return dq, dk, dv, None, None, None
 
 
@@ -221,8 +218,9 @@ def band_attention(q: Tensor, k: Tensor, v: Tensor, scale: float, block: int,
     """q, k [B, G, L, w], v [B, V, L, d] (G a multiple of V: group g reads value g // (G / V))
     -> [B, G, L, d]: each group's softmax(q k^T * scale) v within block-local windows of
     `block` (causal: no key after its query). Differentiable in q, k and v."""
-    if unavailable():
-        raise RuntimeError(f"the Triton band kernel cannot run here: {unavailable()}")
+    why = unavailable()
+    if why:
+        raise RuntimeError(f"the Triton band kernel cannot run here: {why}")
     if q.shape[1] % v.shape[1]:
         raise ValueError(f"{q.shape[1]} groups cannot share {v.shape[1]} values evenly")
     return _Band.apply(q, k, v, scale, block, causal)
