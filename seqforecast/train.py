@@ -34,7 +34,13 @@ from omegaconf.errors import OmegaConfBaseException
 from .cli_args import BAD_INPUT
 from .config import CONFIG_DIR, ConfigError, register_schemas, validate_config
 from .config.check import composition_error
-from .config.rundir import new_run_dir, register_resolvers, resume_target
+from .config.rundir import (
+    new_run_dir,
+    register_resolvers,
+    resume_command,
+    resume_target,
+    unquoted,
+)
 from .config.saved import run_choices, saved_choices, saved_config, saved_overrides
 from .runs.training import run_training
 from .training.checkpoint import load_checkpoint
@@ -104,7 +110,7 @@ def main(cfg: DictConfig) -> float:
         if ctx.is_main:
             message = (
                 f"{err}; checkpoint saved. "
-                f"Resume with: python -m seqforecast.train resume={run_dir}"
+                f"Resume with: {resume_command(run_dir)}"
             )
             log_to_file(logging.WARNING, message)
             print(message, file=sys.stderr)
@@ -173,7 +179,7 @@ def check_resume_argument(argv: list[str]) -> None:
     for arg in argv:
         if arg.startswith("resume=") and arg.partition("=")[2] not in ("", "null"):
             try:
-                resume_target(arg.partition("=")[2])
+                resume_target(unquoted(arg.partition("=")[2]))
             except ValueError as err:
                 print(f"error: {err}", file=sys.stderr)
                 sys.exit(2)
@@ -189,7 +195,7 @@ def distributed_argv(argv: list[str], ctx: Distributed) -> list[str]:
     if ctx.is_main:
         check_resume_argument(argv)
         given = [a.partition("=")[2] for a in argv if a.startswith("hydra.run.dir=")]
-        resumed = [a.partition("=")[2] for a in argv if a.startswith("resume=")]
+        resumed = [unquoted(a.partition("=")[2]) for a in argv if a.startswith("resume=")]
         if given:
             chosen = given[-1]
         elif resumed and resumed[-1] not in ("", "null"):

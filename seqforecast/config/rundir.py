@@ -44,6 +44,24 @@ def resume_target(resume: str) -> Path:
     return path
 
 
+def resume_command(run_dir: Path | str) -> str:
+    """The command that resumes `run_dir`, ready to paste into a shell: a sweep job's dir
+    (`3_lr=0.01,seed=1`) holds characters Hydra's override grammar reads, so it is quoted
+    for Hydra, and the quotes for the shell."""
+    path = str(run_dir)
+    argument = f"resume={path}"
+    if any(c in path for c in "=,[]{}()'\" :*?$<>|&;!#~@%^"):
+        argument = "'resume=\"" + path + "\"'"
+    return f"python -m seqforecast.train {argument}"
+
+
+def unquoted(value: str) -> str:
+    """An override's value as Hydra reads it: without the quotes around it."""
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
 def _run_dir(resume: str | None, default: str) -> str:
     return default if resume is None else str(resume_target(resume))
 

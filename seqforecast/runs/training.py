@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -26,7 +27,7 @@ from ..training.baselines import FIT_WINDOWS
 from ..training.checkpoint import RunError, error_line
 from ..training.distributed import SINGLE, Distributed, parameter_digest, wrap
 from ..training.evaluation import Evaluator, ratios
-from ..training.loop import train_model
+from ..training.loop import TrainResult, train_model
 from ..training.memory import PeakMemory
 from ..training.monitor import Monitor, RunMonitor, flatten
 from ..training.report import (
@@ -74,6 +75,28 @@ def load_official_checkpoint(model, path: str) -> None:
     log.info("started from the official %s weights in %s", published_model(model), path)
 
 
+@dataclass
+class PreparedRun:
+    """A run set up to train: its data, model, evaluator and monitor (`prepare_run`), what
+    `finish_run` scores and writes once training has returned."""
+
+    cfg: DictConfig
+    plain: dict
+    run_dir: Path
+    device: torch.device
+    data: object
+    model: torch.nn.Module
+    kernels: str
+    evaluator: Evaluator
+    monitor: Monitor
+    config_yaml: str
+    n_params: int
+    memory: PeakMemory
+    choices: Mapping[str, str] | None
+    resume: dict | None
+    ctx: Distributed
+
+
 def run_training(
     cfg: DictConfig,
     run_dir: Path,
@@ -87,6 +110,44 @@ def run_training(
     (group -> option) join the hparams; `resume` is the run's loaded last.pt to continue
     from; under torchrun `ctx` is this rank (only rank 0 writes).
     Returns the best validation MSE (what a sweeper minimises)."""
+    run = prepare_run(cfg, run_dir, choices, resume, ctx)
+    try:  # the writer is closed (and its events readable) even when the run fails
+        result = train_model(
+            wrap(run.model, ctx, run.device),
+            run.data,
+            run.plain["trainer"],
+            run.run_dir / "checkpoints",
+            seed=cfg.seed,
+            config_yaml=run.config_yaml,
+            monitor=run.monitor,
+            resume=resume,
+            ctx=ctx,
+            progress=progress,
+            data_state=run.data.state,
+            evaluator=run.evaluator,
+            kernels=run.kernels,
+        )
+        digests = ctx.gather(parameter_digest(run.model))  # collective: every rank
+        if not ctx.is_main:
+            return result.best_val_mse
+        finish_run(run, result, {"world_size": ctx.world_size,
+                                 "ranks_hold_identical_weights": len(set(digests)) == 1})
+    finally:
+        run.monitor.close()
+    return result.best_val_mse
+
+
+def prepare_run(
+    cfg: DictConfig,
+    run_dir: Path,
+    choices: Mapping[str, str] | None = None,
+    resume: dict | None = None,
+    ctx: Distributed = SINGLE,
+    kernels: str | None = None,
+) -> PreparedRun:
+    """Everything before the first step: the device, the data and the model (each from the
+    run's seed), the evaluator, the monitor (its start written unless resuming). `kernels`
+    forces a kernel set (a stacked run's: torch) instead of trainer.kernels'."""
     run_dir = Path(run_dir)
     plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     trainer_cfg = plain["trainer"]
@@ -111,7 +172,8 @@ def run_training(
     saved = None if resume is None else resume.get("data_state")
     require_dataset(plain)  # dataset=<name>: its file there, with its entry's columns
     data = build_data(plain["data"], cfg.seed, device, saved=saved)
-    kernels = native.resolve(trainer_cfg["kernels"], device, trainer_cfg["precision"])
+    if kernels is None:
+        kernels = native.resolve(trainer_cfg["kernels"], device, trainer_cfg["precision"])
     trained_with = None if resume is None else resume["kernels"]  # None: not recorded
     if trained_with not in (None, kernels):
         log.warning("resuming a run trained with the %s kernels on the %s ones "
@@ -165,50 +227,42 @@ def run_training(
             test_every=plain["log"]["test_every"],
             figures=plain["log"]["figures"],
         )
-    try:  # the writer is closed (and its events readable) even when the run fails
-        if resume is None:
+    if resume is None:
+        try:
             monitor.on_start(model, config_yaml)
-        result = train_model(
-            wrap(model, ctx, device),
-            data,
-            trainer_cfg,
-            run_dir / "checkpoints",
-            seed=cfg.seed,
-            config_yaml=config_yaml,
-            monitor=monitor,
-            resume=resume,
-            ctx=ctx,
-            progress=progress,
-            data_state=data.state,
-            evaluator=evaluator,
-            kernels=kernels,
-        )
-        digests = ctx.gather(parameter_digest(model))  # collective: every rank
-        if not ctx.is_main:
-            return result.best_val_mse
-        results = evaluator.evaluate(model, plain["intervals"])
-        run_info = {
-            "best_epoch": result.best_epoch,
-            "epochs_run": result.epochs_run,
-            "stopped_early": result.stopped_early,
-            "train_seconds": round(result.seconds, 3),
-            "parameters": n_params,
-            "device": str(device),
-            "kernels": kernels,
-            "world_size": ctx.world_size,
-            "ranks_hold_identical_weights": len(set(digests)) == 1,
-            **memory.report(),
-        }
-        write_metrics(run_dir / "metrics.json", results, run_info, data.info)
-        if "model" in evaluator.calibration:  # the kept model's bands, for predict
-            write_bands(run_dir, evaluator.calibration["model"], plain["intervals"]["levels"],
-                        radius=evaluator.adaptive_radius,
-                        adapted_windows=len(data.eval_splits()["test"]))
-        if data.series_ids:
-            write_per_series(run_dir / "per_series.csv", evaluator.per_series(), data.series_ids)
-        monitor.on_end(model, result.steps, results, {**flatten(plain), **(choices or {})})
-    finally:
-        monitor.close()
+        except BaseException:
+            monitor.close()  # its events stay readable
+            raise
+    return PreparedRun(cfg, plain, run_dir, device, data, model, kernels, evaluator, monitor,
+                       config_yaml, n_params, memory, choices, resume, ctx)
+
+
+def finish_run(run: PreparedRun, result: TrainResult, placement: dict) -> None:
+    """After training (the model holds its kept weights): score every split, write
+    metrics.json (with `placement`: how the run was laid out), the bands and per-series
+    errors, the monitor's end; log the tables."""
+    model, data, evaluator, plain = run.model, run.data, run.evaluator, run.plain
+    run_dir = run.run_dir
+    results = evaluator.evaluate(model, plain["intervals"])
+    run_info = {
+        "best_epoch": result.best_epoch,
+        "epochs_run": result.epochs_run,
+        "stopped_early": result.stopped_early,
+        "train_seconds": round(result.seconds, 3),
+        "parameters": run.n_params,
+        "device": str(run.device),
+        "kernels": run.kernels,
+        **placement,
+        **run.memory.report(),
+    }
+    write_metrics(run_dir / "metrics.json", results, run_info, data.info)
+    if "model" in evaluator.calibration:  # the kept model's bands, for predict
+        write_bands(run_dir, evaluator.calibration["model"], plain["intervals"]["levels"],
+                    radius=evaluator.adaptive_radius,
+                    adapted_windows=len(data.eval_splits()["test"]))
+    if data.series_ids:
+        write_per_series(run_dir / "per_series.csv", evaluator.per_series(), data.series_ids)
+    run.monitor.on_end(model, result.steps, results, {**flatten(plain), **(run.choices or {})})
 
     log.info("results (best epoch %d of %d), in the data's units:\n%s", result.best_epoch,
              result.epochs_run, format_table(results, data.info))
@@ -220,4 +274,3 @@ def run_training(
     log.info("held-out test set: model MSE below %d of %d baselines (%s)", len(beaten),
              len(test_ratios), ", ".join(beaten) or "none")
     log.info("run dir: %s", run_dir)
-    return result.best_val_mse

@@ -81,22 +81,27 @@ class LoopState:
     seen: int = 0
 
 
-def make_optimizer(model: nn.Module, lr: float, weight_decay: float, kind: str
-                   ) -> torch.optim.Optimizer:
+def make_optimizer(model: nn.Module, lr: float, weight_decay: float, kind: str,
+                   stacked: list[Tensor] | None = None) -> torch.optim.Optimizer:
     """AdamW with decay on matrices only: biases, norms and scalars (lambda, position terms)
     are not pulled towards zero. `adam`: plain Adam, no decay (the published PatchTST's).
+    `stacked`: tensors to step in place of model's parameters, one for each in order (a
+    stack's [K, ...], seqforecast/stacking): grouped by the model's own shapes.
 
     The update runs fused (one kernel over every parameter) where torch has that kernel for
     the parameters' device: the same update to float rounding, and on the CPU several times
     faster than the per-parameter loop torch picks there by default (3 ms against 15 for
     TimeXer's 1.8M weights, one thread; docs/timexer.md#speed)."""
-    params = [p for p in model.parameters() if p.requires_grad]
+    own = list(model.parameters())
+    stepped = own if stacked is None else stacked
+    pairs = [(p, s) for p, s in zip(own, stepped, strict=True) if p.requires_grad]
+    params = [s for _, s in pairs]
     fused = _fused_supported(params)
     if kind == "adam":
         return torch.optim.Adam(params, lr=lr, fused=fused)
     groups = [
-        {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
-        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+        {"params": [s for p, s in pairs if p.dim() >= 2], "weight_decay": weight_decay},
+        {"params": [s for p, s in pairs if p.dim() < 2], "weight_decay": 0.0},
     ]
     return torch.optim.AdamW(groups, lr=lr, fused=fused)
 
@@ -148,7 +153,7 @@ def train_model(
 
     The training error is logged as `train/mse` in the data's own units, like every
     validation and test metric: the squared error of each target channel times its scale²."""
-    loop = _Loop(model, data, trainer_cfg, Path(checkpoint_dir), seed, config_yaml,
+    loop = RunLoop(model, data, trainer_cfg, Path(checkpoint_dir), seed, config_yaml,
                  monitor or Monitor(), ctx, data_state,
                  evaluator or Evaluator(data, {}, trainer_cfg["eval_batch_size"]), kernels)
     if resume is not None:
@@ -167,7 +172,7 @@ def train_model(
     return loop.result()
 
 
-class _Loop:
+class RunLoop:
     """The loop's pieces: one optimizer step, an epoch of them, the epoch's end (validation,
     early stopping, checkpoints), and what makes a run resumable."""
 

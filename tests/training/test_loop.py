@@ -69,7 +69,7 @@ def test_a_training_step_never_waits_on_the_device(tmp_path, monkeypatch):
             return _original(self, *args, **kwargs)
 
         monkeypatch.setattr(torch.Tensor, name, patched)
-    step, flush = loop_module._Loop.step, tally_module.StepTally.flush
+    step, flush = loop_module.RunLoop.step, tally_module.StepTally.flush
     flushes = []
 
     def watched_step(self, batch):
@@ -83,7 +83,7 @@ def test_a_training_step_never_waits_on_the_device(tmp_path, monkeypatch):
         flushes.append(self.steps)
         return flush(self, stop)
 
-    monkeypatch.setattr(loop_module._Loop, "step", watched_step)
+    monkeypatch.setattr(loop_module.RunLoop, "step", watched_step)
     monkeypatch.setattr(tally_module.StepTally, "flush", counted_flush)
     trainer = dict(cfg.trainer, epochs=2, patience=0, log_every=4)
     train_model(build_model(cfg), data, trainer, tmp_path, seed=0, config_yaml="x")

@@ -1,0 +1,100 @@
+"""`hydra/launcher=stacked`: a sweep's seeds trained as one batched model in one process, each
+job's run dir as its solo run leaves it. Every test drives the CLI in subprocesses."""
+
+import json
+import signal
+
+import pytest
+import torch
+
+from seqforecast.config.compose import compose_config
+from seqforecast.stacking.jobs import group_key, stack_refusal
+
+from ..cli_helpers import TINY, run_cli
+from .test_train_resume_and_failures import start, wait_for
+
+pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
+
+STACKED = ["--multirun", "hydra/launcher=stacked"]
+
+
+def job_dirs(sweep):
+    return sorted((p for p in sweep.iterdir() if p.is_dir()), key=lambda p: int(p.name[0]))
+
+
+def metrics(run_dir):
+    return json.loads((run_dir / "metrics.json").read_text())
+
+
+def test_stacked_seeds_equal_their_solo_runs_and_leave_solo_run_dirs(tmp_path):
+    args = [*TINY, "epochs=2", "seed=0,1"]
+    run_cli([*STACKED, *args, f"hydra.sweep.dir={tmp_path / 'stacked'}"], tmp_path)
+    # the stack runs torch's kernels (vmap batches them): the solo runs beside it too
+    run_cli(["--multirun", *args, "trainer.kernels=torch", f"hydra.sweep.dir={tmp_path / 'solo'}"],
+            tmp_path)
+    stacked, solo = job_dirs(tmp_path / "stacked"), job_dirs(tmp_path / "solo")
+    assert len(stacked) == len(solo) == 2
+    tests = []
+    for seed, (mine, theirs) in enumerate(zip(stacked, solo, strict=True)):
+        ours, own = metrics(mine), metrics(theirs)
+        assert ours["run"]["stacked_members"] == 2 and "stacked_members" not in own["run"]
+        for split in ("val", "test"):
+            a, b = ours[split]["model"]["mse"], own[split]["model"]["mse"]
+            assert abs(a - b) <= 1e-5 * b, (seed, split, a, b)
+        tests.append(ours["test"]["model"]["mse"])
+        # its own files: status, checkpoints (weights-only), events, its own log lines
+        status = json.loads((mine / "status.json").read_text())
+        assert status["status"] == "completed" and f"seed={seed}" in status["overrides"]
+        for name in ("best.pt", "last.pt"):
+            state = torch.load(mine / "checkpoints" / name, weights_only=True)
+            assert state["kernels"] == "torch" and state["world_size"] == 1
+        assert list(mine.glob("events.out.tfevents.*"))
+        log = (mine / "train.log").read_text()
+        assert f"train split: 64 sigmoid series, seed {seed}\n" in log
+        assert f"seed {1 - seed}\n" not in log, "the other member's lines"
+        assert log.count("epoch 2/2") == 1
+        assert (mine / ".hydra" / "overrides.yaml").is_file()
+    assert tests[0] != tests[1], "each member its own seed"
+    summary = json.loads((tmp_path / "stacked" / "summary.json").read_text())
+    assert summary["counts"] == {"completed": 2}
+    out = run_cli([str(tmp_path / "stacked")], tmp_path, module="seqforecast.compare")
+    assert "2 runs" in out.stdout or "n=2" in out.stdout, out.stdout
+
+
+def test_jobs_stack_by_config_and_the_rest_run_alone(tmp_path):
+    sweep = tmp_path / "sweep"
+    out = run_cli([*STACKED, *TINY, "epochs=1", "seed=0,1", "attention=vanilla,einsum",
+                   f"hydra.sweep.dir={sweep}"], tmp_path)
+    assert "Launching 4 jobs: 2 stacked group(s)" in out.stdout + out.stderr
+    runs = job_dirs(sweep)
+    assert [metrics(d)["run"]["stacked_members"] for d in runs] == [2, 2, 2, 2]
+    # refused configs: each job alone, as the basic launcher runs it
+    assert stack_refusal(compose_config([*TINY, "trainer.kernels=native"])) is not None
+    assert stack_refusal(compose_config([*TINY, "trainer.compile=true"])) is not None
+    assert stack_refusal(compose_config(TINY)) is None
+    assert group_key(compose_config([*TINY, "seed=1"])) == group_key(compose_config(TINY))
+    assert group_key(compose_config([*TINY, "lr=0.01"])) != group_key(compose_config(TINY))
+
+
+RUN = ["experiment=quick", "epochs=12", "data.train_size=1024", "log.figures=false"]
+
+
+def test_a_signal_stops_every_member_with_a_checkpoint_each_resumes_alone(tmp_path):
+    sweep = tmp_path / "sweep"
+    proc = start([*STACKED, *RUN, "seed=0,1", f"hydra.sweep.dir={sweep}"], tmp_path)
+    name = "0_data.train_size=1024,epochs=12,experiment=quick,log.figures=False,seed=0"
+    wait_for(sweep / name / "checkpoints" / "last.pt", proc, timeout=120)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143, stderr
+    assert "Traceback" not in stderr
+    runs = job_dirs(sweep)
+    for run_dir in runs:
+        assert f"""Resume with: python -m seqforecast.train 'resume="{run_dir}"'""" in stderr
+        assert json.loads((run_dir / "status.json").read_text())["status"] == "interrupted"
+        state = torch.load(run_dir / "checkpoints" / "last.pt", weights_only=True)
+        assert 0 < state["epoch"] < 12
+    run_cli([f'resume="{runs[1]}"'], tmp_path)  # as the shell passes the quoted line
+    status = json.loads((runs[1] / "status.json").read_text())
+    assert status["status"] == "completed"
+    assert metrics(runs[1])["run"]["epochs_run"] == 12
