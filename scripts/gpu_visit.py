@@ -21,8 +21,9 @@ The parts, in the order a short visit needs them:
    holds their checkouts (`PatchTST`, `iTransformer`) and `--data-dir` the files; else a row
    saying it was not run. On a GPU, a row saying it was not run: the script runs the authors'
    code on the CPU only, so far.
-5. `stacked`: a 16-run sweep stacked against the same runs one after another: a row saying it
-   is not built yet, until the stacked launcher lands.
+5. `stacked`: scripts/bench_stacked.py, a 16-seed sweep of the default config at 10 epochs
+   (16 runs one after another must fit the visit) stacked (`hydra/launcher=stacked`) against
+   the same runs one after another: wall seconds each and the paired test-MSE ratio.
 
 On the device tool's machine (Python 3.12, torch and triton there, no hydra-core or omegaconf
 and no network), after `make gpu-wheels` here, the run carries `.whl` and is:
@@ -32,8 +33,8 @@ and no network), after `make gpu-wheels` here, the run carries `.whl` and is:
       && python3 scripts/gpu_visit.py --budget 420 --out $OUT/visit
 
 `--tiny` shrinks every part to seconds (fp32 only, L = 32 without FlexAttention's rows, two
-timed steps, a small synthetic set, one seed) so that the suite runs the whole chain on the
-CPU; its numbers mean nothing.
+timed steps, a small synthetic set, one seed; two for the stacked sweep) so that the suite runs
+the whole chain on the CPU; its numbers mean nothing.
 """
 
 from __future__ import annotations
@@ -148,12 +149,23 @@ def official(args, budget: float, out: Path) -> dict:
 
 
 def stacked(args, budget: float, out: Path) -> dict:
-    return {"status": "not built yet: the stacked launcher (issue 49, part 1) has not landed"}
+    path = out / "stacked.json"
+    cmd = [sys.executable, str(SCRIPTS / "bench_stacked.py"), "--out", str(path)]
+    if args.tiny:
+        cmd += ["--smoke", "--set", f"device={args.device}"]
+    else:  # 10 of the default 50 epochs: 16 runs one after another must fit the visit
+        cmd += ["--seeds", *map(str, range(STACKED_RUNS)), "--set", f"device={args.device}",
+                f"epochs={STACKED_EPOCHS}"]
+    status, wall, _ = run(cmd, budget)
+    report = json.loads(path.read_text()) if path.is_file() else {}
+    return {"status": status, "seconds": round(wall, 1), "speedup": report.get("speedup"),
+            "test_mse_ratio": report.get("test_mse_ratio"), "best": report.get("best")}
 
 
 # name -> (the part, its weight in the time budget), in the order a short visit needs them
 PARTS = {"attention": (attention, 3), "train": (train, 3), "mission": (mission, 2),
-         "official": (official, 3), "stacked": (stacked, 0)}
+         "official": (official, 3), "stacked": (stacked, 3)}
+STACKED_RUNS, STACKED_EPOCHS = 16, 10
 
 
 def table(report: dict) -> str:
@@ -188,7 +200,16 @@ def table(report: dict) -> str:
                      f"official {s['best']['official']['epoch_seconds']:.1f} s "
                      f"({s['speedup_epoch']:.2f}x)")
         lines.append(f"| official | {model} ETTh1-96 one epoch | {shown} |")
-    lines.append(f"| stacked | 16 runs | {report['parts']['stacked']['status']} |")
+    part = report["parts"]["stacked"]
+    shown = part["status"]
+    if part.get("speedup"):
+        best, ratio = part["best"], part["test_mse_ratio"]
+        shown = (f"{best['stacked']['wall_s']:.1f} s stacked against "
+                 f"{best['one_after_another']['wall_s']:.1f} s one after another "
+                 f"({part['speedup']:.2f}x); test MSE ratio {ratio['ratio']:.4f} "
+                 f"[{ratio['low']:.4f}, {ratio['high']:.4f}]")
+    lines.append(f"| stacked | {len(part.get('best', {}).get('stacked', {}).get('runs', {}))} "
+                 f"runs | {shown} |")
     return "\n".join(lines)
 
 
