@@ -49,7 +49,7 @@ from ..options import (
 from ..probabilistic.conformal import INTERVAL_METHODS
 from ..training.distributed import STRATEGIES
 from ..training.loop import OPTIMIZERS, PRECISIONS, SELECT_ON
-from ..training.runtime import MATMUL_PRECISIONS
+from ..training.runtime import COMPILE_MODES, MATMUL_PRECISIONS
 from ..training.schedule import SCHEDULES
 
 # A saved run's config is read through the migrations up to this version (migrations.py).
@@ -71,6 +71,7 @@ SelectOn = choice("SelectOn", SELECT_ON)
 Strategy = choice("Strategy", STRATEGIES)
 Precision = choice("Precision", PRECISIONS)
 MatmulPrecision = choice("MatmulPrecision", MATMUL_PRECISIONS)
+CompileMode = choice("CompileMode", COMPILE_MODES)
 Kernels = choice("Kernels", KERNELS)
 IntervalMethod = choice("IntervalMethod", INTERVAL_METHODS)
 
@@ -273,6 +274,8 @@ class TrainerConfig:  # the training loop (training/loop.py)
     # process keeps busy, 1 for a tiny model) | 0 (torch's default) | N
     strategy: Strategy = Strategy.single  # single | ddp (under torchrun)
     compile: bool = False  # torch.compile the model (eager, with a warning, where unsupported)
+    compile_mode: CompileMode = CompileMode.default  # default | reduce-overhead (on a GPU the
+    # compiled step replayed as CUDA graphs) | max-autotune
     kernels: Kernels = Kernels.auto  # the hot paths' code, chosen when the model is built:
     # auto (native where it applies and builds) | torch (stock PyTorch) | native (the CPU's C
     # kernels: seqforecast/native, docs/operations.md)

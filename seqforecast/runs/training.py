@@ -194,7 +194,7 @@ def prepare_run(
         model.fit_linear_path(fit.src, fit.target)
     seed_everything(cfg.seed + ctx.rank)  # each rank its own stream (dropout)
     if trainer_cfg["compile"]:
-        compile_model(model)
+        compile_model(model, trainer_cfg["compile_mode"])
     evaluator = Evaluator.for_run(data, plain)
     for note in data.notes:
         log.info(note)

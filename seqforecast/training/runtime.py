@@ -153,8 +153,15 @@ def float32_products(device: torch.device, precision: str) -> str | None:
     return f"float32 products on {device}: matmul precision {precision}"
 
 
-def compile_model(model: nn.Module) -> bool:
-    """torch.compile `model` in place (state-dict keys unchanged). Where torch.compile cannot
+# torch.compile's modes (trainer.compile_mode): reduce-overhead also records the compiled step
+# as CUDA graphs on a GPU, replaying a step's hundreds of kernel launches as one (on the CPU
+# it compiles as default does); max-autotune also benchmarks kernel choices while compiling.
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+
+
+def compile_model(model: nn.Module, mode: str = "default") -> bool:
+    """torch.compile `model` in place (state-dict keys unchanged), in `mode` (COMPILE_MODES).
+    Where torch.compile cannot
     work (no C++ toolchain, an unsupported platform), say so once and train eagerly. A graph
     break runs its part eagerly, as torch does; an error while compiling is raised, not hidden
     (every family and backend traces as one graph: tests/training/test_compile.py). Returns
@@ -166,5 +173,5 @@ def compile_model(model: nn.Module) -> bool:
         log.warning("trainer.compile=true: torch.compile is unavailable here (%s); "
                     "training without it", reason)
         return False
-    model.compile()
+    model.compile(mode=mode)
     return True

@@ -86,3 +86,17 @@ def test_trainer_compile_equals_eager(family):
     torch.testing.assert_close(losses[1], losses[0], rtol=1e-5, atol=1e-6)
     for (name, a), b in zip(eager.named_parameters(), compiled.parameters(), strict=True):
         torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_compile_mode_reaches_torch_compile(monkeypatch):
+    """trainer.compile_mode is the mode torch.compile gets (reduce-overhead: the step as CUDA
+    graphs on a GPU); a mode torch does not have is refused in one line."""
+    seen = []
+    monkeypatch.setattr(torch, "compile", lambda fn, **kwargs: fn)  # the toolchain's check
+    monkeypatch.setattr(torch.nn.Module, "compile", lambda self, **kwargs: seen.append(kwargs))
+    assert compile_model(torch.nn.Linear(2, 2), "reduce-overhead")
+    assert seen == [{"mode": "reduce-overhead"}]
+    assert compose_config(["trainer.compile_mode=max-autotune"]).trainer.compile_mode == \
+        "max-autotune"
+    with pytest.raises(ConfigError, match="trainer.compile_mode.*reduce-overhead"):
+        compose_config(["trainer.compile_mode=fast"])
