@@ -177,6 +177,16 @@ def test_bench_leaderboard_scores_every_model_beside_the_linear_fits_and_merges(
     assert len(json.loads(merged.read_text())["cells"]["etth1-24"]["runs"]) == 3  # once each
     # the three models and the two linear fits (no exogenous series: no fit of every input)
     assert merged.with_suffix(".md").read_text().count("| etth1-24 |") == 5
+    assert "Published: none for these cells." in merged.with_suffix(".md").read_text()
+
+
+def test_bench_leaderboard_shows_each_cells_published_table():
+    leaderboard = load_script("bench_leaderboard.py")
+    rows, source = leaderboard.published_rows("np-24")  # the EPF markets: TimeXer's Table 2
+    assert rows["TimeXer"][0] == 0.236 and "TimeXer, Table 2" in source
+    rows, source = leaderboard.published_rows("etth1-96")
+    assert rows["iTransformer"] == (0.386, 0.405) and "iTransformer, Table 10" in source
+    assert leaderboard.published_rows("etth1-24") == ({}, None)
 
 
 def test_bench_leaderboard_refuses_a_cell_without_a_published_setting(tmp_path, capsys):
