@@ -14,6 +14,8 @@ from .cost import attention_pairs
 from .kernels import kernel_names
 
 KernelChoice = choice("KernelChoice", kernel_names())
+GATES = ("none", "headwise", "elementwise")
+Gate = choice("Gate", GATES)
 
 
 @dataclass
@@ -28,6 +30,9 @@ class AttentionOptions:
     # the fastest that serves) | explicit (its own path) | sdpa (torch's fused kernel) | native
     # (the CPU's C kernel for short sequences; trainer.kernels=native or auto) | triton, flex
     # (block-local windows on a GPU: band_triton.py, band_flex.py)
+    gate: Gate = Gate.none  # a sigmoid gate on each head's output before out_proj, computed
+    # from the layer's query input (Qiu et al. 2025, gated attention's G1): none | headwise
+    # (one gate a head) | elementwise (one a value); core.OutputGate
 
     # What the mechanism itself can do, whatever its options (config/rules.py refuses the
     # combinations it cannot serve, in one line, naming the backend and the reason):
@@ -43,6 +48,8 @@ class AttentionOptions:
     # model=itransformer) does more than permute its outputs, or None: it only permutes them
     SIGNED_WEIGHTS: ClassVar[bool] = False  # its weights can be negative (maps are drawn on
     # a scale centred on 0)
+    HEAD_OUTPUTS: ClassVar[str | None] = None  # why its output is not one block per head (the
+    # output gate gates heads), or None: [B, Lq, E] holds head h's values at h * E/H onwards
 
     # What a backend says of itself, for the rules between its options and the model's
     # (config/rules.py, residual.carries_residual): a backend whose options change these
@@ -90,8 +97,19 @@ class AttentionOptions:
 
     def projection_flops(self, q_len: int, k_len: int, d_model: int, n_heads: int,
                          cross: bool = False) -> int:
-        """Forward FLOPs of the q, k, v and output projections of Lq queries and Lk keys (2 a
-        multiply-add)."""
+        """Forward FLOPs of the projections of Lq queries and Lk keys (2 a multiply-add): the
+        mechanism's own (`_projections`) and the output gate's."""
+        return self._projections(q_len, k_len, d_model, n_heads, cross) + \
+            2 * d_model * q_len * self.gate_width(d_model, n_heads)
+
+    def gate_width(self, d_model: int, n_heads: int) -> int:
+        """How many gates the output gate computes per query: 0 (none), one a head, or one a
+        value of the output."""
+        return {"none": 0, "headwise": n_heads, "elementwise": d_model}[str(self.gate)]
+
+    def _projections(self, q_len: int, k_len: int, d_model: int, n_heads: int,
+                     cross: bool = False) -> int:
+        """The q, k, v and output projections' forward FLOPs."""
         return 2 * d_model * (q_len * d_model + 2 * k_len * d_model + q_len * d_model)
 
     def core_flops(self, q_len: int, k_len: int, head_dim: int, causal: bool,

@@ -68,6 +68,42 @@ class Attended(NamedTuple):
     residual: ResidualQK | None  # the carried q and k including this layer's, or None
 
 
+class OutputGate(nn.Module):
+    """Gated attention's output gate (Qiu et al. 2025, "Gated Attention for Large Language
+    Models", position G1; `attention.gate`): each head's output times a sigmoid gate computed
+    from the layer's query input, before the output projection,
+
+        out_h <- out_h * sigmoid(x W_g + b_g)_h        x: the query input [B, Lq, E]
+
+    with one gate a head (headwise: W_g is E x H, broadcast over the head's values) or one a
+    value (elementwise: E x E). A query-dependent, sparse scaling after the values' mixing:
+    the paper's reading is a non-linearity between v and the output projection (whose product
+    is otherwise one low-rank linear map) and a way to attend to nothing without an
+    attention sink."""
+
+    def __init__(self, d_model: int, n_heads: int, gates: int, bias: bool):
+        super().__init__()
+        self.n_heads, self.elementwise = n_heads, gates == d_model
+        self.proj = nn.Linear(d_model, gates, bias=bias)
+
+    def forward(self, out: Tensor, query: Tensor) -> Tensor:
+        """out [B, Lq, E] (head h's values at h * E/H onwards), query [B, Lq, E] -> gated."""
+        gate = torch.sigmoid(self.proj(query))  # [B, Lq, E] or [B, Lq, H]
+        if self.elementwise:
+            return out * gate
+        batch, q_len, width = out.shape  # headwise: [B, Lq, H, E/H] x [B, Lq, H, 1]
+        heads = out.view(batch, q_len, self.n_heads, width // self.n_heads)
+        return (heads * gate.unsqueeze(-1)).view(batch, q_len, width)
+
+
+class _NoGate(nn.Module):
+    def forward(self, out: Tensor, query: Tensor) -> Tensor:
+        return out
+
+
+NO_GATE = _NoGate()
+
+
 class Attention(nn.Module):
     """One attention layer (see the module's docstring). Subclasses implement `explicit`, and
     `heads`/`merge` where their heads are not plain [B, H, L, head_dim] ones."""
@@ -94,6 +130,9 @@ class Attention(nn.Module):
         for name in reads:
             setattr(self, f"{name}_proj", nn.Linear(d_model, widths[name], bias=options.bias))
         self.out_proj = nn.Linear(d_model, d_model, bias=options.bias)
+        gates = options.gate_width(d_model, n_heads)
+        # chosen once: the gate, or a pass-through (no parameters, no branch per call)
+        self.output_gate = OutputGate(d_model, n_heads, gates, options.bias) if gates else NO_GATE
         self.reset_parameters()
         self.kernel: Kernel = EXPLICIT  # until `choose_kernel` (the builder) picks one
 
@@ -136,6 +175,7 @@ class Attention(nn.Module):
         residual = None if call.residual is None else call.residual.extended(q, k)
         kernel = EXPLICIT if call.need_weights else self.kernel
         out, weights = kernel(self, q, k, v, residual, call, key_padding_mask)
+        out = self.output_gate(out, query)
         return Attended(self.out_proj(out), weights if call.need_weights else None, residual)
 
     # ------------------------------------------------------------------ what a backend supplies

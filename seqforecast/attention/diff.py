@@ -110,7 +110,7 @@ class DiffOptions(AttentionOptions):
     def _half(self, head_dim: int) -> int:
         return head_dim // 2 if self.head_layout == "paper" else head_dim
 
-    def projection_flops(self, q_len, k_len, d_model, n_heads, cross=False) -> int:
+    def _projections(self, q_len, k_len, d_model, n_heads, cross=False) -> int:
         qk = 2 * n_heads * self._half(d_model // n_heads)  # both halves of every head
         return 2 * d_model * (q_len * qk + k_len * qk + k_len * d_model + q_len * d_model)
 

@@ -51,7 +51,7 @@ class FourierOptions(AttentionOptions):
             return None
         return "modes", "a layer reading one token has no Fourier mode to keep"
 
-    def projection_flops(self, q_len, k_len, d_model, n_heads, cross=False) -> int:
+    def _projections(self, q_len, k_len, d_model, n_heads, cross=False) -> int:
         """q (and in the cross form k) and the output; no v."""
         return 2 * d_model * (2 * q_len * d_model + (k_len * d_model if cross else 0))
 
