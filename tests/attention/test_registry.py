@@ -56,7 +56,7 @@ def test_options_are_the_backends_dataclass_and_context_its_signature():
     diff = {f.name for f in fields(attention_schema("diff"))}
     assert {"block_size", "talking_heads", "dropout", "bias"} <= diff
     assert [f.name for f in fields(attention_schema("vanilla"))] == ["name", "dropout", "bias",
-                                                                     "kernel"]
+                                                                     "kernel", "gate"]
     assert attention_context("vanilla") == ["position"]
     assert attention_context("diff") == ["layer", "cross_attention", "position"]
 
