@@ -50,6 +50,8 @@ class AttentionOptions:
     # a scale centred on 0)
     HEAD_OUTPUTS: ClassVar[str | None] = None  # why its output is not one block per head (the
     # output gate gates heads), or None: [B, Lq, E] holds head h's values at h * E/H onwards
+    CROSS: ClassVar[str | None] = None  # why it cannot serve a cross position (queries and
+    # keys from different sequences), or None: it can
 
     # What a backend says of itself, for the rules between its options and the model's
     # (config/rules.py, residual.carries_residual): a backend whose options change these
@@ -101,6 +103,10 @@ class AttentionOptions:
         mechanism's own (`_projections`) and the output gate's."""
         return self._projections(q_len, k_len, d_model, n_heads, cross) + \
             2 * d_model * q_len * self.gate_width(d_model, n_heads)
+
+    def gate_conflict(self) -> str | None:
+        """Why these options leave no per-head output for the gate, or None."""
+        return type(self).HEAD_OUTPUTS
 
     def gate_width(self, d_model: int, n_heads: int) -> int:
         """How many gates the output gate computes per query: 0 (none), one a head, or one a

@@ -69,6 +69,11 @@ class FourierOptions(AttentionOptions):
             flops += 2 * 8 * modes_q * modes_k * head_dim
         return int(ffts) + flops
 
+    def gate_conflict(self) -> str | None:
+        if self.layout == "code":
+            return "layout=code reads its [B, H, d, L] output as [B, L, E]: no block per head"
+        return None
+
     TIME_AXIS = "its modes are frequencies along time"
     CAUSAL = "every Fourier mode mixes the whole window"
     INSIDE_POSITIONS = False

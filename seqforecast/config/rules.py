@@ -149,6 +149,10 @@ def the_backend_can_serve_the_model(cfg: dict) -> None:
             _conflict(group, attention.name, key, value,
                       f"a decoder step may read only the steps before it, and {why}; use "
                       f"model.decoding=oneshot or a backend that can be causal")
+        if site.cross and type(attention).CROSS:
+            _conflict(group, attention.name, "model", family,
+                      f"its {site.stack} position is cross-attention, and "
+                      f"{type(attention).CROSS}")
         if site.axis == VARIATE:
             apart = (f"; keep it on the time axis and give the {site.stack} tokens another "
                      f"backend: attention@variate_attention=vanilla"
@@ -170,6 +174,16 @@ def the_backend_can_serve_the_model(cfg: dict) -> None:
         _conflict("variate_attention", variate["name"], "attention", cfg["attention"]["name"],
                   f"{variate['name']} attention reads what the model computes from each window "
                   f"for the attention group's backend; use attention={variate['name']}")
+
+
+@rule("data")
+def the_gate_has_heads_to_gate(cfg: dict) -> None:
+    """attention.gate on a backend whose output is not one block per head."""
+    for group, attention, _ in _backends(cfg):
+        why = attention.gate_conflict() if str(attention.gate) != "none" else None
+        if why:
+            _conflict(f"{group}.gate", attention.gate, group, attention.name,
+                      f"the gate scales each head's output, and {why}")
 
 
 @rule("data")

@@ -1,0 +1,148 @@
+"""Control arms at the attention position: token mixings that are not attention, so that "the
+same model without attention" is one override (`attention=normlin|learned_mixing|no_mixing`).
+
+Each keeps the position's value and output projections (v_proj, out_proj) and replaces what
+queries and keys compute (no q or k is projected):
+
+- `normlin`: OLinear's NormLin (Yue et al. 2025, arXiv 2505.08550; `jackyue1994/OLinear`,
+  `LinearEncoder`): a learned matrix W [Lq, Lk] over the tokens, softplus'd and its rows
+  L1-normalised, `out = out_proj(dropout(A) v_proj(x))`, A = normalize_l1(softplus(W)); W starts
+  at I + N(0, 1), as the authors'. One matrix for all channels of a token (no heads). It
+  mixes every token with every other, the later ones too: it cannot be causal.
+- `learned_mixing`: a fixed learned token mixing, `out = out_proj(W v_proj(x))` with W [Lq, Lk]
+  a parameter (MLP-Mixer's token mixing, one matrix a head), not computed from queries and
+  keys; causal, W's entries above the diagonal are left out (a query reads its past only).
+  W starts at the uniform average over the keys a query may read.
+- `no_mixing`: each token alone, `out = out_proj(v_proj(x))`: no token reads another.
+  Self-attention only (a cross position's queries have no tokens of their own among the keys).
+
+The matrices are sized when the layer is built, from the tokens its position reads (the
+`lengths` context, as fourier's modes); a call may read fewer queries (a decoder generating
+step by step reads its prefix: each query's row is its own) but its keys must be those it
+was built for, except causal learned mixing, whose rows stop at the query anyway.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .base import AttentionOptions
+from .mechanism import MechanismAttention
+from .registry import register_attention
+
+_NO_QK = "it computes no q.k scores"
+
+
+class _Control(AttentionOptions):
+    """What every control arm declares."""
+
+    SCORES = _NO_QK
+    INSIDE_POSITIONS = False
+    CHANNEL_ORDER = "its learned weights belong to token places, so permuting the tokens " \
+                    "changes the function"
+
+    def _projections(self, q_len, k_len, d_model, n_heads, cross=False) -> int:
+        """v and the output: no q or k."""
+        return 2 * d_model * (k_len * d_model + q_len * d_model)
+
+    def core_flops(self, q_len, k_len, head_dim, causal, carried=1, pairs="seen",
+                   cross=False) -> int:
+        """The mixing's products: 2 head_dim a (query, key) pair it weighs."""
+        return 2 * head_dim * q_len * k_len
+
+
+@dataclass
+class NormLinOptions(_Control):
+    CAUSAL = "its normalised matrix mixes every token with every other, the later ones too"
+    HEAD_OUTPUTS = "it mixes whole tokens with one matrix (no heads to gate)"
+
+
+@dataclass
+class LearnedMixingOptions(_Control):
+    pass
+
+
+@dataclass
+class NoMixingOptions(_Control):
+    CROSS = "each token reads only itself, and a cross position's queries have no own tokens " \
+            "among its keys"
+    CHANNEL_ORDER = None  # nothing learned per place: permuting tokens permutes outputs
+
+    def core_flops(self, q_len, k_len, head_dim, causal, carried=1, pairs="seen",
+                   cross=False) -> int:
+        return 0
+
+
+class _Mixing(MechanismAttention):
+    """A control arm over v heads [B, H, Lk, head_dim]: a fixed [Lq, Lk] matrix, no q or k."""
+
+    def __init__(self, d_model: int, n_heads: int, options: AttentionOptions,
+                 lengths: tuple[int, int], cross_attention: bool = False):
+        super().__init__(d_model, n_heads, options, reads=("v",))
+        self.q_len, self.k_len = lengths
+
+    def heads(self, query, key_value, call):
+        """No q or k: the queries' count travels as an empty q, [B, 1, Lq, 0]."""
+        return query[:, None, :, :0], None, self.split(self.v_proj(key_value))
+
+    def _rows(self, weights: Tensor, q_len: int, k_len: int, causal: bool) -> Tensor:
+        """The matrix's first q_len rows over the keys the call reads (see the module)."""
+        name = self.options.name
+        if q_len > self.q_len or (k_len != self.k_len and not (causal and k_len <= self.k_len)):
+            raise ValueError(
+                f"{name} was built for {self.q_len} queries over {self.k_len} keys (the tokens "
+                f"its position reads) and got {q_len} over {k_len}; its learned matrix fits "
+                f"that size only")
+        return weights[:q_len, :k_len]
+
+
+@register_attention("normlin", NormLinOptions)
+class NormLinMixing(_Mixing):
+    def __init__(self, d_model, n_heads, options, lengths, cross_attention=False):
+        super().__init__(d_model, n_heads, options, lengths, cross_attention)
+        q_len, k_len = lengths
+        self.weight = nn.Parameter(torch.eye(q_len, k_len) + torch.randn(q_len, k_len))
+
+    def _attend(self, q, k, v, causal, need_weights):
+        batch, _, k_len, _ = v.shape
+        weights = F.normalize(F.softplus(self.weight), p=1, dim=-1)  # [Lq, Lk], rows sum to 1
+        weights = self._rows(weights, q.shape[2], k_len, False)
+        dropped = F.dropout(weights, self.dropout, self.training)
+        out = dropped @ self.merge(v)  # [Lq, Lk] @ [B, Lk, E] -> [B, Lq, E]
+        shown = weights.expand(batch, self.n_heads, -1, -1) if need_weights else None
+        return out, shown
+
+
+@register_attention("learned_mixing", LearnedMixingOptions)
+class LearnedMixing(_Mixing):
+    def __init__(self, d_model, n_heads, options, lengths, cross_attention=False):
+        super().__init__(d_model, n_heads, options, lengths, cross_attention)
+        q_len, k_len = lengths
+        self.weight = nn.Parameter(torch.full((n_heads, q_len, k_len), 1.0 / k_len))
+
+    def _attend(self, q, k, v, causal, need_weights):
+        batch, heads, k_len, _ = v.shape
+        self._rows(self.weight[0], q.shape[2], k_len, causal)
+        weights = self.weight[:, : q.shape[2], :k_len]  # [H, Lq, Lk]
+        if causal:  # a query reads its past only
+            weights = weights.tril()
+        dropped = F.dropout(weights, self.dropout, self.training)
+        out = dropped @ v  # [H, Lq, Lk] @ [B, H, Lk, d] -> [B, H, Lq, d]
+        return self.merge(out), weights.expand(batch, -1, -1, -1) if need_weights else None
+
+
+@register_attention("no_mixing", NoMixingOptions)
+class NoMixing(MechanismAttention):
+    def __init__(self, d_model: int, n_heads: int, options: AttentionOptions):
+        super().__init__(d_model, n_heads, options, reads=("v",))
+
+    def _attend(self, q, k, v, causal, need_weights):
+        batch, heads, length, _ = v.shape
+        weights = None
+        if need_weights:  # each token on itself
+            weights = torch.eye(length, device=v.device).expand(batch, heads, -1, -1)
+        return self.merge(v), weights

@@ -1,0 +1,136 @@
+"""The control arms at the attention position (normlin, learned_mixing, no_mixing) against
+references written from their definitions (OLinear's NormLin: Yue et al. 2025), and each in
+every model it declares it can serve, refused in one line where it cannot."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from seqforecast.attention import build_attention
+from seqforecast.config import validate_config
+from seqforecast.config.compose import compose_config
+from seqforecast.model import build_model
+from seqforecast.options import ConfigError
+
+D, H = 16, 4
+
+
+def normlin_reference(attn, query_len, key_value):
+    a = F.softplus(attn.weight)
+    a = a / a.sum(-1, keepdim=True)  # rows summing to 1 (L1, positive entries)
+    return attn.out_proj(a[:query_len] @ attn.v_proj(key_value))
+
+
+@pytest.mark.parametrize("lengths", [(9, 9), (5, 9)])
+def test_normlin_equals_olinears_definition(lengths):
+    torch.manual_seed(0)
+    q_len, k_len = lengths
+    attn = build_attention("normlin", D, H, lengths=lengths)
+    query, key_value = torch.randn(3, q_len, D), torch.randn(3, k_len, D, requires_grad=True)
+    out, weights = attn(query, key_value, need_weights=True)
+    ref = normlin_reference(attn, q_len, key_value)
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3, H, q_len))
+    params = [key_value, *attn.parameters()]
+    for a, b in zip(torch.autograd.grad(out.square().sum(), params),
+                    torch.autograd.grad(ref.square().sum(), params), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    assert {n for n, _ in attn.named_parameters()} == {
+        "weight", "v_proj.weight", "v_proj.bias", "out_proj.weight", "out_proj.bias"}
+    with pytest.raises(ValueError, match="normlin attention cannot be causal"):
+        attn(key_value, key_value, causal=True)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_learned_mixing_is_a_parameter_matrix_a_head(causal):
+    torch.manual_seed(1)
+    attn = build_attention("learned_mixing", D, H, lengths=(8, 8))
+    with torch.no_grad():
+        attn.weight.normal_()
+    x = torch.randn(2, 8, D, requires_grad=True)
+    out, _ = attn(x, x, causal=causal)
+    w = attn.weight.tril() if causal else attn.weight  # [H, Lq, Lk]
+    v = attn.v_proj(x).view(2, 8, H, D // H).transpose(1, 2)
+    ref = attn.out_proj((w @ v).transpose(1, 2).reshape(2, 8, D))
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-6)
+    if causal:  # the future does not move the past; a prefix reads the matrix's first rows
+        changed = x.detach().clone()
+        changed[:, 5:] += 3.0
+        torch.testing.assert_close(attn(changed, changed, causal=True)[0][:, :5],
+                                   out.detach()[:, :5])
+        prefix = attn(x[:, :5], x[:, :5], causal=True)[0]
+        torch.testing.assert_close(prefix, out[:, :5], rtol=1e-5, atol=1e-6)
+
+
+def test_no_mixing_leaves_each_token_alone():
+    torch.manual_seed(2)
+    attn = build_attention("no_mixing", D, H)
+    x = torch.randn(2, 6, D)
+    out, weights = attn(x, x, need_weights=True)
+    torch.testing.assert_close(out, attn.out_proj(attn.v_proj(x)))
+    assert torch.equal(weights[0, 0], torch.eye(6))
+    order = torch.tensor([3, 0, 5, 1, 4, 2])
+    torch.testing.assert_close(attn(x[:, order], x[:, order])[0], out[:, order])
+    assert not any(n.startswith(("q_proj", "k_proj")) for n, _ in attn.named_parameters())
+
+
+@pytest.mark.parametrize("name", ["normlin", "learned_mixing"])
+def test_a_matrix_of_another_size_is_refused_in_one_line(name):
+    attn = build_attention(name, D, H, lengths=(8, 8))
+    x = torch.randn(2, 10, D)
+    with pytest.raises(ValueError, match=f"{name} was built for 8 queries over 8 keys .* got "
+                                         f"10 over 10") as err:
+        attn(x, x)
+    assert "\n" not in str(err.value)
+
+
+TINY = ["d_model=16", "n_heads=2", "data.train_size=32", "data.val_size=8", "data.test_size=8"]
+MODELS = {
+    "transformer": [],
+    "autoregressive": ["model.decoding=autoregressive"],
+    "encoder": ["model=encoder"],
+    "itransformer": ["model=itransformer", "pos_encoding=none"],
+    "timexer": ["model=timexer", "embedding=patch", "embedding.patch_len=4",
+                "embedding.stride=4", "in_len=16"],
+}
+# (arm, model) -> the refusal's words; every other pair trains
+REFUSED = {
+    ("normlin", "autoregressive"): "attention=normlin conflicts with model.decoding="
+                                   "autoregressive: a decoder step may read only the steps "
+                                   "before it, and its normalised matrix mixes every token",
+    ("no_mixing", "transformer"): "attention=no_mixing conflicts with model=transformer: its "
+                                  "cross position is cross-attention",
+    ("no_mixing", "autoregressive"): "attention=no_mixing conflicts with model=transformer",
+    ("no_mixing", "timexer"): "attention=no_mixing conflicts with model=timexer: its exogenous "
+                              "position is cross-attention",
+}
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("arm", ["normlin", "learned_mixing", "no_mixing"])
+def test_each_arm_trains_where_it_serves_and_is_refused_in_one_line_elsewhere(arm, model):
+    cfg = compose_config([*TINY, f"attention={arm}", *MODELS[model]])
+    if (arm, model) in REFUSED:
+        with pytest.raises(ConfigError, match=REFUSED[(arm, model)]) as err:
+            validate_config(cfg)
+        assert "\n" not in str(err.value)
+        return
+    validate_config(cfg)
+    torch.manual_seed(0)
+    net = build_model(cfg, 1, 1, "torch")
+    x, y = torch.randn(4, cfg.data.in_len, 1), torch.randn(4, cfg.data.out_len, 1)
+    loss = (net(x, y) - y).square().mean()
+    loss.backward()
+    assert torch.isfinite(loss)
+    assert all(torch.isfinite(p.grad).all() for p in net.parameters() if p.grad is not None)
+    with torch.no_grad():
+        assert torch.isfinite(net.eval()(x)).all()  # generation too, where it decodes
+
+
+def test_the_gate_is_refused_where_there_are_no_heads():
+    with pytest.raises(ConfigError, match="attention.gate=headwise conflicts with "
+                                          "attention=normlin: the gate scales each head's"):
+        validate_config(compose_config([*TINY, "model=encoder", "attention=normlin",
+                                        "attention.gate=headwise"]))
+    validate_config(compose_config([*TINY, "model=encoder", "attention=learned_mixing",
+                                    "attention.gate=elementwise"]))
