@@ -127,6 +127,10 @@ def _train(jobs: list[Job], prepared: dict[int, PreparedRun], status, progress: 
         return
     log.info("training %d runs as one stack (%s kernels): %s", len(members), STACK_KERNELS,
              ", ".join(jobs[k].tag for k in members))
+    if runs[0].device.type == "cpu":  # measured: docs/operations.md#stacked-sweeps-...
+        log.warning("on the CPU a stack trains no faster than its runs one after another (its "
+                    "products already run at the core's rate; 0.87x measured for 5 default "
+                    "runs): it pays where kernel launches bound a step, on a GPU")
     stack = StackedModel([run.model for run in runs])
     trainer_cfg = runs[0].plain["trainer"]
     loops = [RunLoop(run.model, run.data, run.plain["trainer"], run.run_dir / "checkpoints",

@@ -63,7 +63,6 @@ class StackedLoop:
         self.output, self.bf16 = first.output, first.bf16
         self.done: dict[int, BaseException | None] = {}  # member -> None (finished) or error
         self.epoch = 0
-        self.step_count = 0
 
     @property
     def active(self) -> list[int]:
@@ -170,7 +169,6 @@ class StackedLoop:
         norms = clip_member_gradients(self.stack.parameters(), self.cfg["grad_clip"])
         self.optimizer.step()
         self.scheduler.step()
-        self.step_count += 1
         per_member = squares.detach().sum(dim=2)  # [K, b, n_targets]
         for k in self.active:
             loop = self.loops[k]

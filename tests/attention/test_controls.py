@@ -134,3 +134,19 @@ def test_the_gate_is_refused_where_there_are_no_heads():
                                         "attention.gate=headwise"]))
     validate_config(compose_config([*TINY, "model=encoder", "attention=learned_mixing",
                                     "attention.gate=elementwise"]))
+
+
+@pytest.mark.parametrize("arm", ["normlin", "learned_mixing"])
+@pytest.mark.parametrize("targets", [1, 3])  # MS: one target, the others exogenous; M: all
+def test_a_matrix_at_timexers_exogenous_position_fits_its_tokens(arm, targets):
+    """The position's sizes are the data's: the window's global tokens (one a target) over the
+    exogenous tokens (the other series, or all of them, and the calendar features)."""
+    cfg = compose_config([*TINY, *MODELS["timexer"], "attention=vanilla",
+                          f"attention@variate_attention={arm}"])
+    validate_config(cfg)
+    net = build_model(cfg, 3, targets, "torch")
+    x, y = torch.randn(4, cfg.data.in_len, 3), torch.randn(4, cfg.data.out_len, targets)
+    (net(x, y) - y).square().mean().backward()
+    layer = net.attention_stacks()["exogenous"][0]
+    exogenous = 3 if targets == 3 else 2
+    assert (layer.q_len, layer.k_len) == (targets, exogenous)

@@ -9,6 +9,7 @@ from seqforecast.attention import (
     AttentionCall,
     ResidualQK,
     RotaryEmbedding,
+    attention_context,
     available_attention,
     build_attention,
     kernel_names,
@@ -131,7 +132,7 @@ def test_a_kernel_that_cannot_serve_is_refused_in_one_line(name, options, kernel
 def test_every_backend_takes_the_kernel_option():
     assert kernel_names()[:2] == ("auto", "explicit")
     for name in available_attention():
-        options = {"lengths": (L, L)} if name == "fourier" else {}
+        options = {"lengths": (L, L)} if "lengths" in attention_context(name) else {}
         assert build_attention(name, E, H, kernel="explicit", **options).kernel.name == \
             "explicit"
 

@@ -295,8 +295,8 @@ def test_padding_and_residual_scores_are_refused(name):
                                            "paper, tslib"),
     ("autocorrelation", {"factor": 0.0}, r"factor=0.0 is not allowed: must be > 0"),
     ("fourier", {"modes": 0, "lengths": (8, 8)}, "modes=0 is not allowed: must be >= 1"),
-    ("flow", {"top_k": 3}, "attention 'flow' has no option.*top_k; allowed: dropout, bias, kernel, gate, "
-                           "eps, source_clamp"),
+    ("flow", {"top_k": 3}, "attention 'flow' has no option.*top_k; allowed: dropout, bias, "
+                           "kernel, gate, eps, source_clamp"),
 ])
 def test_bad_options_are_one_line(name, options, message):
     with pytest.raises(ValueError, match=message):

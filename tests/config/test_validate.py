@@ -170,7 +170,7 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
      "only the steps before it, and its flow is conserved over every query"),
     (["attention=flow", "attention.block_size=4"],
      "attention.block_size is not allowed: attention has no key block_size (its keys: "
-     "dropout, bias, kernel, eps, source_clamp)"),
+     "dropout, bias, kernel, gate, eps, source_clamp)"),
     (["attention=flow", "pos_encoding=rope"],
      "pos_encoding=rope conflicts with attention=flow: flow attention has no q.k scores for "
      "rope to act in"),

@@ -85,7 +85,8 @@ VARIATE_BACKENDS = [name for name in available_attention()
 
 def test_the_backends_that_serve_channel_tokens():
     assert set(VARIATE_BACKENDS) == {"vanilla", "einsum", "diff", "flow", "probsparse",
-                                     "destationary"}
+                                     "destationary", "sigmoid", "normlin", "learned_mixing",
+                                     "no_mixing"}
 
 
 @pytest.mark.parametrize("attention", VARIATE_BACKENDS)
@@ -96,6 +97,9 @@ def test_the_order_of_channels_means_nothing_where_the_backend_says_so(attention
     extra = ["attention.factor=1"] if attention == "probsparse" else []
     cfg = _cfg(5, 16, 4, 16, 32, 2, f"attention={attention}", "n_heads=4", *extra)
     model = build_model(cfg, 5 + MARKS, 5).eval()
+    with torch.no_grad():  # off their starting values (a learned mixing starts uniform)
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
     x, marks = _window(2, 16, 5)
     order = torch.tensor([3, 0, 4, 1, 2])
     with torch.no_grad():

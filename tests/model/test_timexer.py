@@ -92,6 +92,12 @@ VARIATE = [n for n in available_attention() if not attention_schema(n).TIME_AXIS
 def test_every_backend_serves_both_positions_or_is_refused_in_one_line(attention):
     """One backend at both positions (the attention group alone), where it can serve both."""
     overrides = [f"attention={attention}"]
+    if attention_schema(attention).CROSS:  # the exogenous position is cross-attention
+        with pytest.raises(ConfigError, match=f"attention={attention} conflicts with "
+                                              f"model=timexer: its exogenous position is "
+                                              f"cross-attention"):
+            preset(*overrides)
+        return
     if attention not in VARIATE:
         with pytest.raises(ConfigError, match=f"model=timexer conflicts with "
                                               f"attention={attention}: .* exogenous tokens are "
@@ -105,7 +111,7 @@ def test_every_backend_serves_both_positions_or_is_refused_in_one_line(attention
 
 
 def _backend_names(stack) -> set[str]:
-    return {type(layer).__module__.rsplit(".", 1)[-1] for layer in stack}
+    return {layer.options.name for layer in stack}
 
 
 @pytest.mark.parametrize("time_axis", available_attention())

@@ -78,9 +78,15 @@ class TimexerOptions(ModelOptions):
         patch_len, stride = patch_shape(cfg)
         return Tokenizer(data["in_len"], 0, data["out_len"], patch_len, stride, "start")
 
-    def sites(self, cfg, n_features):
+    def sites(self, cfg, n_features, n_targets=None):
+        """`n_targets`: the data's (the global tokens a window's cross-attention asks with),
+        None before the data (one of each then)."""
         patches = self.tokenizer(cfg).encoder_tokens + 1  # and the global token
-        targets, exogenous = 1, max(n_features, 1)  # unknown before the data: one each
+        targets, exogenous = 1, max(n_features, 1)
+        if n_targets is not None:  # the exogenous tokens as _forecast reads them
+            marks = len(calendar_features(cfg["data"]))
+            targets = n_targets
+            exogenous = exogenous_channels(self, n_features - marks, n_targets) + marks
         return [Site(ENCODER, TIME, patches, patches, self.encoder_layers),
                 Site(EXOGENOUS, VARIATE, targets, exogenous, self.encoder_layers, cross=True,
                      window_keys=False)]
@@ -190,7 +196,7 @@ class Timexer(WindowForecaster):
     PUBLISHED = "TimeXer"
 
     def __init__(self, options: TimexerOptions, kit: Kit):
-        own, cross = options.sites(kit.cfg, kit.n_features)
+        own, cross = options.sites(kit.cfg, kit.n_features, kit.n_targets)
         linear = options.attention_init == "linear"
         layers = [TimexerLayer(kit.attention(own, i, linear), kit.attention(cross, i, linear),
                                kit.ffn(), options.d_model, options.dropout, options.norm)
