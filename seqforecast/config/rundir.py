@@ -74,9 +74,11 @@ MAX_JOB_DIRNAME = 120  # a sweep over many keys (Optuna) must stay under 255-byt
 
 
 def _job_dirname(num: int, override_dirname: str) -> str:
-    """<job number>_<its overrides>, the overrides cut to a length any filesystem takes."""
+    """<job number>_<its overrides>, the overrides cut to a length any filesystem takes, one
+    folder: a path among them (data_dir=/data/ett) has its slashes as `_`, or the job would
+    land folders deeper than its sweep's other jobs (and its summary)."""
     name = f"{num}_{override_dirname}" if override_dirname else str(num)
-    return name[:MAX_JOB_DIRNAME]
+    return name.replace("/", "_")[:MAX_JOB_DIRNAME]
 
 
 def register_resolvers() -> None:
