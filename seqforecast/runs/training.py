@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .. import native
 from ..config.saved import migrated
-from ..data import DataError, build_data
+from ..data import DataError, ForecastData, build_data
 from ..datasets import require as require_dataset
 from ..model import build_model
 from ..model.official import OfficialWeightsError, load_official_weights, published_model
@@ -84,7 +84,7 @@ class PreparedRun:
     plain: dict
     run_dir: Path
     device: torch.device
-    data: object
+    data: ForecastData
     model: torch.nn.Module
     kernels: str
     evaluator: Evaluator
