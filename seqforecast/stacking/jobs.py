@@ -105,6 +105,11 @@ def run_group(jobs: list[Job], progress: bool = False) -> list[Outcome]:
                         status(k, "failed", str(err))
             if prepared:
                 _train(jobs, prepared, status, progress)
+        except Exception as err:  # a bug: recorded for every member left, traceback kept
+            for k, outcome in enumerate(outcomes):
+                if outcome is None:
+                    status(k, "failed", f"{type(err).__name__}: {err}")
+            raise
         finally:
             for run in prepared.values():
                 run.monitor.close()
