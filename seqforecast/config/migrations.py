@@ -131,8 +131,19 @@ def _version_1_to_2(cfg: dict) -> None:
         cfg["attention"].setdefault("kernel", "auto")
 
 
+def _version_2_to_3(cfg: dict) -> None:
+    """Every attention has its output gate (none before), the trainer its compile mode and its
+    float32 product precision (torch's own default before the key: highest)."""
+    for group in ("attention", "variate_attention"):
+        if isinstance(cfg.get(group), dict):
+            cfg[group].setdefault("gate", "none")
+    if isinstance(cfg.get("trainer"), dict):
+        cfg["trainer"].setdefault("compile_mode", "default")
+        cfg["trainer"].setdefault("matmul_precision", "highest")
+
+
 # MIGRATIONS[v] turns a version-v config into version v + 1.
-MIGRATIONS: list[Callable[[dict], None]] = [_version_0_to_1, _version_1_to_2]
+MIGRATIONS: list[Callable[[dict], None]] = [_version_0_to_1, _version_1_to_2, _version_2_to_3]
 assert len(MIGRATIONS) == CONFIG_VERSION
 
 

@@ -53,7 +53,7 @@ from ..training.runtime import COMPILE_MODES, MATMUL_PRECISIONS
 from ..training.schedule import SCHEDULES
 
 # A saved run's config is read through the migrations up to this version (migrations.py).
-CONFIG_VERSION = 2
+CONFIG_VERSION = 3
 
 Columns = choice("Columns", COLUMNS)
 Activation = choice("Activation", ACTIVATIONS)

@@ -174,3 +174,25 @@ def test_a_version_1_itransformer_run_reads_as_the_family_and_builds_the_same_mo
     assert migrated["embedding"]["name"] == "point"
     keys = set(build_model(migrated, 11, 7).state_dict())
     assert keys == set(build_model(current, 11, 7).state_dict())
+
+
+def test_a_version_2_run_reads_without_a_gate_and_with_the_precision_it_had():
+    """Version 2 had no output gate, no compile mode and no matmul precision: it reads as
+    attention.gate=none (at both positions), compile_mode=default, and the float32 products
+    torch gave it (highest), and its model's keys are today's ungated ones."""
+    from seqforecast import build_model
+
+    overrides = ["experiment=timexer", "attention@variate_attention=einsum", "data.path=x.csv"]
+    current = resolved(compose_config(overrides))
+    old = resolved(compose_config(overrides))
+    old["config_version"] = 2
+    for group in ("attention", "variate_attention"):
+        del old[group]["gate"]
+    del old["trainer"]["compile_mode"], old["trainer"]["matmul_precision"]
+    migrated = migrate(old)
+    validate_config(migrated)
+    assert migrated["attention"]["gate"] == migrated["variate_attention"]["gate"] == "none"
+    assert migrated["trainer"]["compile_mode"] == "default"
+    assert migrated["trainer"]["matmul_precision"] == "highest"
+    assert set(build_model(migrated, 8, 7).state_dict()) == \
+        set(build_model(current, 8, 7).state_dict())
