@@ -64,7 +64,7 @@ def test_the_console_scripts_train_evaluate_predict_and_compare_from_an_empty_fo
 ):
     help_text = _run([str(installed / "seqforecast-train"), "--help"], cwd=tmp_path).stdout
     assert ("attention: autocorrelation, destationary, diff, einsum, flow, fourier, "
-            "probsparse, vanilla") in help_text
+            "learned_mixing, no_mixing, normlin, probsparse, sigmoid, vanilla") in help_text
     job = _run([str(installed / "seqforecast-train"), "experiment=patchtst", "data.path=x.csv",
                 "--cfg", "job"], cwd=tmp_path).stdout
     assert "patch_len: 16" in job
@@ -121,3 +121,13 @@ def test_the_studies_travel_in_the_wheel(installed, tmp_path):
     out = _run([str(installed / "seqforecast-study"), "attention", "report"], cwd=tmp_path).stdout
     assert "patchtst/etth1-96: not run (18 jobs)" in out
     assert (tmp_path / "outputs" / "study" / "attention" / "study.json").is_file()
+
+
+def test_the_stacked_launcher_travels_in_the_wheel(installed, tmp_path):
+    """hydra/launcher=stacked is found in the installed package (Hydra's hydra_plugins)."""
+    _run([str(installed / "seqforecast-train"), "--multirun", "hydra/launcher=stacked",
+          "experiment=quick", "data.train_size=64", "data.val_size=16", "epochs=1",
+          "log.figures=false", "seed=0,1", "hydra.sweep.dir=sweep"], cwd=tmp_path)
+    runs = sorted((tmp_path / "sweep").glob("*/metrics.json"))
+    assert len(runs) == 2
+    assert all(json.loads(p.read_text())["run"]["stacked_members"] == 2 for p in runs)
