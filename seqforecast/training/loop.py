@@ -154,8 +154,8 @@ def train_model(
     The training error is logged as `train/mse` in the data's own units, like every
     validation and test metric: the squared error of each target channel times its scale²."""
     loop = RunLoop(model, data, trainer_cfg, Path(checkpoint_dir), seed, config_yaml,
-                 monitor or Monitor(), ctx, data_state,
-                 evaluator or Evaluator(data, {}, trainer_cfg["eval_batch_size"]), kernels)
+                   monitor or Monitor(), ctx, data_state,
+                   evaluator or Evaluator(data, {}, trainer_cfg["eval_batch_size"]), kernels)
     if resume is not None:
         loop.restore(resume)
     elif trainer_cfg["validate_initial"]:
