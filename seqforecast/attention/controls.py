@@ -12,7 +12,7 @@ queries and keys compute (no q or k is projected):
 - `learned_mixing`: a fixed learned token mixing, `out = out_proj(W v_proj(x))` with W [Lq, Lk]
   a parameter (MLP-Mixer's token mixing, one matrix a head), not computed from queries and
   keys; causal, W's entries above the diagonal are left out (a query reads its past only).
-  W starts at the uniform average over the keys a query may read.
+  W starts at 1/Lk everywhere (the average over all keys; causal, its lower triangle of it).
 - `no_mixing`: each token alone, `out = out_proj(v_proj(x))`: no token reads another.
   Self-attention only (a cross position's queries have no tokens of their own among the keys).
 
