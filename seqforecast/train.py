@@ -35,9 +35,9 @@ from .cli_args import BAD_INPUT
 from .config import CONFIG_DIR, ConfigError, register_schemas, validate_config
 from .config.check import composition_error
 from .config.rundir import (
+    interrupted_message,
     new_run_dir,
     register_resolvers,
-    resume_command,
     resume_target,
     unquoted,
 )
@@ -108,10 +108,7 @@ def main(cfg: DictConfig) -> float:
     except TrainingInterrupted as err:
         status("interrupted", str(err))
         if ctx.is_main:
-            message = (
-                f"{err}; checkpoint saved. "
-                f"Resume with: {resume_command(run_dir)}"
-            )
+            message = interrupted_message(err, run_dir)
             log_to_file(logging.WARNING, message)
             print(message, file=sys.stderr)
         sys.exit(err.exit_code)

@@ -55,6 +55,11 @@ def resume_command(run_dir: Path | str) -> str:
     return f"python -m seqforecast.train {argument}"
 
 
+def interrupted_message(reason: object, run_dir: Path | str) -> str:
+    """The line a run stopped by a signal leaves: why, and the command that resumes it."""
+    return f"{reason}; checkpoint saved. Resume with: {resume_command(run_dir)}"
+
+
 def unquoted(value: str) -> str:
     """An override's value as Hydra reads it: without the quotes around it."""
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":

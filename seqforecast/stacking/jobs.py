@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..cli_args import BAD_INPUT
 from ..config import validate_config
-from ..config.rundir import resume_command
+from ..config.rundir import interrupted_message
 from ..runs.training import PreparedRun, finish_run, prepare_run, run_training
 from ..training.interrupts import TrainingInterrupted
 from ..training.loop import NonFiniteLoss, RunLoop
@@ -151,8 +151,7 @@ def _train(jobs: list[Job], prepared: dict[int, PreparedRun], status, progress: 
     for i, k in enumerate(members):
         with logs.member(k):
             if i not in results:  # stopped by the signal: its last.pt is saved
-                message = (f"{interrupted}; checkpoint saved. Resume with: "
-                           f"{resume_command(jobs[k].run_dir)}")
+                message = interrupted_message(interrupted, jobs[k].run_dir)
                 status(k, "interrupted", str(interrupted))
                 log.warning("%s", message)
                 print(message, file=sys.stderr)

@@ -28,7 +28,7 @@ import torch
 from tqdm import tqdm
 
 from ..training.interrupts import TrainingInterrupted, stop_on_signals
-from ..training.loop import LAST, NonFiniteLoss, RunLoop, make_optimizer
+from ..training.loop import LAST, NonFiniteLoss, RunLoop, make_optimizer, training_loss
 from ..training.schedule import build_schedule
 from .model import StackedModel, clip_member_gradients
 
@@ -157,19 +157,14 @@ class StackedLoop:
         with torch.autocast(src.device.type, torch.bfloat16, enabled=self.bf16):
             prediction = (self.stack(src, target, distribution=True) if output.probabilistic
                           else self.stack(src, target))
-        if output.probabilistic:  # [K, b, out_len, n_targets, P]
-            params = prediction.float()
-            loss = output.loss(params, target).sum() / global_values
-            squares = (output.point(params).detach() - target).square()
-        else:
-            squares = (prediction.float() - target).square()  # [K, b, out_len, n_targets]
-            loss = squares.sum() / global_values  # each member's mean: its own gradient
+        # the sum of each member's mean: each member's gradient is its own
+        loss, squares = training_loss(output, prediction, target, 1.0 / global_values)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         norms = clip_member_gradients(self.stack.parameters(), self.cfg["grad_clip"])
         self.optimizer.step()
         self.scheduler.step()
-        per_member = squares.detach().sum(dim=2)  # [K, b, n_targets]
+        per_member = squares.detach().sum(dim=2)  # [K, b, out_len, n_targets] -> [K, b, n_targets]
         for k in self.active:
             loop = self.loops[k]
             data_sse = (per_member[k] * weights[k]).sum()

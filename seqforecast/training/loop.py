@@ -115,6 +115,22 @@ def _fused_supported(params: list[Tensor]) -> bool | None:
     return None
 
 
+def training_loss(output, prediction: Tensor, target: Tensor, scale: float
+                  ) -> tuple[Tensor, Tensor]:
+    """(the loss to backpropagate: the summed squared error, or a probabilistic output's own
+    loss, times `scale`; the squared error of the point forecast, for the logs' MSE).
+    prediction [..., out_len, n_targets] (a probabilistic output's: [..., K] more), target
+    [..., out_len, n_targets]; any leading axes (a batch, a stack's members and its batch)."""
+    if output.probabilistic:  # trained on its own loss
+        params = prediction.float()
+        loss = output.loss(params, target).sum() * scale
+        squares = (output.point(params).detach() - target).square()
+    else:
+        squares = (prediction.float() - target).square()
+        loss = squares.sum() * scale
+    return loss, squares
+
+
 def clip_gradients(params, max_norm: float) -> Tensor:
     """The gradients' total 2-norm before clipping (a tensor: no host sync), the gradients
     scaled down to `max_norm` where it is > 0. With no clipping (0) only the norm is computed:
@@ -338,13 +354,8 @@ class RunLoop:
         with torch.autocast(src.device.type, torch.bfloat16, enabled=self.bf16):
             prediction = (self.model(src, target, distribution=True) if output.probabilistic
                           else self.model(src, target))
-        if output.probabilistic:  # [b, out_len, n_targets, K]: trained on its own loss
-            params = prediction.float()
-            loss = output.loss(params, target).sum() * (ctx.world_size / global_values)
-            squares = (output.point(params).detach() - target).square()  # the logs' MSE
-        else:
-            squares = (prediction.float() - target).square()  # [b, out_len, n_targets]
-            loss = squares.sum() * (ctx.world_size / global_values)
+        loss, squares = training_loss(output, prediction, target,
+                                      ctx.world_size / global_values)
         # The same error in the data's units, for the logs: [b, n_targets] x weights -> scalar
         data_sse = (squares.detach().sum(dim=1) * weights).sum()
         self.optimizer.zero_grad(set_to_none=True)

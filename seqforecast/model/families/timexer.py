@@ -208,7 +208,7 @@ class Timexer(WindowForecaster):
                          window_tokens=own.k_len)
         series = kit.n_features - kit.n_marks
         self.reads_targets = reads_targets(options, series, kit.n_targets)
-        if exogenous_channels(options, series, kit.n_targets) + kit.n_marks < 1:
+        if cross.k_len < 1:  # the exogenous tokens: those series, then the calendar's
             raise ConfigError("model=timexer has no exogenous token to read: give the data "
                               "covariates (data.features), calendar features "
                               "(data.time_features=true) or model.exogenous=all")
