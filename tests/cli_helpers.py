@@ -14,43 +14,92 @@ TINY_WITH_FIGURES = ["experiment=quick", "data.train_size=64", "data.val_size=16
 TINY = [*TINY_WITH_FIGURES, "log.figures=false"]
 
 
-def run_cli(args, cwd, module="seqforecast.train", check=True):
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    env.pop("HYDRA_FULL_ERROR", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", module, *args], cwd=cwd, env=env, capture_output=True, text=True
-    )
+# The CLIs a test runs in its own process unless it asks for a fresh one: a fresh interpreter
+# costs about 8 s of imports (torch, Hydra, TensorBoard) against 2 s for a tiny run in process,
+# which made most of the suite's time. The tests that need a real process (signals, torchrun,
+# launchers' workers, console scripts, the default run) ask for one (`fresh=True`) or spawn it
+# themselves; a study's runs are processes of their own, writing to its streams.
+# module run -> the module whose main(argv) it runs (train: its Hydra app's cli())
+IN_PROCESS = {"seqforecast.train": "seqforecast.train", "seqforecast.evaluate":
+              "seqforecast.evaluate", "seqforecast.predict": "seqforecast.predict",
+              "seqforecast.compare": "seqforecast.compare",
+              "seqforecast.datasets": "seqforecast.datasets.cli"}
+
+
+def run_cli(args, cwd, module="seqforecast.train", check=True, fresh=False):
+    """`python -m <module> <args>` in `cwd`: its exit code and both streams
+    (subprocess.CompletedProcess); in this process unless `fresh` (see IN_PROCESS)."""
+    if fresh or module not in IN_PROCESS:
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        env.pop("HYDRA_FULL_ERROR", None)
+        proc = subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=env,
+                              capture_output=True, text=True)
+    else:
+        proc = run_cli_in_process(args, cwd, module)
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
 
 
 def run_cli_in_process(args, cwd, module="seqforecast.train"):
-    """The training CLI's entry point in this process, as `run_cli(..., check=False)` runs it
-    in a subprocess (argv in, exit code and both streams out), without an interpreter's start:
-    for the tables of bad input, which each end before training starts."""
+    """The CLI's entry point in this process, as `run_cli(..., fresh=True)` runs it in a
+    subprocess (argv in, exit code and both streams out), without an interpreter's start. What
+    a run changes in the process (cwd, environment, torch's threads, logging, warning filters,
+    signal handlers) is put back afterwards."""
     import contextlib
+    import importlib
     import io
+    import logging
+    import signal
+    import warnings
 
-    from seqforecast import train
+    import torch
 
-    assert module == "seqforecast.train"
+    entry = importlib.import_module(IN_PROCESS[module])
     out, err = io.StringIO(), io.StringIO()
     argv, before, env = sys.argv, os.getcwd(), dict(os.environ)
+    threads = torch.get_num_threads()
+    loggers = {name: (lg.level, lg.disabled, lg.propagate, list(lg.handlers))
+               for name, lg in logging.Logger.manager.loggerDict.items()
+               if isinstance(lg, logging.Logger)}
+    root = logging.getLogger()
+    root_state = (root.level, list(root.handlers))
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     sys.argv = [module, *args]
     code = 0
     try:
         os.chdir(cwd)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            train.cli()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                warnings.catch_warnings():
+            if module == "seqforecast.train":
+                entry.cli()
+            else:
+                code = entry.main(list(args)) or 0
     except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else 1
+        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+        if isinstance(exit_.code, str):
+            err.write(exit_.code + "\n")  # what the interpreter prints for sys.exit("...")
     finally:
         sys.argv = argv
         os.chdir(before)
         os.environ.clear()
         os.environ.update(env)  # the CLI sets HYDRA_FULL_ERROR for itself
-    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+        torch.set_num_threads(threads)
+        for handler in root.handlers[:]:
+            if handler not in root_state[1]:
+                handler.close()
+        root.setLevel(root_state[0])
+        root.handlers[:] = root_state[1]
+        for name, (level, disabled, propagate, kept) in loggers.items():
+            lg = logging.getLogger(name)
+            lg.setLevel(level)
+            lg.disabled, lg.propagate, lg.handlers[:] = disabled, propagate, kept
+        for name, lg in list(logging.Logger.manager.loggerDict.items()):
+            if isinstance(lg, logging.Logger) and name not in loggers:
+                lg.handlers[:] = []  # a logger made during the run: its handlers were the run's
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
+    return subprocess.CompletedProcess([module, *args], code, out.getvalue(), err.getvalue())
 
 
 def run_script(name, *args, cwd):

@@ -41,7 +41,7 @@ def page_baselines() -> dict[str, float]:
 
 def test_the_default_run_matches_the_docs(tmp_path):
     run_dir = tmp_path / "run"
-    run_cli([f"hydra.run.dir={run_dir}"], tmp_path)
+    run_cli([f"hydra.run.dir={run_dir}"], tmp_path, fresh=True)  # as a user runs it
     metrics = json.loads((run_dir / "metrics.json").read_text())
     mean, std = page_row("attention=vanilla pos_encoding=sinusoidal")
     mse = metrics["test"]["model"]["mse"]

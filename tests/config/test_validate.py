@@ -256,8 +256,9 @@ LITERATURE = ("flow", "probsparse", "autocorrelation", "fourier", "destationary"
 
 def _combinations():
     """Every attention x position encoding x the diff options that interact with positions,
-    at head widths that are even, odd, and odd once halved. Each base config is composed
-    once; the options are set on copies of it."""
+    at head widths that are even, odd, and odd once halved. Each (position, attention) is
+    composed once; the shapes (root shorthands the groups interpolate) and the options are set
+    on copies of it."""
     shapes = [(16, 2), (12, 4), (24, 4)]  # head width 8; 3 (odd); 6 (halved: 3, odd)
     diff_options = [
         {"head_layout": layout, "distance_decay": decay, "past_bias": bias, "decay_form": form,
@@ -266,18 +267,18 @@ def _combinations():
         for form in ("alibi", "reciprocal") for block in (0, 4)
         if decay or form == "alibi"  # the decay form matters only with a decay
     ]
-    for d_model, heads in shapes:
-        for pos in ("sinusoidal", "learned", "none", "relative", "rope"):
-            base = ["experiment=quick", f"d_model={d_model}", f"n_heads={heads}",
-                    f"pos_encoding={pos}"]
-            for attention in ("vanilla", "einsum", *LITERATURE):
-                yield compose_config([*base, f"attention={attention}"])
-            diff = compose_config([*base, "attention=diff"])
-            for options in diff_options:
-                cfg = diff.copy()
-                for key, value in options.items():
-                    OmegaConf.update(cfg, f"attention.{key}", value)
-                yield cfg
+    for pos in ("sinusoidal", "learned", "none", "relative", "rope"):
+        base = ["experiment=quick", f"pos_encoding={pos}"]
+        for attention in ("vanilla", "einsum", *LITERATURE, "diff"):
+            composed = compose_config([*base, f"attention={attention}"])
+            for d_model, heads in shapes:
+                for options in diff_options if attention == "diff" else [{}]:
+                    cfg = composed.copy()
+                    OmegaConf.update(cfg, "d_model", d_model)
+                    OmegaConf.update(cfg, "n_heads", heads)
+                    for key, value in options.items():
+                        OmegaConf.update(cfg, f"attention.{key}", value)
+                    yield cfg
 
 
 @pytest.mark.slow

@@ -3,8 +3,6 @@ borders, is listed by seqforecast-data with its state, and the real files verify
 ../shared/data has them; a name that does not exist, a file not downloaded or not the entry's
 are one line and exit 2."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +10,7 @@ import pytest
 from seqforecast.config import compose_config, validate_config
 from seqforecast.datasets import entries
 
-from ..cli_helpers import REPO
+from ..cli_helpers import REPO, run_cli
 
 SHARED = REPO.parent / "shared" / "data"
 ETT_MONTH = {"etth1": 24 * 30, "etth2": 24 * 30, "ettm1": 96 * 30, "ettm2": 96 * 30}
@@ -33,9 +31,8 @@ def test_an_entry_trains_on_its_file_with_the_published_borders(name):
         assert borders == [int(0.7 * n), n - int(0.2 * n), n]
 
 
-def _data(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "seqforecast.datasets", *args], cwd=REPO,
-                          capture_output=True, text=True, env=env)
+def _data(*args):
+    return run_cli(list(args), REPO, module="seqforecast.datasets", check=False)
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="no ../shared/data beside this checkout")
@@ -71,15 +68,14 @@ def test_bad_names_and_missing_or_wrong_files_are_one_line_and_exit_2(tmp_path):
 
 
 def test_a_run_on_a_dataset_not_there_or_not_its_file_says_so(tmp_path):
-    train = [sys.executable, "-m", "seqforecast.train", "dataset=ettm1", f"data_dir={tmp_path}"]
-    missing = subprocess.run(train, cwd=tmp_path, capture_output=True, text=True)
+    train = ["dataset=ettm1", f"data_dir={tmp_path}"]
+    missing = run_cli(train, tmp_path, check=False)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1
     assert "dataset ettm1 is not downloaded" in missing.stderr
     assert "`seqforecast-data download ettm1`" in missing.stderr
     (tmp_path / "ETTm1.csv").write_text("date,a,b\n2016-07-01 00:00:00,1,2\n")
-    other = subprocess.run(train, cwd=tmp_path, capture_output=True, text=True)
+    other = run_cli(train, tmp_path, check=False)
     assert other.returncode == 2 and other.stderr.count("\n") == 1
     assert "its columns (date, a, b: 2 besides the first) are not dataset ettm1's" in other.stderr
-    manual = subprocess.run([*train[:3], "dataset=weather", f"data_dir={tmp_path}"],
-                            cwd=tmp_path, capture_output=True, text=True)
+    manual = run_cli(["dataset=weather", f"data_dir={tmp_path}"], tmp_path, check=False)
     assert manual.returncode == 2 and entries()["weather"].source in manual.stderr

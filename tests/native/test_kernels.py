@@ -98,12 +98,13 @@ def test_a_torch_kernels_run_repeats_bit_for_bit_without_a_compiler(ett_file, tm
     args = [*SMALL, f"data.path={ett_file}", "trainer.kernels=torch"]
     run_cli([*args, "hydra.run.dir=here"], tmp_path)
     _without_a_compiler(monkeypatch, tmp_path)
-    out = run_cli([*args, "hydra.run.dir=bare"], tmp_path).stdout
+    # a fresh process: this one has loaded the kernels already
+    out = run_cli([*args, "hydra.run.dir=bare"], tmp_path, fresh=True).stdout
     assert "torch kernels" in out
     here, bare = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("here", "bare"))
     assert here["test"] == bare["test"] and here["run"]["kernels"] == bare["run"]["kernels"]
     proc = run_cli([*SMALL, f"data.path={ett_file}", "trainer.kernels=native",
-                    "hydra.run.dir=refused"], tmp_path, check=False)
+                    "hydra.run.dir=refused"], tmp_path, check=False, fresh=True)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "trainer.kernels=native cannot run here: no C compiler found" in proc.stderr
     assert not (tmp_path / "refused" / "checkpoints").exists()
