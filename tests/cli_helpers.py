@@ -1,4 +1,5 @@
-"""Running the project's CLIs in subprocesses, as a user would."""
+"""Running the project's CLIs as a user would: argv in, exit code and both streams out (in the
+test's process, or a fresh one where a real process is the point: run_cli)."""
 
 import importlib.util
 import json
@@ -35,13 +36,13 @@ def run_cli(args, cwd, module="seqforecast.train", check=True, fresh=False):
         proc = subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=env,
                               capture_output=True, text=True)
     else:
-        proc = run_cli_in_process(args, cwd, module)
+        proc = _in_process(args, cwd, module)
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
 
 
-def run_cli_in_process(args, cwd, module="seqforecast.train"):
+def _in_process(args, cwd, module):
     """The CLI's entry point in this process, as `run_cli(..., fresh=True)` runs it in a
     subprocess (argv in, exit code and both streams out), without an interpreter's start. What
     a run changes in the process (cwd, environment, torch's threads, logging, warning filters,

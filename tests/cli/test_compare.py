@@ -12,7 +12,7 @@ from seqforecast.compare import main as compare_main
 
 from ..cli_helpers import run_cli
 
-pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
+pytestmark = pytest.mark.slow  # trains: make test-fast skips it
 
 # 48 validation windows: enough to calibrate conformal intervals up to the 0.975 quantile
 TINY = ["experiment=quick", "data.train_size=64", "data.val_size=48", "data.test_size=256",
@@ -125,8 +125,8 @@ def test_failed_and_incomplete_runs_are_listed_not_averaged(sweep, tmp_path):
 
 
 def test_bad_input_is_one_line_and_exit_2(sweep, tmp_path, capsys):
-    """In-process (the CLI's own entry point, as the subprocess tests above run it): each bad
-    input prints one line on stderr and returns 2."""
+    """Through compare's own entry point (main, as run_cli runs it): each bad input prints one
+    line on stderr and returns 2."""
     empty = tmp_path / "empty"
     empty.mkdir()
     other_horizon = tmp_path / "h"

@@ -1,4 +1,4 @@
-"""The training CLI end to end, in subprocesses, with its files read back."""
+"""The training CLI end to end (cli_helpers.run_cli), with its files read back."""
 
 import json
 import math

@@ -11,9 +11,9 @@ import pytest
 
 from seqforecast.data.windows import forecast_starts
 
-from ..cli_helpers import REPO, TINY, run_cli, run_cli_in_process
+from ..cli_helpers import REPO, TINY, run_cli
 
-pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
+pytestmark = pytest.mark.slow  # trains: make test-fast skips it
 
 EXAMPLE = REPO / "data" / "example.csv"
 SMALL = ["epochs=2", "in_len=24", "out_len=12", "model.label_len=12", "data.window_stride=4",
@@ -274,10 +274,9 @@ def bad_file_runs(tmp_path_factory):
         if text is not None:
             path.write_text(text + "\n")
         args = [*CSV_ARGS, f"data.path={path}", *extra, f"hydra.run.dir={base / f'run{index}'}"]
-        return name, run_cli_in_process(args, base)
+        return name, run_cli(args, base, check=False)
 
-    # In this process, one after another (each stops before training; the CLI's start and
-    # exit in a subprocess are the other tests' here).
+    # one after another, each stopping before training
     return dict(map(one, enumerate(BAD_FILES.items())))
 
 

@@ -14,7 +14,7 @@ from seqforecast.runs.loading import load_run
 
 from ..cli_helpers import run_cli
 
-pytestmark = pytest.mark.slow  # trains in a subprocess: make test-fast skips it
+pytestmark = pytest.mark.slow  # trains: make test-fast skips it
 
 
 def write_like(path, rows: int, header: list[str], start: str, step: str, seed: int = 0):

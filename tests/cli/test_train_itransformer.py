@@ -16,7 +16,7 @@ from seqforecast.data.time_features import time_features
 from ..cli_helpers import assert_refused, run_cli, trained
 from ..model.itransformer_reference import official_forward, official_state_dict
 
-pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
+pytestmark = pytest.mark.slow  # trains: make test-fast skips it
 
 IN, OUT, VAL, TEST, END, D, FF = 48, 12, 400, 530, 660, 16, 32
 SMALL = ["experiment=itransformer", f"in_len={IN}", f"out_len={OUT}", f"d_model={D}",

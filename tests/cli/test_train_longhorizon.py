@@ -10,7 +10,7 @@ import pytest
 
 from ..cli_helpers import run_cli, run_script
 
-pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
+pytestmark = pytest.mark.slow  # trains: make test-fast skips it
 
 BORDERS = ["data.val_start=400", "data.test_start=530", "data.test_end=660"]
 SMALL = ["experiment=longhorizon", "in_len=96", "out_len=24", "d_model=8", "n_heads=2",

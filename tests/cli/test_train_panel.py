@@ -12,7 +12,7 @@ import torch
 
 from ..cli_helpers import REPO, run_cli, run_script
 
-pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
+pytestmark = pytest.mark.slow  # trains: make test-fast skips it
 
 EXAMPLE = REPO / "data" / "panel_example.csv"
 SMALL = ["epochs=1", "in_len=24", "out_len=6", "model.label_len=6", "model.d_model=16",

@@ -16,7 +16,7 @@ from seqforecast.config import compose_config
 from ..cli_helpers import assert_refused, run_cli, trained
 from ..model.official_reference import official_forward, official_state_dict
 
-pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
+pytestmark = pytest.mark.slow  # trains: make test-fast skips it
 
 IN, OUT, VAL, TEST, END = 96, 24, 400, 530, 660
 SMALL = ["experiment=patchtst", f"in_len={IN}", f"out_len={OUT}", "batch_size=32",

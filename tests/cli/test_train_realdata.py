@@ -13,7 +13,7 @@ from seqforecast.training import load_checkpoint, train_model
 
 from ..cli_helpers import REPO, run_cli, run_script
 
-pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
+pytestmark = pytest.mark.slow  # trains: make test-fast skips it
 
 SUNSPOTS = REPO / "data" / "real" / "sunspots.csv"
 

@@ -21,7 +21,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from ..cli_helpers import REPO, TINY, run_cli
 
-pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
+pytestmark = pytest.mark.slow  # trains: make test-fast skips it
 
 
 def torchrun(args, cwd, nproc=2, popen=False):

@@ -1,5 +1,6 @@
 """`hydra/launcher=stacked`: a sweep's seeds trained as one batched model in one process, each
-job's run dir as its solo run leaves it. Every test drives the CLI in subprocesses."""
+job's run dir as its solo run leaves it. The signal test stops a subprocess of its own (start);
+the rest run through run_cli."""
 
 import json
 import signal
@@ -13,7 +14,7 @@ from seqforecast.stacking.jobs import group_key, stack_refusal
 from ..cli_helpers import TINY, run_cli
 from .test_train_resume_and_failures import start, wait_for
 
-pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
+pytestmark = pytest.mark.slow  # trains: make test-fast skips it
 
 STACKED = ["--multirun", "hydra/launcher=stacked"]
 

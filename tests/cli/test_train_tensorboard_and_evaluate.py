@@ -11,7 +11,7 @@ from tensorboard.plugins.hparams import plugin_data_pb2
 
 from ..cli_helpers import TINY_WITH_FIGURES, run_cli
 
-pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
+pytestmark = pytest.mark.slow  # trains: make test-fast skips it
 
 BLOCK = 4
 HEADS = 2  # experiment=quick
