@@ -6,7 +6,9 @@ module decides only where a run goes and how it ends:
 
 - completed: status.json says so; the Hydra task returns the best validation MSE;
 - skip_completed=true and the run dir holds a completed run with the same overrides: its
-  result, returned without training (a study's rerun);
+  result, returned without training (a study's rerun); a completed run there otherwise (made
+  with other overrides, or skip_completed not given) is refused in one line, exit 2, the run and
+  its saved config untouched (training again would overwrite them);
 - bad input (config values, data files, checkpoints, run dirs): one line on stderr, exit 2;
 - non-finite loss: one line naming epoch and step, exit 3;
 - SIGINT/SIGTERM: a checkpoint, a line saying how to resume, exit 130/143.
@@ -35,6 +37,7 @@ from .cli_args import BAD_INPUT
 from .config import CONFIG_DIR, ConfigError, register_schemas, validate_config
 from .config.check import composition_error
 from .config.rundir import (
+    holds_completed_run,
     interrupted_message,
     new_run_dir,
     register_resolvers,
@@ -103,6 +106,15 @@ def main(cfg: DictConfig) -> float:
         log.info("%s holds a completed run with these overrides: skipped (skip_completed=true)",
                  run_dir)
         return done
+    refusal = None
+    if cfg.resume is None:  # as above: rank 0 reads, every rank refuses or none
+        refusal = ctx.broadcast(completed_run_refusal(run_dir, overrides, cfg.skip_completed)
+                                if ctx.is_main and holds_completed_run(run_dir) else None)
+    if refusal is not None:
+        # nothing written: status.json, checkpoints and .hydra/ stay the completed run's
+        if multirun:
+            raise JobFailed(refusal)
+        fail(refusal, 2, ctx)
     try:
         value = _train(cfg, run_dir, hydra_cfg, overrides, multirun, ctx)
     except TrainingInterrupted as err:
@@ -127,16 +139,33 @@ def main(cfg: DictConfig) -> float:
 def completed_before(run_dir: Path, overrides: list[str]) -> float | None:
     """The best validation MSE of a completed run in `run_dir` made with the same overrides
     (skip_completed aside), or None: nothing there, failed, interrupted, or made otherwise."""
-    record = read_status(run_dir)
-    if not record or record["status"] != "completed" or not (run_dir / "metrics.json").is_file():
+    if not holds_completed_run(run_dir):
         return None
-
-    def same(items) -> set[str]:
-        return {o for o in items if not o.lstrip("+~").startswith("skip_completed=")}
-
-    if same(record.get("overrides", [])) != same(overrides):
+    record = read_status(run_dir)
+    if _run_overrides(record.get("overrides", [])) != _run_overrides(overrides):
         return None
     return record["best_val_mse"]
+
+
+def _run_overrides(items: list[str]) -> set[str]:
+    """The overrides that make a run what it is: all but skip_completed."""
+    return {o for o in items if not o.lstrip("+~").startswith("skip_completed=")}
+
+
+def completed_run_refusal(run_dir: Path, overrides: list[str], skip: bool) -> str:
+    """Why a run will not train into `run_dir`, which holds a completed run, and what will."""
+    if skip:
+        made = _run_overrides(read_status(run_dir).get("overrides", []))
+        given = _run_overrides(overrides)
+        return (f"{run_dir} holds a completed run made with other overrides (only there: "
+                f"{' '.join(sorted(made - given)) or '-'}; only here: "
+                f"{' '.join(sorted(given - made)) or '-'}); skip_completed=true reuses a run "
+                f"made with the same "
+                f"ones: choose another run dir (hydra.run.dir, hydra.sweep.dir), or remove "
+                f"that one to train there again")
+    return (f"{run_dir} holds a completed run; training there would overwrite it: "
+            f"skip_completed=true reuses it (when made with the same overrides), or choose "
+            f"another run dir (hydra.run.dir, hydra.sweep.dir), or remove that one")
 
 
 def _train(cfg, run_dir: Path, hydra_cfg, overrides: list[str], multirun: bool, ctx):

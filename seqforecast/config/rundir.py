@@ -3,7 +3,8 @@ and what a sweep job's dir is called.
 
 Hydra resolves `hydra.run.dir` before the task starts, so the choice is made by resolvers the
 run dir settings call (configs/hydra/default.yaml). When resuming, Hydra must not rewrite the
-run's saved .hydra/ config, so `hydra.output_subdir` becomes null.
+run's saved .hydra/ config, so `hydra.output_subdir` becomes null; nor where the run dir holds a
+completed run (which the task then reuses, skip_completed=true, or refuses to train over).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from datetime import datetime
 from pathlib import Path
 
 from omegaconf import OmegaConf
+
+from ..training.status import read_status
 
 OUTPUTS = Path("outputs")
 LAST_CHECKPOINT = Path("checkpoints") / "last.pt"
@@ -71,8 +74,16 @@ def _run_dir(resume: str | None, default: str) -> str:
     return default if resume is None else str(resume_target(resume))
 
 
-def _output_subdir(resume: str | None) -> str | None:
-    return ".hydra" if resume is None else None
+def holds_completed_run(run_dir: Path | str) -> bool:
+    """Whether `run_dir` holds a run that completed (its status.json says so, its metrics.json
+    is there): training there again would overwrite it."""
+    record = read_status(Path(run_dir))
+    return bool(record) and record["status"] == "completed" \
+        and (Path(run_dir) / "metrics.json").is_file()
+
+
+def _output_subdir(resume: str | None, run_dir: str) -> str | None:
+    return ".hydra" if resume is None and not holds_completed_run(run_dir) else None
 
 
 MAX_JOB_DIRNAME = 120  # a sweep over many keys (Optuna) must stay under 255-byte names

@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..cli_args import BAD_INPUT
 from ..config import validate_config
-from ..config.rundir import interrupted_message
+from ..config.rundir import holds_completed_run, interrupted_message
 from ..runs.training import PreparedRun, finish_run, prepare_run, run_training
 from ..training.interrupts import TrainingInterrupted
 from ..training.loop import NonFiniteLoss, RunLoop
@@ -76,7 +76,8 @@ def run_group(jobs: list[Job], progress: bool = False) -> list[Outcome]:
     """Train `jobs` (one config, several seeds) as one stack; each job's run dir ends as its
     solo run's would. A TrainingInterrupted (SIGINT/SIGTERM) exits after every unfinished
     member saved its last.pt and status.json, as a solo job does."""
-    from ..train import completed_before  # the task's own rule (train.py imports Hydra's app)
+    # the task's own rules (train.py imports Hydra's app)
+    from ..train import completed_before, completed_run_refusal
 
     outcomes: list[Outcome | None] = [None] * len(jobs)
 
@@ -96,6 +97,12 @@ def run_group(jobs: list[Job], progress: bool = False) -> list[Outcome]:
                                      "(skip_completed=true)", job.run_dir)
                             outcomes[k] = Outcome("completed", done)
                             continue
+                    if holds_completed_run(job.run_dir):  # refused, nothing written there
+                        reason = completed_run_refusal(job.run_dir, job.overrides,
+                                                       job.cfg.skip_completed)
+                        log.error("%s", reason)
+                        outcomes[k] = Outcome("failed", None, reason)
+                        continue
                     try:
                         validate_config(job.cfg)
                         prepared[k] = prepare_run(job.cfg, job.run_dir, job.choices,

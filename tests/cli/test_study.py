@@ -134,11 +134,21 @@ def test_the_same_command_again_trains_only_what_is_missing(ran):
     proc = study(["tiny.yaml", "cells=h4", "trainer.num_threads=1"], base, check=False)
     assert done.stat().st_mtime_ns == before  # not trained again
     assert (proc.stdout + proc.stderr).count("skipped (skip_completed=true)") == 4  # 4 done
-    # another override is another job: it trains
+    # another override is another job: it is refused there (training would overwrite the
+    # completed one), one line, and nothing in the dir changes, its saved config included
+    kept = {p: p.read_bytes() for p in done.parent.rglob("*") if p.is_file()}
     proc = run_cli([*TINY, "epochs=1", "model.decoding=autoregressive", "out_len=4",
                     "attention=vanilla", "seed=0", "skip_completed=true", "epochs=2",
-                    f"hydra.run.dir={done.parent}"], base)
-    assert metrics(done.parent)["run"]["epochs_run"] == 2
+                    f"hydra.run.dir={done.parent}"], base, check=False)
+    assert proc.returncode == 2
+    (line,) = proc.stderr.strip().splitlines()
+    assert line == (f"error: {done.parent} holds a completed run made with other overrides "
+                    "(only there: log.figures=False trainer.num_threads=1; only here: epochs=2 "
+                    "log.figures=false); skip_completed=true reuses a run made with "
+                    "the same ones: choose another run dir (hydra.run.dir, hydra.sweep.dir), or "
+                    "remove that one to train there again")
+    assert {p: p.read_bytes() for p in done.parent.rglob("*") if p.is_file()
+            and p.name != "train.log"} == {p: b for p, b in kept.items() if p.name != "train.log"}
 
 
 @pytest.mark.slow

@@ -81,6 +81,16 @@ def test_sigkill_then_resume_ends_bit_for_bit_like_the_uninterrupted_run(uninter
     out = run_cli([*RUN, f"hydra.run.dir={run_dir}", "skip_completed=true"], tmp_path)
     assert "skipped (skip_completed=true)" in out.stdout + out.stderr
     assert (run_dir / "metrics.json").read_text() == finished
+    # without skip_completed the same command is refused there rather than training over the
+    # completed run: one line, exit 2, its status, metrics, checkpoints and saved config kept
+    kept = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file() and p.name != "train.log"}
+    out = run_cli([*RUN, f"hydra.run.dir={run_dir}"], tmp_path, check=False)
+    assert out.returncode == 2
+    assert out.stderr.strip() == (
+        f"error: {run_dir} holds a completed run; training there would overwrite it: "
+        "skip_completed=true reuses it (when made with the same overrides), or choose another "
+        "run dir (hydra.run.dir, hydra.sweep.dir), or remove that one")
+    assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file() and p.name != "train.log"} == kept
 
 
 @pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

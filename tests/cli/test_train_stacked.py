@@ -61,6 +61,23 @@ def test_stacked_seeds_equal_their_solo_runs_and_leave_solo_run_dirs(tmp_path):
     out = run_cli([str(tmp_path / "stacked")], tmp_path, module="seqforecast.compare")
     assert "2 runs" in out.stdout or "n=2" in out.stdout, out.stdout
 
+    # the sweep again: skip_completed=true finds both runs (the same job dirs: it is not in
+    # their names); without it, training over them is refused, every job's files (its saved
+    # config too) as they were
+    def files():
+        return {p: p.read_bytes() for d in stacked for p in d.rglob("*")
+                if p.is_file() and p.name != "train.log"}
+
+    kept = files()
+    out = run_cli([*STACKED, *args, "skip_completed=true",
+                   f"hydra.sweep.dir={tmp_path / 'stacked'}"], tmp_path)
+    assert (out.stdout + out.stderr).count("skipped (skip_completed=true)") == 2
+    out = run_cli([*STACKED, *args, f"hydra.sweep.dir={tmp_path / 'stacked'}"], tmp_path,
+                  check=False)
+    assert out.returncode == 2
+    assert "holds a completed run; training there would overwrite it" in out.stderr
+    assert files() == kept
+
 
 def test_jobs_stack_by_config_and_the_rest_run_alone(tmp_path):
     sweep = tmp_path / "sweep"
