@@ -81,16 +81,26 @@ def repo_env() -> dict[str, str]:
 
 
 def train_run(overrides: list[str], run_dir: Path) -> tuple[dict | None, str, float]:
-    """`python -m seqforecast.train <overrides>` into `run_dir`, from the repository: (its
-    metrics.json, or None when it failed; the last line it printed; wall seconds)."""
-    cmd = [sys.executable, "-m", "seqforecast.train", *overrides, f"hydra.run.dir={run_dir}"]
+    """`python -m seqforecast.train <overrides> skip_completed=true` into `run_dir`, from the
+    repository: (its metrics.json, or None when it failed; the last line it printed; wall
+    seconds). A benchmark run again finds the runs it completed (resumed ones too) and trains
+    only the rest; those are marked `"reused": True`, their wall the run's own train_seconds.
+    A dir holding a completed run made otherwise is refused (a failure), not trained over."""
+    cmd = [sys.executable, "-m", "seqforecast.train", *overrides, "skip_completed=true",
+           f"hydra.run.dir={run_dir}"]
+    metrics_file = Path(run_dir) / "metrics.json"
+    before = metrics_file.stat().st_mtime_ns if metrics_file.is_file() else None
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=repo_env(), cwd=REPO)
     wall = time.perf_counter() - start
     last = (proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or ["?"])[-1]
     if proc.returncode != 0:
         return None, last, wall
-    return json.loads((Path(run_dir) / "metrics.json").read_text()), last, wall
+    metrics = json.loads(metrics_file.read_text())
+    if metrics_file.stat().st_mtime_ns == before:  # skipped: completed before this call
+        metrics["reused"] = True
+        wall = float(metrics["run"]["train_seconds"])
+    return metrics, last, wall
 
 
 def rescore(run_dir: Path, method: str, reuse: bool) -> dict | None:
@@ -114,6 +124,7 @@ def run_facts(metrics: dict, wall: float) -> dict:
         "epochs_run": metrics["run"]["epochs_run"],
         "train_seconds": metrics["run"]["train_seconds"],
         "wall_seconds": round(wall, 1),
+        "reused": metrics.get("reused", False),  # completed by an earlier call (train_run)
         "test_windows": metrics["splits"]["test"]["windows"],
     }
 
@@ -173,13 +184,22 @@ def write_report(out: Path, script: str, argv: list[str] | None, **fields) -> No
     print(f"\nwrote {out}", file=sys.stderr)
 
 
-def timed_official(module: str, experiment: str, run_file: str) -> str:
+def timed_official(module: str, experiment: str, run_file: str, resumable: bool = False) -> str:
     """Python source that runs an official repository's `run_file` (with the command line it is
     given) inside that repository, as its authors run it, timing its experiment class's
     `train` (the whole call) and `vali` (summed) methods, and printing them last as JSON:
     {"train_call_seconds", "vali_seconds"}. One torch thread. numpy 2 removed np.Inf, which the
     published EarlyStopping reads; nothing else is changed, but with OFFICIAL_SEED set in the
-    environment the seed the code fixes is that one (random, numpy and torch alike)."""
+    environment the seed the code fixes is that one (random, numpy and torch alike).
+
+    `resumable` (the Time-Series-Library's train loop: EarlyStopping and adjust_learning_rate
+    once an epoch, no scheduler): with OFFICIAL_RESUME_STATE naming a file, the state at the end
+    of each epoch goes there (weights, optimizer, every RNG, early stopping, the validation and
+    test losses, the best checkpoint, the seconds so far), and a run started again with that
+    file replays the epochs it holds without computing them (no batches, their losses
+    recorded, nothing printed), puts that state back after the last of them and goes on: the
+    same numbers as an unstopped run (an NP run is ~3 hours; a session may end first). The file
+    goes once train returns."""
     return f"""
 import json, os, random, runpy, sys, time
 import numpy as np
@@ -197,7 +217,7 @@ train, vali = exp.{experiment}.train, exp.{experiment}.vali
 def timed_train(self, setting):
     start = time.perf_counter()
     out = train(self, setting)
-    timed["train_call_seconds"] = time.perf_counter() - start
+    timed["train_call_seconds"] = time.perf_counter() - start + timed.get("train_before", 0.0)
     return out
 def timed_vali(self, *args):
     start = time.perf_counter()
@@ -205,9 +225,103 @@ def timed_vali(self, *args):
     timed["vali_seconds"] += time.perf_counter() - start
     return out
 exp.{experiment}.train, exp.{experiment}.vali = timed_train, timed_vali
+{_RESUMABLE.format(experiment=experiment) if resumable else ""}
 sys.argv = ["{run_file}", *sys.argv[1:]]
 runpy.run_path("{run_file}", run_name="__main__")
+timed.pop("train_before", None)
 print(json.dumps(timed))
+"""
+
+
+# The epoch-level resume of timed_official(resumable=True): patches on the experiment module's
+# own names (EarlyStopping, adjust_learning_rate, print) and the class's (_get_data, vali,
+# train); the repository's files are not touched.
+_RESUMABLE = """
+import builtins, warnings
+STATE = os.environ.get("OFFICIAL_RESUME_STATE")
+replay = {{"left": 0, "history": [], "queue": []}}
+def quiet_print(*args, **kwargs):  # the replayed epochs print nothing
+    if not replay["left"]:
+        builtins.print(*args, **kwargs)
+exp.print = sys.modules[exp.EarlyStopping.__module__].print = quiet_print
+# a replayed epoch's empty loss list, averaged
+warnings.filterwarnings("ignore", "Mean of empty slice")
+warnings.filterwarnings("ignore", "invalid value encountered in scalar divide")
+stopper_class, adjust = exp.EarlyStopping, exp.adjust_learning_rate
+class ResumableStopping(stopper_class):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        replay["stopper"] = self
+    def __call__(self, val_loss, model, path):
+        replay["checkpoint"] = os.path.join(path, "checkpoint.pth")
+        if not replay["left"]:  # replayed: the saved state is put back after the last one
+            super().__call__(val_loss, model, path)
+exp.EarlyStopping = ResumableStopping
+STOPPER = ("counter", "best_score", "early_stop", "val_loss_min")
+class Replayed:  # the training loader, empty in a replayed epoch
+    def __init__(self, loader):
+        self.loader = loader
+    def __len__(self):
+        return len(self.loader)
+    def __iter__(self):
+        return iter(()) if replay["left"] else iter(self.loader)
+get_data = exp.{experiment}._get_data
+def replayed_get_data(self, flag):
+    data, loader = get_data(self, flag)
+    return (data, Replayed(loader)) if flag == "train" else (data, loader)
+exp.{experiment}._get_data = replayed_get_data
+def replayed_vali(self, *args):
+    if replay["left"]:
+        return replay["queue"].pop(0)
+    out = timed_vali(self, *args)
+    replay["history"].append(out)
+    return out
+exp.{experiment}.vali = replayed_vali
+def resumable_train(self, setting):
+    replay["exp"], replay["start"] = self, time.perf_counter()
+    if STATE and os.path.isfile(STATE):
+        state = torch.load(STATE, weights_only=False)
+        replay.update(left=state["epoch"], saved=state, history=list(state["history"]),
+                      queue=list(state["history"]))
+        timed.update(vali_seconds=state["vali_seconds"], train_before=state["train_seconds"])
+        print(f"[resumed after epoch {{state['epoch']}} from {{STATE}}: those epochs replayed]")
+    out = timed_train(self, setting)
+    if STATE and os.path.isfile(STATE):
+        os.remove(STATE)
+    return out
+exp.{experiment}.train = resumable_train
+def resumable_adjust(optimizer, epoch, args):  # the end of each epoch that goes on
+    adjust(optimizer, epoch, args)
+    model, stopper = replay["exp"].model, replay["stopper"]
+    if replay["left"]:
+        replay["left"] -= 1
+        if replay["left"]:
+            return
+        saved = replay["saved"]  # the last replayed epoch: the state it ended with
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        for key in STOPPER:
+            setattr(stopper, key, saved["stopper"][key])
+        with open(replay["checkpoint"], "wb") as f:
+            f.write(saved["best"])
+        torch.set_rng_state(saved["torch_rng"])
+        np.random.set_state(saved["numpy_rng"])
+        random.setstate(saved["python_rng"])
+        return
+    if not STATE:
+        return
+    with open(replay["checkpoint"], "rb") as f:
+        best = f.read()
+    state = {{"epoch": epoch, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+             "stopper": {{key: getattr(stopper, key) for key in STOPPER}}, "best": best,
+             "history": replay["history"], "vali_seconds": timed["vali_seconds"],
+             "train_seconds": timed.get("train_before", 0.0)
+             + time.perf_counter() - replay["start"],
+             "torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(),
+             "python_rng": random.getstate()}}
+    torch.save(state, STATE + ".tmp")
+    os.replace(STATE + ".tmp", STATE)  # a stop while saving keeps the previous epoch's
+exp.adjust_learning_rate = resumable_adjust
 """
 
 

@@ -240,10 +240,13 @@ def official_run(model: str, code: Path, dataset: str, horizon: int, epochs: int
     workdir.mkdir(parents=True, exist_ok=True)
     # The output goes to a log as it comes (an EPF run takes hours: `tail -f` follows it).
     log = workdir / f"{model}_{dataset}_{horizon}_seed{env['OFFICIAL_SEED']}.log"
-    with log.open("w") as sink:
+    # The state at each epoch's end: the same command run again after a stop goes on from
+    # there (timed_official, resumable), its log appended to the stopped run's.
+    env["OFFICIAL_RESUME_STATE"] = str(log.with_suffix(".resume.pt"))
+    with log.open("a" if Path(env["OFFICIAL_RESUME_STATE"]).is_file() else "w") as sink:
         proc = subprocess.run(
             [args.official_python, "-u", "-c",
-             timed_official(module, "Exp_Long_Term_Forecast", "run.py"),
+             timed_official(module, "Exp_Long_Term_Forecast", "run.py", resumable=True),
              *official_args(model, dataset, horizon, epochs, workdir, args)],
             cwd=code, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True)
     out = log.read_text()

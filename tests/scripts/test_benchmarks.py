@@ -178,6 +178,16 @@ def test_bench_leaderboard_scores_every_model_beside_the_linear_fits_and_merges(
     # the three models and the two linear fits (no exogenous series: no fit of every input)
     assert merged.with_suffix(".md").read_text().count("| etth1-24 |") == 5
     assert "Published: none for these cells." in merged.with_suffix(".md").read_text()
+    # run again into the same runs dir: the completed run is found, not trained over
+    kept = tmp_path / "runs" / "etth1" / "h24" / "timexer" / "seed0" / "checkpoints" / "best.pt"
+    before = kept.stat().st_mtime_ns
+    again = tmp_path / "again.json"
+    run_script("bench_leaderboard.py", "--smoke", "--models", "timexer", "--runs-dir",
+               str(tmp_path / "runs"), "--out", str(again), cwd=tmp_path)
+    (rerun,) = json.loads(again.read_text())["cells"]["etth1-24"]["runs"]
+    first = next(r for r in cell["runs"] if r["model"] == "timexer")
+    assert rerun["reused"] and not first["reused"] and rerun["mse"] == first["mse"]
+    assert kept.stat().st_mtime_ns == before
 
 
 def test_bench_leaderboard_shows_each_cells_published_table():
