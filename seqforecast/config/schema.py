@@ -380,13 +380,22 @@ def schema_of(group: str, node) -> type | None:
     return PER_OPTION_SCHEMAS[group].get(name)
 
 
+# What register_schemas stored, (group, name) -> dataclass: storing converts the dataclass to
+# a config, a quarter of a second for all of them, which every composition would pay again.
+_STORED: dict[tuple[str | None, str], type] = {}
+
+
 def register_schemas() -> None:
-    """Store every schema in Hydra's ConfigStore (idempotent)."""
+    """Store every schema in Hydra's ConfigStore (idempotent): those not stored yet, or whose
+    dataclass changed (a plugin registering a backend or family after the first call)."""
     store = ConfigStore.instance()
-    store.store(name="train_schema", node=TrainConfig)
     options = {**PER_OPTION_SCHEMAS,
                "attention": {name: attention_schema(name) for name in available_attention()},
                "model": {name: family_schema(name) for name in available_families()}}
-    for group, nodes in options.items():
-        for option_name, node in nodes.items():
-            store.store(group=f"schema/{group}", name=option_name, node=node)
+    entries = [(None, "train_schema", TrainConfig)] + [
+        (f"schema/{group}", option_name, node)
+        for group, nodes in options.items() for option_name, node in nodes.items()]
+    for group, name, node in entries:
+        if _STORED.get((group, name)) is not node:
+            store.store(group=group, name=name, node=node)
+            _STORED[(group, name)] = node
