@@ -286,7 +286,8 @@ def _spawn(case: str, length: int, cfg: dict, args) -> dict:
         return {"case": case, "length": length, "status": skip}
     spec = dict(case=case, length=length, cfg=cfg, repeats=args.steps, min_seconds=args.min_seconds,
                 device=args.device, dtype=args.dtype)
-    return run_worker(__file__, spec, args.timeout, label={"case": case, "length": length})
+    return run_worker(__file__, spec, args.timeout, label={"case": case, "length": length},
+                      in_process=args.in_process)
 
 
 def _lookup(results, case, length):
@@ -396,6 +397,9 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", choices=list(DTYPES), default="fp32",
                         help="the inputs' and the layers' dtype")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/attention.json"))
+    parser.add_argument("--in-process", action="store_true",
+                        help="each case in this process, not a fresh one (tests, tiny checks: "
+                             "the timings are then not isolated)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 

@@ -129,11 +129,17 @@ def run_facts(metrics: dict, wall: float) -> dict:
     }
 
 
-def run_worker(script: str, spec: dict, timeout: int, label: dict | None = None) -> dict:
+def run_worker(script: str, spec: dict, timeout: int, label: dict | None = None,
+               in_process: bool = False) -> dict:
     """Run `script --worker <spec as JSON>` in a fresh Python process (so one case's
     allocations and caches cannot colour the next) and return the JSON result it prints last.
-    A timeout or a failure becomes `{**label, "status": why}` (label defaults to the spec)."""
+    A timeout or a failure becomes `{**label, "status": why}` (label defaults to the spec).
+    `in_process`: the worker's main in this process instead (no timeout, no isolation: a
+    script's `--in-process`, for its tests and tiny checks, where an interpreter's start and
+    torch's import cost more than the case)."""
     label = spec if label is None else label
+    if in_process:
+        return _worker_here(script, spec, label)
     env = repo_env()
     try:
         proc = subprocess.run(
@@ -146,6 +152,31 @@ def run_worker(script: str, spec: dict, timeout: int, label: dict | None = None)
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         return {**label, "status": f"failed: {last}"}
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+_SCRIPTS: dict[str, object] = {}
+
+
+def _worker_here(script: str, spec: dict, label: dict) -> dict:
+    """run_worker(in_process=True): `script`'s main(["--worker", spec]) in this process, its
+    last printed line read back as the result."""
+    import contextlib
+    import importlib.util
+    import io
+
+    if script not in _SCRIPTS:  # imported once as a module: its main, not its __main__ block
+        found = importlib.util.spec_from_file_location(f"_worker_{Path(script).stem}", script)
+        module = importlib.util.module_from_spec(found)
+        sys.modules[found.name] = module  # where dataclasses look their module up
+        found.loader.exec_module(module)
+        _SCRIPTS[script] = module
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            _SCRIPTS[script].main(["--worker", json.dumps(spec)])
+    except Exception as err:  # noqa: BLE001 (a case's failure is its row, as in a subprocess)
+        return {**label, "status": f"failed: {type(err).__name__}: {err}"}
+    return json.loads(out.getvalue().strip().splitlines()[-1])
 
 
 def best_of_rounds(

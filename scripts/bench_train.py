@@ -242,8 +242,8 @@ def matmul_rate(n: int = 2048, repeats: int = 10, device: str = "cpu",
 # --------------------------------------------------------------------------- driver side
 
 
-def spawn(spec: dict, timeout: int) -> dict:
-    return run_worker(__file__, spec, timeout)
+def spawn(spec: dict, timeout: int, in_process: bool = False) -> dict:
+    return run_worker(__file__, spec, timeout, in_process=in_process)
 
 
 def find(results, size, case):
@@ -310,6 +310,9 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", choices=list(DTYPES), default="fp32",
                         help="bf16: every case under bf16 autocast")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/train.json"))
+    parser.add_argument("--in-process", action="store_true",
+                        help="each case in this process, not a fresh one (tests, tiny checks: "
+                             "the timings are then not isolated)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
@@ -323,7 +326,7 @@ def main(argv=None) -> int:
         return 0
 
     on = dict(device=args.device, dtype=args.dtype)
-    results = [spawn({"case": "matmul", **on}, args.timeout)]
+    results = [spawn({"case": "matmul", **on}, args.timeout, args.in_process)]
     peak = results[0].get("gflops")
     print(f"{args.dtype} matmul (torch.mm 2048^2): {peak:.1f} GFLOP/s", file=sys.stderr)
 
@@ -337,7 +340,8 @@ def main(argv=None) -> int:
             for case in PLAN[size]
             if not args.cases or case in args.cases
         ]
-        results += best_of_rounds(specs, args.repeats, lambda s: spawn(s, args.timeout), show)
+        results += best_of_rounds(specs, args.repeats,
+                                  lambda s: spawn(s, args.timeout, args.in_process), show)
 
     targets = evaluate_targets(results)
     print(f"{args.dtype} matmul rate of this machine ({args.device}): {peak:.1f} GFLOP/s\n")

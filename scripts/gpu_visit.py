@@ -33,8 +33,9 @@ and no network), after `make gpu-wheels` here, the run carries `.whl` and is:
       && python3 scripts/gpu_visit.py --budget 420 --out $OUT/visit
 
 `--tiny` shrinks every part to seconds (fp32 only, L = 32 without FlexAttention's rows, two
-timed steps, a small synthetic set, one seed; two for the stacked sweep) so that the suite runs
-the whole chain on the CPU; its numbers mean nothing.
+timed steps, a small synthetic set, one seed; two for the stacked sweep; the attention and train
+cases in their script's process, `--in-process`) so that the suite runs the whole chain on the
+CPU; its numbers mean nothing.
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ def attention(args, budget: float, out: Path) -> dict:
         cmd = [sys.executable, str(SCRIPTS / "bench_attention.py"), "--device", args.device,
                "--dtype", dtype, "--lengths", *map(str, lengths), "--cases", *cases,
                "--repeats", "1", "--steps", "2" if args.tiny else "5", "--min-seconds",
-               "0" if args.tiny else "1", "--out", str(path)]
+               "0" if args.tiny else "1", "--out", str(path),
+               *(["--in-process"] if args.tiny else [])]
         status, wall, _ = run(cmd, budget / len(dtypes(args)))
         rows = json.loads(path.read_text())["results"] if path.is_file() else []
         found[dtype] = {"status": status, "seconds": round(wall, 1), "results": rows}
@@ -100,7 +102,7 @@ def train(args, budget: float, out: Path) -> dict:
                "--steps", "2" if args.tiny else "20", "--warmup", "1" if args.tiny else "5",
                "--out", str(path)]
         if args.tiny:
-            cmd += ["--cases", "vanilla"]
+            cmd += ["--cases", "vanilla", "--in-process"]
         status, wall, _ = run(cmd, budget / len(dtypes(args)))
         report = json.loads(path.read_text()) if path.is_file() else {}
         found[dtype] = {"status": status, "seconds": round(wall, 1),

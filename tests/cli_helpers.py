@@ -36,19 +36,23 @@ def run_cli(args, cwd, module="seqforecast.train", check=True, fresh=False):
         proc = subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=env,
                               capture_output=True, text=True)
     else:
-        proc = _in_process(args, cwd, module)
+        import importlib
+
+        entry = importlib.import_module(IN_PROCESS[module])
+        main = entry.cli if module == "seqforecast.train" else entry.main
+        proc = _in_process(module, args, cwd, main)
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
 
 
-def _in_process(args, cwd, module):
-    """The CLI's entry point in this process, as `run_cli(..., fresh=True)` runs it in a
-    subprocess (argv in, exit code and both streams out), without an interpreter's start. What
-    a run changes in the process (cwd, environment, torch's threads, logging, warning filters,
-    signal handlers) is put back afterwards."""
+def _in_process(name, args, cwd, main):
+    """`main` (a CLI's entry point: main(argv), or train's cli() reading sys.argv) in this
+    process, as a subprocess would run `name args` (argv in, exit code and both streams out),
+    without an interpreter's start. What a run changes in the process (cwd, environment,
+    torch's threads, logging, warning filters, signal handlers) is put back afterwards."""
     import contextlib
-    import importlib
+    import inspect
     import io
     import logging
     import signal
@@ -56,7 +60,6 @@ def _in_process(args, cwd, module):
 
     import torch
 
-    entry = importlib.import_module(IN_PROCESS[module])
     out, err = io.StringIO(), io.StringIO()
     argv, before, env = sys.argv, os.getcwd(), dict(os.environ)
     threads = torch.get_num_threads()
@@ -66,16 +69,14 @@ def _in_process(args, cwd, module):
     root = logging.getLogger()
     root_state = (root.level, list(root.handlers))
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    sys.argv = [module, *args]
+    sys.argv = [name, *args]
     code = 0
     try:
         os.chdir(cwd)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
                 warnings.catch_warnings():
-            if module == "seqforecast.train":
-                entry.cli()
-            else:
-                code = entry.main(list(args)) or 0
+            takes_argv = bool(inspect.signature(main).parameters)
+            code = (main(list(args)) if takes_argv else main()) or 0
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
         if isinstance(exit_.code, str):
@@ -100,23 +101,35 @@ def _in_process(args, cwd, module):
                 lg.handlers[:] = []  # a logger made during the run: its handlers were the run's
         for s, handler in handlers.items():
             signal.signal(s, handler)
-    return subprocess.CompletedProcess([module, *args], code, out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess([name, *args], code, out.getvalue(), err.getvalue())
 
 
-def run_script(name, *args, cwd):
-    """Run scripts/<name> with `args` in `cwd`; assert it exits 0 and return its stdout."""
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / name), *args],
-        cwd=cwd, capture_output=True, text=True, timeout=600,
-    )
+def run_script(name, *args, cwd, fresh=False):
+    """Run scripts/<name> with `args` in `cwd`; assert it exits 0 and return its stdout. Its
+    main(argv) in this process (as run_cli), unless `fresh`: the processes it starts (trains,
+    workers, the official code) are its own either way."""
+    if fresh:
+        proc = subprocess.run(
+            [sys.executable, str(REPO / "scripts" / name), *args],
+            cwd=cwd, capture_output=True, text=True, timeout=600,
+        )
+    else:
+        proc = _in_process(name, args, cwd, load_script(name).main)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
 
 def load_script(name):
-    """scripts/<name> imported as a module (its functions, without running its main)."""
-    spec = importlib.util.spec_from_file_location(Path(name).stem, REPO / "scripts" / name)
+    """scripts/<name> imported as a module (its functions, without running its main); the
+    scripts' folder on sys.path, as when one runs (they import bench_common)."""
+    if str(REPO / "scripts") not in sys.path:
+        sys.path.insert(0, str(REPO / "scripts"))
+    # in sys.modules under a name of its own (dataclasses look their module up there), not the
+    # one a script imports it by (bench_common stays the scripts' own)
+    spec = importlib.util.spec_from_file_location(f"script_{Path(name).stem}",
+                                                  REPO / "scripts" / name)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 

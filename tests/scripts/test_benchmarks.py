@@ -19,7 +19,7 @@ def test_bench_attention_runs_each_case_and_writes_json(tmp_path):
     table = run_script(
         "bench_attention.py", "--lengths", "64", "--cases", "sdpa_causal", "vanilla",
         "diff_block16", "--repeats", "1", "--steps", "1", "--min-seconds", "0", "--out", str(out),
-        cwd=tmp_path,
+        "--in-process", cwd=tmp_path,
     )
     report = json.loads(out.read_text())
     assert [r["case"] for r in report["results"]] == ["sdpa_causal", "vanilla", "diff_block16"]
@@ -34,7 +34,8 @@ def test_bench_attention_runs_the_literature_at_a_models_shape(tmp_path):
     out = tmp_path / "literature.json"
     table = run_script(
         "bench_attention.py", "--lengths", "16", "--cases", "literature", "--shape", "patchtst",
-        "--repeats", "1", "--steps", "1", "--min-seconds", "0", "--out", str(out), cwd=tmp_path,
+        "--repeats", "1", "--steps", "1", "--min-seconds", "0", "--out", str(out), "--in-process",
+        cwd=tmp_path,
     )
     report = json.loads(out.read_text())
     assert report["config"]["d_model"] == 16 and report["config"]["batch"] == 128 * 7
@@ -49,7 +50,8 @@ def test_bench_train_runs_the_reference_and_a_backend_through_the_loop(tmp_path)
     out = tmp_path / "train.json"
     table = run_script(
         "bench_train.py", "--sizes", "default", "--cases", "reference", "vanilla",
-        "--steps", "2", "--warmup", "1", "--repeats", "1", "--out", str(out), cwd=tmp_path,
+        "--steps", "2", "--warmup", "1", "--repeats", "1", "--out", str(out), "--in-process",
+        cwd=tmp_path,
     )
     report = json.loads(out.read_text())
     assert report["matmul_gflops"] > 0
@@ -72,7 +74,7 @@ def test_bench_attention_times_the_gpu_kernels_and_says_why_one_cannot_run(tmp_p
         "bench_attention.py", "--lengths", "32", "--cases", "diff_block16_triton",
         "diff_block16_flex", "flex_diff_block16", "--repeats", "1", "--steps", "1",
         "--min-seconds", "0", "--device", "cpu", "--dtype", "fp32", "--out", str(out),
-        cwd=tmp_path,
+        "--in-process", cwd=tmp_path,
     )
     report = json.loads(out.read_text())
     assert report["config"]["device"] == "cpu" and report["config"]["dtype"] == "fp32"
@@ -85,6 +87,8 @@ def test_bench_attention_times_the_gpu_kernels_and_says_why_one_cannot_run(tmp_p
 
 
 def test_bench_attention_has_the_banded_reference(tmp_path):
+    # its case in a worker process of its own, as a benchmark runs every case (the other
+    # tests run theirs --in-process)
     out = tmp_path / "attention.json"
     run_script(
         "bench_attention.py", "--lengths", "64", "--cases", "sdpa_band16", "--repeats", "1",
