@@ -18,13 +18,15 @@ TINY = [*TINY_WITH_FIGURES, "log.figures=false"]
 # The CLIs a test runs in its own process unless it asks for a fresh one: a fresh interpreter
 # costs about 8 s of imports (torch, Hydra, TensorBoard) against 2 s for a tiny run in process,
 # which made most of the suite's time. The tests that need a real process (signals, torchrun,
-# launchers' workers, console scripts, the default run) ask for one (`fresh=True`) or spawn it
-# themselves; a study's runs are processes of their own, writing to its streams.
+# launchers' workers, console scripts, the default run, a study that trains: its runs are
+# processes of their own, writing to its streams) ask for one (`fresh=True`) or spawn it
+# themselves.
 # module run -> the module whose main(argv) it runs (train: its Hydra app's cli())
 IN_PROCESS = {"seqforecast.train": "seqforecast.train", "seqforecast.evaluate":
               "seqforecast.evaluate", "seqforecast.predict": "seqforecast.predict",
               "seqforecast.compare": "seqforecast.compare",
-              "seqforecast.datasets": "seqforecast.datasets.cli"}
+              "seqforecast.datasets": "seqforecast.datasets.cli",
+              "seqforecast.study": "seqforecast.study"}
 
 
 def run_cli(args, cwd, module="seqforecast.train", check=True, fresh=False):

@@ -30,8 +30,10 @@ models:
 """
 
 
-def study(args, cwd, check=True):
-    return run_cli(args, cwd, module="seqforecast.study", check=check)
+def study(args, cwd, check=True, fresh=True):
+    """The study CLI: in a process of its own where it trains (its runs are processes that
+    write to its streams, which the tests read), in this one where it refuses first."""
+    return run_cli(args, cwd, module="seqforecast.study", check=check, fresh=fresh)
 
 
 @pytest.fixture(scope="module")
@@ -182,7 +184,7 @@ def test_bad_study_arguments_are_one_line(tmp_path):
         (["broken.yaml"], "broken.yaml: not a study file"),
         (["epochs=3"], "name a study first"),
     ):
-        proc = study(args, tmp_path, check=False)
+        proc = study(args, tmp_path, check=False, fresh=False)
         assert proc.returncode == 2, (args, proc.stderr)
         assert proc.stderr.startswith("error: ") and message in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
