@@ -162,12 +162,19 @@ def test_the_pages_hold_training_commands():
     assert any("README.md" == page for page, *_ in TRAIN)
 
 
+@cache
+def composed(overrides: tuple[str, ...]):
+    """compose_config, once per list of overrides in this process (the pages' commands are
+    composed by two tests; half a second each); the configs are only read."""
+    return compose_config(list(overrides))
+
+
 @pytest.mark.parametrize("page,command,module,args", TRAIN,
                          ids=[f"{p}:{c[:60]}" for p, c, *_ in TRAIN])
 def test_every_training_command_composes_and_validates(page, command, module, args):
     assert module == "seqforecast.train", command
     for overrides in sweep_choices(args):
-        validate_config(compose_config(overrides))
+        validate_config(composed(tuple(overrides)))
 
 
 TOOLS = runnable(tuple(PARSERS))
@@ -500,7 +507,7 @@ def test_the_published_settings_the_pages_list_are_the_table():
         model = given.get("experiment")
         if page != f"docs/{model}.md" or "dataset" not in given:
             continue
-        ours = compose_config(overrides_of(args))
+        ours = composed(tuple(overrides_of(args)))
         settings = published_overrides(model, given["dataset"], ours.out_len)
         published = compose_config([f"experiment={model}", f"dataset={given['dataset']}",
                                     f"out_len={ours.out_len}", *settings])

@@ -13,7 +13,7 @@ from seqforecast.config import compose_config
 from seqforecast.model import EncoderForecaster
 from seqforecast.model.flops import forward_flops
 
-from .helpers import every_combination, forward_backward, validated
+from .helpers import combination, every_combination, forward_backward, validated
 
 IN, OUT, PATCH, STRIDE = 32, 6, 8, 4
 TINY = ["model=encoder", "d_model=8", "n_heads=2", f"in_len={IN}", f"out_len={OUT}",
@@ -27,7 +27,7 @@ def tiny(*overrides):
 
 @every_combination
 def test_every_combination_builds_and_trains(attention, position, ffn):
-    model = build_model(tiny(f"attention={attention}", f"pos_encoding={position}", f"ffn={ffn}"))
+    model = build_model(combination(TINY, attention, position, ffn))
     assert isinstance(model, EncoderForecaster) and not hasattr(model, "decoder")
     forward_backward(model)
 

@@ -3,6 +3,7 @@
 
 import pytest
 import torch
+from omegaconf import OmegaConf
 
 from seqforecast import build_model
 from seqforecast.attention import DifferentialAttention, RelativePositionTerms, RotaryEmbedding
@@ -11,6 +12,7 @@ from seqforecast.model.positional import sinusoidal_table
 from .helpers import (
     ATTENTION,
     assert_teacher_forcing_reads_the_target,
+    combination,
     every_combination,
     forward_backward,
     validated,
@@ -28,8 +30,17 @@ def tiny(*overrides):
 
 @every_combination
 def test_every_combination_builds_and_trains(attention, position, ffn):
-    model = build_model(tiny(f"attention={attention}", f"pos_encoding={position}", f"ffn={ffn}"))
+    model = build_model(combination(TINY, attention, position, ffn))
     forward_backward(model)
+
+
+@pytest.mark.parametrize("attention,position,ffn", [("diff", "rope", "swiglu"),
+                                                    ("einsum", "relative", "glu")])
+def test_a_combination_composed_in_parts_is_its_whole_composition(attention, position, ffn):
+    whole = tiny(f"attention={attention}", f"pos_encoding={position}", f"ffn={ffn}")
+    parts = combination(TINY, attention, position, ffn)
+    resolved = [OmegaConf.to_container(cfg, resolve=True) for cfg in (parts, whole)]
+    assert resolved[0] == resolved[1]
 
 
 @pytest.mark.parametrize("attention", ATTENTION)
