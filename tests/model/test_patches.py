@@ -12,15 +12,19 @@ from seqforecast.config import compose_config, validate_config
 from seqforecast.model.embedding import Tokenizer
 from seqforecast.training.probe import probe
 
+from .helpers import combination
+
 IN, OUT = 30, 10
 
 
+def patch_base(patch=(6, 4), label_len=8) -> list[str]:
+    return ["d_model=8", "n_heads=2", f"in_len={IN}", f"out_len={OUT}", "block_size=2",
+            "embedding=patch", f"embedding.patch_len={patch[0]}", f"embedding.stride={patch[1]}",
+            f"model.label_len={label_len}"]
+
+
 def patch_cfg(*overrides, patch=(6, 4), label_len=8):
-    cfg = compose_config([
-        "d_model=8", "n_heads=2", f"in_len={IN}", f"out_len={OUT}", "block_size=2",
-        "embedding=patch", f"embedding.patch_len={patch[0]}", f"embedding.stride={patch[1]}",
-        f"model.label_len={label_len}", *overrides,
-    ])
+    cfg = compose_config([*patch_base(patch, label_len), *overrides])
     validate_config(cfg)
     return cfg
 
@@ -156,7 +160,7 @@ def test_patch_positions_count_tokens_on_one_axis():
     )),
 )
 def test_every_position_encoding_and_ffn_works_on_patches(position, ffn):
-    model = build_model(patch_cfg(f"pos_encoding={position}", f"ffn={ffn}", "attention=diff"))
+    model = build_model(combination(patch_base(), "diff", position, ffn))
     src, target = torch.randn(2, IN, 1), torch.randn(2, OUT, 1)
     model.train()
     F.mse_loss(model(src, target), target).backward()
