@@ -2,8 +2,6 @@
 # ruff: noqa: E501  (the bad-file table keeps each expected message on its line)
 
 import json
-import subprocess
-import sys
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -11,7 +9,7 @@ import pytest
 
 from seqforecast.data.windows import forecast_starts
 
-from ..cli_helpers import REPO, TINY, run_cli
+from ..cli_helpers import REPO, TINY, run_cli, run_script
 
 pytestmark = pytest.mark.slow  # trains: make test-fast skips it
 
@@ -22,11 +20,7 @@ SMALL = ["epochs=2", "in_len=24", "out_len=12", "model.label_len=12", "data.wind
 
 def test_the_example_csv_is_what_the_script_writes(tmp_path):
     out = tmp_path / "example.csv"
-    subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "make_example_csv.py"), "--out", str(out)],
-        check=True,
-        capture_output=True,
-    )
+    run_script("make_example_csv.py", "--out", str(out), cwd=tmp_path)
     assert out.read_bytes() == EXAMPLE.read_bytes()
 
 
