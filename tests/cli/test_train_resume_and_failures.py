@@ -84,6 +84,7 @@ def test_sigkill_then_resume_ends_bit_for_bit_like_the_uninterrupted_run(uninter
     # without skip_completed the same command is refused there rather than training over the
     # completed run: one line, exit 2, its status, metrics, checkpoints and saved config kept
     kept = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file() and p.name != "train.log"}
+    log = (run_dir / "train.log").read_text()
     out = run_cli([*RUN, f"hydra.run.dir={run_dir}"], tmp_path, check=False)
     assert out.returncode == 2
     assert out.stderr.strip() == (
@@ -91,6 +92,7 @@ def test_sigkill_then_resume_ends_bit_for_bit_like_the_uninterrupted_run(uninter
         "skip_completed=true reuses it (when made with the same overrides), or choose another "
         "run dir (hydra.run.dir, hydra.sweep.dir), or remove that one")
     assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file() and p.name != "train.log"} == kept
+    assert (run_dir / "train.log").read_text().startswith(log)  # the refusal appended, no more
 
 
 @pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
