@@ -242,8 +242,9 @@ def official_run(model: str, code: Path, dataset: str, horizon: int, epochs: int
     log = workdir / f"{model}_{dataset}_{horizon}_seed{env['OFFICIAL_SEED']}.log"
     # The state at each epoch's end: the same command run again after a stop goes on from
     # there (timed_official, resumable), its log appended to the stopped run's.
-    env["OFFICIAL_RESUME_STATE"] = str(log.with_suffix(".resume.pt"))
-    with log.open("a" if Path(env["OFFICIAL_RESUME_STATE"]).is_file() else "w") as sink:
+    state = log.with_suffix(".resume.pt")
+    env["OFFICIAL_RESUME_STATE"] = str(state)
+    with log.open("a" if state.is_file() else "w") as sink:
         proc = subprocess.run(
             [args.official_python, "-u", "-c",
              timed_official(module, "Exp_Long_Term_Forecast", "run.py", resumable=True),

@@ -37,7 +37,7 @@ from .cli_args import BAD_INPUT
 from .config import CONFIG_DIR, ConfigError, register_schemas, validate_config
 from .config.check import composition_error
 from .config.rundir import (
-    holds_completed_run,
+    completed_record,
     interrupted_message,
     new_run_dir,
     register_resolvers,
@@ -50,7 +50,7 @@ from .training.checkpoint import load_checkpoint
 from .training.distributed import Distributed, from_env, init_from_env, shutdown
 from .training.interrupts import TrainingInterrupted
 from .training.loop import LAST, NonFiniteLoss
-from .training.status import read_status, write_status
+from .training.status import write_status
 
 log = logging.getLogger("seqforecast.train")
 
@@ -99,18 +99,14 @@ def main(cfg: DictConfig) -> float:
         if ctx.is_main:
             write_status(run_dir, state, reason, overrides=recorded, **extra)
 
-    done = None
-    if cfg.skip_completed:  # rank 0 reads the run dir; every rank then skips, or none
-        done = ctx.broadcast(completed_before(run_dir, overrides) if ctx.is_main else None)
+    # rank 0 reads the run dir; every rank then skips, refuses, or neither
+    found = completed_there(run_dir, overrides, cfg.skip_completed) if ctx.is_main else None
+    done, refusal = ctx.broadcast(found)
     if done is not None:
         log.info("%s holds a completed run with these overrides: skipped (skip_completed=true)",
                  run_dir)
         return done
-    refusal = None
-    if cfg.resume is None:  # as above: rank 0 reads, every rank refuses or none
-        refusal = ctx.broadcast(completed_run_refusal(run_dir, overrides, cfg.skip_completed)
-                                if ctx.is_main and holds_completed_run(run_dir) else None)
-    if refusal is not None:
+    if refusal is not None and cfg.resume is None:
         # nothing written: status.json, checkpoints and .hydra/ stay the completed run's
         if multirun:
             raise JobFailed(refusal)
@@ -136,36 +132,33 @@ def main(cfg: DictConfig) -> float:
     return value
 
 
-def completed_before(run_dir: Path, overrides: list[str]) -> float | None:
-    """The best validation MSE of a completed run in `run_dir` made with the same overrides
-    (skip_completed aside), or None: nothing there, failed, interrupted, or made otherwise."""
-    if not holds_completed_run(run_dir):
-        return None
-    record = read_status(run_dir)
-    if _run_overrides(record.get("overrides", [])) != _run_overrides(overrides):
-        return None
-    return record["best_val_mse"]
+def completed_there(run_dir: Path, overrides: list[str], skip: bool
+                    ) -> tuple[float | None, str | None]:
+    """What a completed run in `run_dir` means for a run with `overrides`: (its best validation
+    MSE, None) where skip_completed reuses it (made with the same overrides, skip_completed
+    aside); (None, why training there is refused, and what would do) where it is there
+    otherwise; (None, None) where none is (nothing, failed, interrupted)."""
+    record = completed_record(run_dir)
+    if record is None:
+        return None, None
+    made, given = _run_overrides(record.get("overrides", [])), _run_overrides(overrides)
+    if skip and made == given:
+        return record["best_val_mse"], None
+    if skip:
+        return None, (
+            f"{run_dir} holds a completed run made with other overrides (only there: "
+            f"{' '.join(sorted(made - given)) or '-'}; only here: "
+            f"{' '.join(sorted(given - made)) or '-'}); skip_completed=true reuses a run "
+            f"made with the same ones: choose another run dir (hydra.run.dir, hydra.sweep.dir), "
+            f"or remove that one to train there again")
+    return None, (f"{run_dir} holds a completed run; training there would overwrite it: "
+                  f"skip_completed=true reuses it (when made with the same overrides), or choose "
+                  f"another run dir (hydra.run.dir, hydra.sweep.dir), or remove that one")
 
 
 def _run_overrides(items: list[str]) -> set[str]:
     """The overrides that make a run what it is: all but skip_completed."""
     return {o for o in items if not o.lstrip("+~").startswith("skip_completed=")}
-
-
-def completed_run_refusal(run_dir: Path, overrides: list[str], skip: bool) -> str:
-    """Why a run will not train into `run_dir`, which holds a completed run, and what will."""
-    if skip:
-        made = _run_overrides(read_status(run_dir).get("overrides", []))
-        given = _run_overrides(overrides)
-        return (f"{run_dir} holds a completed run made with other overrides (only there: "
-                f"{' '.join(sorted(made - given)) or '-'}; only here: "
-                f"{' '.join(sorted(given - made)) or '-'}); skip_completed=true reuses a run "
-                f"made with the same "
-                f"ones: choose another run dir (hydra.run.dir, hydra.sweep.dir), or remove "
-                f"that one to train there again")
-    return (f"{run_dir} holds a completed run; training there would overwrite it: "
-            f"skip_completed=true reuses it (when made with the same overrides), or choose "
-            f"another run dir (hydra.run.dir, hydra.sweep.dir), or remove that one")
 
 
 def _train(cfg, run_dir: Path, hydra_cfg, overrides: list[str], multirun: bool, ctx):

@@ -41,20 +41,21 @@ def run_cli(args, cwd, module="seqforecast.train", check=True, fresh=False):
         import importlib
 
         entry = importlib.import_module(IN_PROCESS[module])
-        main = entry.cli if module == "seqforecast.train" else entry.main
-        proc = _in_process(module, args, cwd, main)
+        if module == "seqforecast.train":  # its Hydra app reads sys.argv
+            proc = _in_process(module, args, cwd, entry.cli)
+        else:
+            proc = _in_process(module, args, cwd, lambda: entry.main(list(args)))
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
 
 
 def _in_process(name, args, cwd, main):
-    """`main` (a CLI's entry point: main(argv), or train's cli() reading sys.argv) in this
+    """`main()` (a CLI's entry point, with `args` bound or read from sys.argv) in this
     process, as a subprocess would run `name args` (argv in, exit code and both streams out),
     without an interpreter's start. What a run changes in the process (cwd, environment,
     torch's threads, logging, warning filters, signal handlers) is put back afterwards."""
     import contextlib
-    import inspect
     import io
     import logging
     import signal
@@ -77,8 +78,7 @@ def _in_process(name, args, cwd, main):
         os.chdir(cwd)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
                 warnings.catch_warnings():
-            takes_argv = bool(inspect.signature(main).parameters)
-            code = (main(list(args)) if takes_argv else main()) or 0
+            code = main() or 0
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
         if isinstance(exit_.code, str):
@@ -116,7 +116,8 @@ def run_script(name, *args, cwd, fresh=False):
             cwd=cwd, capture_output=True, text=True, timeout=600,
         )
     else:
-        proc = _in_process(name, args, cwd, load_script(name).main)
+        script = load_script(name)
+        proc = _in_process(name, args, cwd, lambda: script.main(list(args)))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 

@@ -23,6 +23,7 @@ from seqforecast.published import published_overrides
 from seqforecast.studies.grid import load_study
 
 from .cli_helpers import REPO, load_script, run_script
+from .model.helpers import composed  # the pages' commands: composed by two tests
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 
@@ -160,13 +161,6 @@ TRAIN = runnable(("seqforecast.train",))
 def test_the_pages_hold_training_commands():
     assert len(TRAIN) > 20
     assert any("README.md" == page for page, *_ in TRAIN)
-
-
-@cache
-def composed(overrides: tuple[str, ...]):
-    """compose_config, once per list of overrides in this process (the pages' commands are
-    composed by two tests; half a second each); the configs are only read."""
-    return compose_config(list(overrides))
 
 
 @pytest.mark.parametrize("page,command,module,args", TRAIN,

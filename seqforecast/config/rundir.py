@@ -74,16 +74,17 @@ def _run_dir(resume: str | None, default: str) -> str:
     return default if resume is None else str(resume_target(resume))
 
 
-def holds_completed_run(run_dir: Path | str) -> bool:
-    """Whether `run_dir` holds a run that completed (its status.json says so, its metrics.json
-    is there): training there again would overwrite it."""
+def completed_record(run_dir: Path | str) -> dict | None:
+    """The status.json record of the run `run_dir` holds when it completed (its metrics.json
+    there too): training there again would overwrite it. None for anything else."""
     record = read_status(Path(run_dir))
-    return bool(record) and record["status"] == "completed" \
-        and (Path(run_dir) / "metrics.json").is_file()
+    if record and record["status"] == "completed" and (Path(run_dir) / "metrics.json").is_file():
+        return record
+    return None
 
 
 def _output_subdir(resume: str | None, run_dir: str) -> str | None:
-    return ".hydra" if resume is None and not holds_completed_run(run_dir) else None
+    return ".hydra" if resume is None and completed_record(run_dir) is None else None
 
 
 MAX_JOB_DIRNAME = 120  # a sweep over many keys (Optuna) must stay under 255-byte names

@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..cli_args import BAD_INPUT
 from ..config import validate_config
-from ..config.rundir import holds_completed_run, interrupted_message
+from ..config.rundir import interrupted_message
 from ..runs.training import PreparedRun, finish_run, prepare_run, run_training
 from ..training.interrupts import TrainingInterrupted
 from ..training.loop import NonFiniteLoss, RunLoop
@@ -76,8 +76,7 @@ def run_group(jobs: list[Job], progress: bool = False) -> list[Outcome]:
     """Train `jobs` (one config, several seeds) as one stack; each job's run dir ends as its
     solo run's would. A TrainingInterrupted (SIGINT/SIGTERM) exits after every unfinished
     member saved its last.pt and status.json, as a solo job does."""
-    # the task's own rules (train.py imports Hydra's app)
-    from ..train import completed_before, completed_run_refusal
+    from ..train import completed_there  # the task's own rule (train.py imports Hydra's app)
 
     outcomes: list[Outcome | None] = [None] * len(jobs)
 
@@ -90,18 +89,16 @@ def run_group(jobs: list[Job], progress: bool = False) -> list[Outcome]:
         try:
             for k, job in enumerate(jobs):
                 with logs.member(k):
-                    if job.cfg.skip_completed:
-                        done = completed_before(job.run_dir, job.overrides)
-                        if done is not None:
-                            log.info("%s holds a completed run with these overrides: skipped "
-                                     "(skip_completed=true)", job.run_dir)
-                            outcomes[k] = Outcome("completed", done)
-                            continue
-                    if holds_completed_run(job.run_dir):  # refused, nothing written there
-                        reason = completed_run_refusal(job.run_dir, job.overrides,
-                                                       job.cfg.skip_completed)
-                        log.error("%s", reason)
-                        outcomes[k] = Outcome("failed", None, reason)
+                    done, refusal = completed_there(job.run_dir, job.overrides,
+                                                    job.cfg.skip_completed)
+                    if done is not None:
+                        log.info("%s holds a completed run with these overrides: skipped "
+                                 "(skip_completed=true)", job.run_dir)
+                        outcomes[k] = Outcome("completed", done)
+                        continue
+                    if refusal is not None:  # nothing written there
+                        log.error("%s", refusal)
+                        outcomes[k] = Outcome("failed", None, refusal)
                         continue
                     try:
                         validate_config(job.cfg)

@@ -62,7 +62,9 @@ def validated(*overrides):
 
 
 @cache
-def _composed(overrides: tuple[str, ...]):
+def composed(overrides: tuple[str, ...]):
+    """compose_config, once per list of overrides in this process (half a second each); the
+    configs are only read: copy one to change it."""
     return compose_config(list(overrides))
 
 
@@ -71,7 +73,7 @@ def combination(base, attention: str, position: str, ffn: str):
     fifth of the compositions (half a second each): each (attention, position) composed once,
     the ffn group's node from its own composition put in. The ffn options read nothing from
     the other groups (tests/model/test_model.py checks the parts give the whole)."""
-    cfg = copy.deepcopy(_composed((*base, f"attention={attention}", f"pos_encoding={position}")))
-    cfg.ffn = copy.deepcopy(_composed((*base, f"ffn={ffn}")).ffn)
+    cfg = copy.deepcopy(composed((*base, f"attention={attention}", f"pos_encoding={position}")))
+    cfg.ffn = copy.deepcopy(composed((*base, f"ffn={ffn}")).ffn)
     validate_config(cfg)
     return cfg
