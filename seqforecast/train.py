@@ -156,6 +156,16 @@ def completed_there(run_dir: Path, overrides: list[str], skip: bool
                   f"another run dir (hydra.run.dir, hydra.sweep.dir), or remove that one")
 
 
+def resumable_there(run_dir: Path, overrides: list[str]) -> bool:
+    """Whether `run_dir` holds a run made with `overrides` (skip_completed aside) that stopped
+    before completing after saving an epoch (a kill, a machine gone): `resume=<run_dir>`
+    continues it where starting again would repeat its epochs."""
+    made = saved_overrides(run_dir)
+    return (made is not None and completed_record(run_dir) is None
+            and (Path(run_dir) / "checkpoints" / LAST).is_file()
+            and _run_overrides(made) == _run_overrides(overrides))
+
+
 def _run_overrides(items: list[str]) -> set[str]:
     """The overrides that make a run what it is: all but skip_completed."""
     return {o for o in items if not o.lstrip("+~").startswith("skip_completed=")}

@@ -17,6 +17,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from seqforecast.config import CONFIG_VERSION
+from seqforecast.train import resumable_there
 from seqforecast.training import load_checkpoint, save_checkpoint
 
 from ..cli_helpers import REPO, TINY, run_cli
@@ -69,6 +70,11 @@ def test_sigkill_then_resume_ends_bit_for_bit_like_the_uninterrupted_run(uninter
     assert not (run_dir / "metrics.json").exists(), "killed before the end"
     killed_at = load_checkpoint(run_dir / "checkpoints" / "last.pt")["epoch"]
     assert killed_at < 12
+    # what a benchmark run again asks before training (bench_common.train_run): this run, not
+    # another one, is there to continue
+    assert resumable_there(run_dir, [*RUN, "skip_completed=true"])
+    assert not resumable_there(run_dir, [*RUN[:-1], "log.figures=true"])
+    assert not resumable_there(tmp_path / "elsewhere", RUN)
 
     out = run_cli([f"resume={run_dir}"], tmp_path)
     assert f"resuming after epoch {killed_at}" in out.stdout
@@ -77,6 +83,7 @@ def test_sigkill_then_resume_ends_bit_for_bit_like_the_uninterrupted_run(uninter
     # the run it continued, with that run's overrides: the same command with
     # skip_completed=true then finds it done instead of training it again over its files
     assert status["status"] == "completed" and status["overrides"] == RUN
+    assert not resumable_there(run_dir, RUN)  # completed: reused, not resumed
     finished = (run_dir / "metrics.json").read_text()
     out = run_cli([*RUN, f"hydra.run.dir={run_dir}", "skip_completed=true"], tmp_path)
     assert "skipped (skip_completed=true)" in out.stdout + out.stderr
