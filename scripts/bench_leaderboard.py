@@ -253,12 +253,25 @@ def official_run(model: str, code: Path, dataset: str, horizon: int, epochs: int
     out = log.read_text()
     if proc.returncode != 0:
         raise SystemExit(f"the official code failed ({log}): {out[-800:]}")
-    costs = [float(c) for c in re.findall(r"cost time: ([0-9.]+)", out)]
+    costs = epoch_costs(out)
     scores = re.findall(r"mse:([0-9.]+), mae:([0-9.]+)", out)
     timed = json.loads([line for line in out.splitlines() if line.startswith('{"vali')][-1])
     return {"epochs": len(costs), "train_seconds": costs, "mse": float(scores[-1][0]),
             "mae": float(scores[-1][1]), "vali_seconds": timed["vali_seconds"],
             "train_call_seconds": timed["train_call_seconds"]}
+
+
+def epoch_costs(log: str) -> list[float]:
+    """Each epoch's "cost time" in an official run's log, appended to across stops: a stop can
+    fall after an epoch's line and before its state was saved, so the epochs a resume replays
+    from its state replace what the log holds beyond them (else the epoch runs twice)."""
+    costs: list[float] = []
+    for line in log.splitlines():
+        if (cost := re.search(r"cost time: ([0-9.]+)", line)):
+            costs.append(float(cost.group(1)))
+        elif (resumed := re.match(r"\[resumed after epoch (\d+) ", line)):
+            del costs[int(resumed.group(1)):]
+    return costs
 
 
 def official(args, model: str) -> dict:

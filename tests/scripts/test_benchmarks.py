@@ -194,6 +194,15 @@ def test_bench_leaderboard_scores_every_model_beside_the_linear_fits_and_merges(
     assert kept.stat().st_mtime_ns == before
 
 
+def test_an_official_logs_epochs_count_once_across_a_stop():
+    leaderboard = load_script("bench_leaderboard.py")
+    # the NP run's log: stopped after epoch 10's line, before its state was saved
+    log = "\n".join([*(f"Epoch: {e} cost time: {e}.5" for e in (1, 2, 3)),
+                     "[resumed after epoch 2 from x.resume.pt: those epochs replayed]",
+                     "Epoch: 3 cost time: 30.5", "Epoch: 4 cost time: 40.5"])
+    assert leaderboard.epoch_costs(log) == [1.5, 2.5, 30.5, 40.5]
+
+
 def test_bench_leaderboard_shows_each_cells_published_table():
     leaderboard = load_script("bench_leaderboard.py")
     rows, source = leaderboard.published_rows("np-24")  # the EPF markets: TimeXer's Table 2
