@@ -10,7 +10,8 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 # The files that train the most, longest first: `make test` runs files in parallel workers
-# (pytest-xdist, --dist loadfile, one file per worker at a time, in collection order), so
+# (pytest-xdist, --dist loadfile, one file per worker at a time, in collection order:
+# pytest_configure keeps it), so
 # starting these first keeps a long file from starting last and running alone at the end.
 # (tests/test_suite_order.py holds every name to a file that exists.)
 LONGEST_FIRST = (  # by one worker's times (2026-12-04: 101 s the first, 21 s the last)
@@ -31,6 +32,14 @@ LONGEST_FIRST = (  # by one worker's times (2026-12-04: 101 s the first, 21 s th
     "test_train_longhorizon.py",
     "test_encoder.py",
 )
+
+
+def pytest_configure(config):
+    # pytest-xdist reorders files by their number of tests before handing them out
+    # (--loadscope-reorder, its default), which puts a long file of one test last (the default
+    # run: 93 s); off, the order above is the order they start in.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(session, config, items):
