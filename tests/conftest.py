@@ -10,9 +10,9 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 # The files that train the most, longest first: `make test` runs files in parallel workers
-# (pytest-xdist, --dist loadfile, one file per worker at a time, in collection order:
-# pytest_configure keeps it), so
-# starting these first keeps a long file from starting last and running alone at the end.
+# (pytest-xdist, --dist loadfile, one file per worker at a time, in collection order, which
+# pytest_configure below keeps), so starting these first keeps a long file from starting last
+# and running alone at the end.
 # (tests/test_suite_order.py holds every name to a file that exists.)
 LONGEST_FIRST = (  # by one worker's times (2026-12-04: 101 s the first, 21 s the last)
     "test_train_scale_out.py",

@@ -194,7 +194,7 @@ def test_bench_leaderboard_scores_every_model_beside_the_linear_fits_and_merges(
     assert kept.stat().st_mtime_ns == before
 
 
-def test_an_official_logs_epochs_count_once_across_a_stop():
+def test_an_official_runs_epochs_count_once_across_a_stop():
     leaderboard = load_script("bench_leaderboard.py")
     # the NP run's log: stopped after epoch 10's line, before its state was saved
     log = "\n".join([*(f"Epoch: {e} cost time: {e}.5" for e in (1, 2, 3)),
