@@ -1,5 +1,5 @@
 """python -m seqforecast.study <study> [report] [models=a,b] [cells=c,d] [seeds=0,1,2]
-                             [dir=<study dir>] [from=<dir>,<dir>] [<override> ...]
+                             [dir=<study dir>] [from=<dir>,<study.json>] [<override> ...]
 
 A study is a grid of runs (seqforecast/studies/<study>.yaml, or a .yaml of your own): models,
 their cells (dataset, horizon, sizes), the values of one swept option, seeds. Without `report`
@@ -11,12 +11,15 @@ given to every job, so the launcher is yours to choose:
         trainer.num_threads=1                       # one machine, two jobs at a time
     python -m seqforecast.study attention hydra/launcher=slurm hydra.launcher.partition=cpu
     python -m seqforecast.study attention report from=cluster_copy/attention
+    python -m seqforecast.study attention models=timexer from=benchmarks/attention_study.json
 
 Runs go to dir (outputs/study/<study>), each at <model>/<cell>/<value>-seed<seed>; the same
 command again trains only what is missing (skip_completed=true). The report (study.md,
-study.json in dir) reads dir and the `from` dirs, merging partial studies: per cell each value's
-test MSE over seeds and its paired ratio to the reference value with a 95% interval, seconds per
-epoch and peak memory; the sign test over all pairs; and the jobs not yet run.
+study.json in dir) reads dir and the `from` dirs, merging partial studies, and the `from`
+reports (an earlier study.json: its runs count for the jobs no dir holds, so a study grows from
+its committed report after its run dirs are gone): per cell each value's test MSE over seeds and
+its paired ratio to the reference value with a 95% interval, seconds per epoch and peak memory;
+the sign test over all pairs; and the jobs not yet run.
 """
 
 from __future__ import annotations

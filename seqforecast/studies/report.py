@@ -4,7 +4,9 @@ over every pair of every cell; and the jobs that have not run.
 
 Runs are read from any number of study dirs (one machine's, a cluster's, partial ones): a run
 dir is <dir>/<model>/<cell>/<value>-seed<seed>. Where one job completed in several dirs, the
-newest counts and the report says how many it set aside.
+newest counts and the report says how many it set aside. An earlier report (its study.json)
+counts too, for the jobs no dir holds: the report is what outlives its run dirs (another
+machine, a cleaned disk), so a study can grow from it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ..stats import paired_ratio, sign_test, summarize
 from .grid import Cell, Study, StudyError
 
 SPLIT = "test"
+REPORTED = "study.report"  # the config key of a run read back from a report: the report's path
 
 
 def _score(run: Run, key: str) -> float:
@@ -40,7 +43,7 @@ def _run_dirs(dirs: list[Path]) -> list[Path]:
     must)."""
     for extra in dirs[1:]:
         if not Path(extra).is_dir():
-            raise StudyError(f"from={extra}: no such directory")
+            raise StudyError(f"from={extra}: no such directory or report")
     existing = [str(d) for d in dirs if Path(d).is_dir()]
     try:
         return find_run_dirs(existing) if existing else []
@@ -48,10 +51,47 @@ def _run_dirs(dirs: list[Path]) -> list[Path]:
         return []
 
 
+def report_runs(path: Path, study: Study) -> tuple[dict, list[dict]]:
+    """The jobs of `study` an earlier report (a study.json) holds, as runs: each one's test
+    scores and what the report keeps of it (epochs, seconds, memory, its run dir's name), and
+    the failed jobs it lists. A cell it holds must have been made with this study's overrides."""
+    try:
+        report = json.loads(Path(path).read_text())
+        entries, group = list(report["cells"]), report["group"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise StudyError(f"from={path}: not a study report (a study.json): "
+                         f"{str(err).splitlines()[0]}") from None
+    if group != study.group:
+        raise StudyError(f"from={path}: a report of {group}, not of this study's {study.group}")
+    cells = {(c.model, c.name): c for c in study.cells}
+    runs, failed = {}, []
+    for entry in entries:
+        cell = cells.get((entry["model"], entry["cell"]))
+        if cell is None:
+            continue
+        if list(entry["overrides"]) != list(cell.overrides):
+            raise StudyError(
+                f"from={path}: {cell.label} was made with {' '.join(entry['overrides'])}, this "
+                f"study's is {' '.join(cell.overrides)}: not the same jobs")
+        split = {"windows": entry.get("test_windows"),
+                 "fingerprint": entry.get("test_fingerprint")}
+        for row in entry["rows"]:
+            for seed, kept in row["runs"].items():
+                metrics = {SPLIT: {"model": {"mse": kept["mse"], "mae": kept["mae"]}},
+                           "run": {k: v for k, v in kept.items() if k not in ("mse", "mae")},
+                           "splits": {SPLIT: split}}
+                runs[(cell.model, cell.name, row["value"], int(seed))] = Run(
+                    Path(kept["run_dir"]), int(seed), {REPORTED: str(path)}, [], metrics)
+    failed = [f for f in report.get("failed", []) if (f["model"], f["cell"]) in cells]
+    return runs, failed
+
+
 def collect(study: Study, dirs: list[Path]) -> tuple[dict, list[dict], int]:
     """{(model, cell, value, seed): Run} of the study's jobs found under `dirs` (the newest
-    where a job is there twice), the runs that did not complete (with why), and how many
-    duplicates were set aside."""
+    where a job is there twice) or in the reports among them (where no dir holds the job), the
+    runs that did not complete (with why), and how many duplicates were set aside."""
+    reports = [d for d in dirs[1:] if Path(d).is_file()]
+    dirs = [d for d in dirs if d not in reports]
     cells = {(c.model, c.name) for c in study.cells}
     found: dict[tuple, list[Run]] = {}
     failed = []
@@ -69,9 +109,14 @@ def collect(study: Study, dirs: list[Path]) -> tuple[dict, list[dict], int]:
         found.setdefault(key, []).append(run)
     newest = {k: max(runs, key=lambda r: (r.path / "metrics.json").stat().st_mtime)
               for k, runs in found.items()}
-    # a job that failed in one dir and completed in another (a rerun elsewhere) has run
-    failed = [f for f in failed if (f["model"], f["cell"], f["value"], f["seed"]) not in newest]
     duplicates = sum(len(runs) - 1 for runs in found.values())
+    for report in reports:  # the jobs no dir holds (nor an earlier report)
+        held, listed = report_runs(report, study)
+        duplicates += sum(1 for key in held if key in newest)
+        newest.update({k: run for k, run in held.items() if k not in newest})
+        failed += listed
+    # a job that failed in one place and completed in another (a rerun elsewhere) has run
+    failed = [f for f in failed if (f["model"], f["cell"], f["value"], f["seed"]) not in newest]
     return newest, failed, duplicates
 
 
@@ -117,14 +162,35 @@ def _cell(study: Study, cell: Cell, runs: dict) -> dict:
     if not present:
         return entry
     try:
-        check_comparable(present, SPLIT)
+        check_comparable([r for r in present if REPORTED not in r.config], SPLIT)
+        _same_windows(present)  # a report's runs among them: by what the report kept
     except CompareError as err:  # e.g. runs of another file version under the same name
         entry["problem"] = str(err)
         return entry
-    entry["test_windows"] = present[0].metrics["splits"][SPLIT].get("windows")
+    entry["test_windows"] = _known(present, "windows")
+    entry["test_fingerprint"] = _known(present, "fingerprint")
     entry["rows"] = [_row(v, value_runs, reference) for v, value_runs in by_value.items()
                      if value_runs]
     return entry
+
+
+def _known(runs: list[Run], key: str):
+    """The test split's `key` (windows, fingerprint) as the runs that record it have it."""
+    return next((v for r in runs if (v := r.metrics["splits"][SPLIT].get(key)) is not None),
+                None)
+
+
+def _same_windows(runs: list[Run]) -> None:
+    """Runs read back from a report beside run dirs: the same test windows, by fingerprint
+    where both record one (reports since 2026-12-04), else by their number."""
+    for key in ("fingerprint", "windows"):
+        seen = {r.metrics["splits"][SPLIT].get(key) for r in runs} - {None}
+        if len(seen) > 1:
+            raise CompareError(f"the runs were scored on different {SPLIT} windows ({key}s "
+                               f"differ between the report and the run dirs); compare runs "
+                               f"scored on the same {SPLIT} set")
+        if seen and all(r.metrics["splits"][SPLIT].get(key) is not None for r in runs):
+            return
 
 
 def build_report(study: Study, dirs: list[Path], command: str) -> dict:

@@ -174,6 +174,42 @@ def test_partial_studies_merge_and_a_job_run_twice_counts_once(ran, tmp_path):
     assert math.isnan(h6_row["ratio"]["ratio"]) or h6_row["ratio"]["n"] == 0
 
 
+@pytest.mark.slow
+def test_a_study_grows_from_its_report_after_its_run_dirs_are_gone(ran, tmp_path):
+    base, _ = ran
+    out = base / "outputs" / "study" / "tiny"
+    saved = tmp_path / "study.json"
+    shutil.copy(out / "study.json", saved)
+    kept = json.loads(saved.read_text())
+    # a study dir of its own holding one job, and the report: the rest come from the report
+    fresh = tmp_path / "fresh"
+    shutil.copytree(out / "tiny" / "h4" / "einsum-seed1", fresh / "tiny" / "h4" / "einsum-seed1")
+    study(["tiny.yaml", "report", f"dir={fresh}", f"from={saved}"], base)
+    grown = json.loads((fresh / "study.json").read_text())
+    for before, after in zip(kept["cells"][0]["rows"], grown["cells"][0]["rows"], strict=True):
+        for key in ("value", "seeds", "mse", "mse_std", "mae", "ratio", "seconds_per_epoch",
+                    "epochs_run", "peak_mib"):
+            assert after[key] == pytest.approx(before[key]), key
+    assert grown["duplicates_set_aside"] == 1  # the job in the dir counts, not its record
+    assert grown["sign_tests"] == kept["sign_tests"]
+    assert {f["value"] for f in grown["failed"]} == {"probsparse"}  # as the report listed
+    assert grown["cells"][0]["test_fingerprint"] is not None
+    # a report whose windows are not the run dir's: the cell says so instead of mixing them
+    other = json.loads(saved.read_text())
+    other["cells"][0]["test_fingerprint"] = "another file"
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    study(["tiny.yaml", "report", f"dir={fresh}", f"from={tmp_path / 'other.json'}"], base)
+    problem = json.loads((fresh / "study.json").read_text())["cells"][0]["problem"]
+    assert "scored on different test windows" in problem
+    # a report of the same cell made with other overrides is not this study's: one line
+    other["cells"][0]["overrides"] = ["out_len=5"]
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    proc = study(["tiny.yaml", "report", f"dir={fresh}", f"from={tmp_path / 'other.json'}"],
+                 base, check=False, fresh=False)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "tiny/h4 was made with out_len=5" in proc.stderr and "not the same jobs" in proc.stderr
+
+
 def test_bad_study_arguments_are_one_line(tmp_path):
     (tmp_path / "broken.yaml").write_text("models: 3\n")
     for args, message in (
@@ -183,6 +219,8 @@ def test_bad_study_arguments_are_one_line(tmp_path):
         (["attention", "seeds=a"], "seeds='a': give integers"),
         (["broken.yaml"], "broken.yaml: not a study file"),
         (["epochs=3"], "name a study first"),
+        (["attention", "report", "from=broken.yaml"], "from=broken.yaml: not a study report"),
+        (["attention", "report", "from=gone.json"], "from=gone.json: no such directory or report"),
     ):
         proc = study(args, tmp_path, check=False, fresh=False)
         assert proc.returncode == 2, (args, proc.stderr)
