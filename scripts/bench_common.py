@@ -89,10 +89,11 @@ def train_run(overrides: list[str], run_dir: Path) -> tuple[dict | None, str, fl
     holding the same run interrupted (a session's end) is resumed from its last epoch."""
     from seqforecast.train import resumable_there
 
-    cmd = [sys.executable, "-m", "seqforecast.train", *overrides, "skip_completed=true",
-           f"hydra.run.dir={run_dir}"]
-    if resumable_there(Path(run_dir), [*overrides, "skip_completed=true"]):
-        cmd = [sys.executable, "-m", "seqforecast.train", f"resume={run_dir}"]
+    if resumable_there(Path(run_dir), overrides):
+        args = [f"resume={run_dir}"]
+    else:
+        args = [*overrides, "skip_completed=true", f"hydra.run.dir={run_dir}"]
+    cmd = [sys.executable, "-m", "seqforecast.train", *args]
     metrics_file = Path(run_dir) / "metrics.json"
     before = metrics_file.stat().st_mtime_ns if metrics_file.is_file() else None
     start = time.perf_counter()

@@ -37,6 +37,7 @@ from .cli_args import BAD_INPUT
 from .config import CONFIG_DIR, ConfigError, register_schemas, validate_config
 from .config.check import composition_error
 from .config.rundir import (
+    LAST_CHECKPOINT,
     completed_record,
     interrupted_message,
     new_run_dir,
@@ -162,7 +163,7 @@ def resumable_there(run_dir: Path, overrides: list[str]) -> bool:
     continues it where starting again would repeat its epochs."""
     made = saved_overrides(run_dir)
     return (made is not None and completed_record(run_dir) is None
-            and (Path(run_dir) / "checkpoints" / LAST).is_file()
+            and (Path(run_dir) / LAST_CHECKPOINT).is_file()
             and _run_overrides(made) == _run_overrides(overrides))
 
 
