@@ -86,14 +86,9 @@ def train_run(overrides: list[str], run_dir: Path) -> tuple[dict | None, str, fl
     seconds). A benchmark run again finds the runs it completed (resumed ones too) and trains
     only the rest; those are marked `"reused": True`, their wall the run's own train_seconds.
     A dir holding a completed run made otherwise is refused (a failure), not trained over; one
-    holding the same run interrupted (a session's end) is resumed from its last epoch."""
-    from seqforecast.train import resumable_there
-
-    if resumable_there(Path(run_dir), overrides):
-        args = [f"resume={run_dir}"]
-    else:
-        args = [*overrides, "skip_completed=true", f"hydra.run.dir={run_dir}"]
-    cmd = [sys.executable, "-m", "seqforecast.train", *args]
+    holding the same run killed (a session's end) continues from its last epoch."""
+    cmd = [sys.executable, "-m", "seqforecast.train", *overrides, "skip_completed=true",
+           f"hydra.run.dir={run_dir}"]
     metrics_file = Path(run_dir) / "metrics.json"
     before = metrics_file.stat().st_mtime_ns if metrics_file.is_file() else None
     start = time.perf_counter()

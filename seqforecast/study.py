@@ -14,12 +14,13 @@ given to every job, so the launcher is yours to choose:
     python -m seqforecast.study attention models=timexer from=benchmarks/attention_study.json
 
 Runs go to dir (outputs/study/<study>), each at <model>/<cell>/<value>-seed<seed>; the same
-command again trains only what is missing (skip_completed=true). The report (study.md,
-study.json in dir) reads dir and the `from` dirs, merging partial studies, and the `from`
-reports (an earlier study.json: its runs count for the jobs no dir holds, so a study grows from
-its committed report after its run dirs are gone): per cell each value's test MSE over seeds and
-its paired ratio to the reference value with a 95% interval, seconds per epoch and peak memory;
-the sign test over all pairs; and the jobs not yet run.
+command again trains only what is missing, continuing from its last epoch a job a stop cut short
+(skip_completed=true). The report (study.md, study.json in dir) reads dir and the `from` dirs,
+merging partial studies, and the `from` reports (an earlier study.json: its runs count for the
+jobs no dir holds, so a study grows from its committed report after its run dirs are gone):
+per cell each value's test MSE over seeds and its paired ratio to the reference value with a 95%
+interval, seconds per epoch and peak memory; the sign test over all pairs; and the jobs not yet
+run.
 """
 
 from __future__ import annotations

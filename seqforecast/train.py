@@ -9,6 +9,9 @@ module decides only where a run goes and how it ends:
   result, returned without training (a study's rerun); a completed run there otherwise (made
   with other overrides, or skip_completed not given) is refused in one line, exit 2, the run and
   its saved config untouched (training again would overwrite them);
+- skip_completed=true and the run dir holds a run of this very config that stopped before
+  completing (killed, interrupted, its machine gone): continued from its last checkpoint, as
+  resume=<run_dir> would, instead of training its epochs again;
 - bad input (config values, data files, checkpoints, run dirs): one line on stderr, exit 2;
 - non-finite loss: one line naming epoch and step, exit 3;
 - SIGINT/SIGTERM: a checkpoint, a line saying how to resume, exit 130/143.
@@ -46,12 +49,12 @@ from .config.rundir import (
     unquoted,
 )
 from .config.saved import run_choices, saved_choices, saved_config, saved_overrides
-from .runs.training import run_training
-from .training.checkpoint import load_checkpoint
+from .runs.training import current_config, run_training
+from .training.checkpoint import CheckpointError, load_checkpoint
 from .training.distributed import Distributed, from_env, init_from_env, shutdown
 from .training.interrupts import TrainingInterrupted
 from .training.loop import LAST, NonFiniteLoss
-from .training.status import write_status
+from .training.status import read_status, write_status
 
 log = logging.getLogger("seqforecast.train")
 
@@ -112,8 +115,11 @@ def main(cfg: DictConfig) -> float:
         if multirun:
             raise JobFailed(refusal)
         fail(refusal, 2, ctx)
+    unfinished = None
+    if cfg.skip_completed and cfg.resume is None:
+        unfinished = ctx.broadcast(unfinished_state(run_dir, cfg) if ctx.is_main else None)
     try:
-        value = _train(cfg, run_dir, hydra_cfg, overrides, multirun, ctx)
+        value = _train(cfg, run_dir, hydra_cfg, overrides, multirun, ctx, unfinished)
     except TrainingInterrupted as err:
         status("interrupted", str(err))
         if ctx.is_main:
@@ -157,14 +163,24 @@ def completed_there(run_dir: Path, overrides: list[str], skip: bool
                   f"another run dir (hydra.run.dir, hydra.sweep.dir), or remove that one")
 
 
-def resumable_there(run_dir: Path, overrides: list[str]) -> bool:
-    """Whether `run_dir` holds a run made with `overrides` (skip_completed aside) that stopped
-    before completing after saving an epoch (a kill, a machine gone): `resume=<run_dir>`
-    continues it where starting again would repeat its epochs."""
-    made = saved_overrides(run_dir)
-    return (made is not None and completed_record(run_dir) is None
-            and (Path(run_dir) / LAST_CHECKPOINT).is_file()
-            and _run_overrides(made) == _run_overrides(overrides))
+def unfinished_state(run_dir: Path, cfg: DictConfig) -> dict | None:
+    """The last checkpoint of a run in `run_dir` that stopped before completing after saving an
+    epoch (SIGKILL or a machine gone: no status; SIGINT/SIGTERM: interrupted), written with this
+    very config: skip_completed=true continues it. None where there is none: nothing there, a
+    completed or failed run (trained again from the start, as before), a checkpoint the kill
+    left unreadable, or one of another config (by the checkpoint's own record, as Hydra has
+    already rewritten .hydra/ for this job)."""
+    path = Path(run_dir) / LAST_CHECKPOINT
+    record = read_status(Path(run_dir))
+    if not path.is_file() or (record is not None and record["status"] != "interrupted"):
+        return None
+    try:
+        state = load_checkpoint(path)
+    except CheckpointError:
+        return None
+    if current_config(state["config"]) != OmegaConf.to_yaml(cfg, resolve=True):
+        return None
+    return state
 
 
 def _run_overrides(items: list[str]) -> set[str]:
@@ -172,9 +188,14 @@ def _run_overrides(items: list[str]) -> set[str]:
     return {o for o in items if not o.lstrip("+~").startswith("skip_completed=")}
 
 
-def _train(cfg, run_dir: Path, hydra_cfg, overrides: list[str], multirun: bool, ctx):
-    resume_state = None
+def _train(cfg, run_dir: Path, hydra_cfg, overrides: list[str], multirun: bool, ctx,
+           unfinished: dict | None = None):
+    resume_state = unfinished
     choices = run_choices(hydra_cfg.runtime.choices)
+    if unfinished is not None:
+        log.info("%s holds this run, stopped before completing: continued from its last "
+                 "checkpoint (epoch %d, step %d; skip_completed=true)", run_dir,
+                 unfinished["epoch"], unfinished["step"])
     if cfg.resume is not None:
         if multirun:
             raise ConfigError(f"resume={cfg.resume} continues one run; it cannot be swept")

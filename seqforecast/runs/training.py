@@ -50,7 +50,7 @@ from ..training.runtime import (
 log = logging.getLogger(__name__)
 
 
-def _current(config_yaml: str) -> str:
+def current_config(config_yaml: str) -> str:
     """A checkpoint's config YAML as the current version (config/migrations.py)."""
     return OmegaConf.to_yaml(migrated(OmegaConf.create(config_yaml)), resolve=True)
 
@@ -211,7 +211,7 @@ def prepare_run(
     )
 
     config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
-    if resume is not None and _current(resume["config"]) != config_yaml:
+    if resume is not None and current_config(resume["config"]) != config_yaml:
         raise RunError(
             f"{run_dir / 'checkpoints' / 'last.pt'} was written by another config than "
             f"{run_dir / '.hydra' / 'config.yaml'}; it cannot be resumed"

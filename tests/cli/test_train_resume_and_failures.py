@@ -14,10 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from seqforecast.config import CONFIG_VERSION
-from seqforecast.train import resumable_there
+from seqforecast.train import unfinished_state
 from seqforecast.training import load_checkpoint, save_checkpoint
 
 from ..cli_helpers import REPO, TINY, run_cli
@@ -61,31 +62,35 @@ def uninterrupted(tmp_path_factory) -> Path:
     return base / "run"
 
 
-def test_sigkill_then_resume_ends_bit_for_bit_like_the_uninterrupted_run(uninterrupted, tmp_path):
+def test_sigkill_then_the_same_command_continues_bit_for_bit_like_the_uninterrupted_run(
+    uninterrupted, tmp_path
+):
+    # a study's job, or a benchmark's run: skip_completed=true, a run dir of its own
+    command = [*RUN, "skip_completed=true", f"hydra.run.dir={tmp_path / 'run'}"]
     run_dir = tmp_path / "run"
-    proc = start([*RUN, f"hydra.run.dir={run_dir}"], tmp_path)
+    proc = start(command, tmp_path)
     wait_for(run_dir / "checkpoints" / "last.pt", proc)
-    proc.kill()  # SIGKILL: no handler, no cleanup
+    proc.kill()  # SIGKILL: no handler, no cleanup, no status
     proc.communicate()
     assert not (run_dir / "metrics.json").exists(), "killed before the end"
-    killed_at = load_checkpoint(run_dir / "checkpoints" / "last.pt")["epoch"]
+    state = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+    killed_at = state["epoch"]
     assert killed_at < 12
-    # what a benchmark run again asks before training (bench_common.train_run): this run, not
-    # another one, is there to continue
-    assert resumable_there(run_dir, [*RUN, "skip_completed=true"])
-    assert not resumable_there(run_dir, [*RUN[:-1], "log.figures=true"])
-    assert not resumable_there(tmp_path / "elsewhere", RUN)
+    # this run, and not one of another config, is there to continue
+    made = OmegaConf.create(state["config"])
+    assert unfinished_state(run_dir, made)["epoch"] == killed_at
+    assert unfinished_state(run_dir, OmegaConf.merge(made, {"log": {"figures": True}})) is None
+    assert unfinished_state(tmp_path / "elsewhere", made) is None
 
-    out = run_cli([f"resume={run_dir}"], tmp_path)
+    out = run_cli(command, tmp_path)  # the same command again, as a study's rerun
+    assert f"continued from its last checkpoint (epoch {killed_at}," in out.stdout + out.stderr
     assert f"resuming after epoch {killed_at}" in out.stdout
     assert results(run_dir) == results(uninterrupted)
     status = json.loads((run_dir / "status.json").read_text())
-    # the run it continued, with that run's overrides: the same command with
-    # skip_completed=true then finds it done instead of training it again over its files
-    assert status["status"] == "completed" and status["overrides"] == RUN
-    assert not resumable_there(run_dir, RUN)  # completed: reused, not resumed
+    assert status["status"] == "completed" and status["overrides"] == command[:-1]
+    assert unfinished_state(run_dir, made) is None  # completed: reused, not resumed
     finished = (run_dir / "metrics.json").read_text()
-    out = run_cli([*RUN, f"hydra.run.dir={run_dir}", "skip_completed=true"], tmp_path)
+    out = run_cli(command, tmp_path)
     assert "skipped (skip_completed=true)" in out.stdout + out.stderr
     assert (run_dir / "metrics.json").read_text() == finished
     # without skip_completed the same command is refused there rather than training over the
@@ -126,6 +131,10 @@ def test_a_signal_stops_at_a_step_boundary_with_a_resumable_checkpoint(
 
     run_cli([f"resume={run_dir}"], tmp_path)
     assert results(run_dir) == results(uninterrupted)
+    # the run it continued, with that run's overrides: the same command with
+    # skip_completed=true then finds it done instead of training it again over its files
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["status"] == "completed" and status["overrides"] == RUN
     events = EventAccumulator(str(run_dir))
     events.Reload()
     steps = [e.step for e in events.Scalars("train/mse")]

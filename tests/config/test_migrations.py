@@ -20,7 +20,7 @@ from seqforecast.config import migrations as migrations_module
 from seqforecast.config.check import resolved
 from seqforecast.config.saved import saved_choices
 from seqforecast.config.schema import schema_of
-from seqforecast.runs.training import _current
+from seqforecast.runs.training import current_config
 
 
 def _version_0(overrides=()) -> dict:
@@ -105,7 +105,7 @@ def test_a_checkpoint_saved_under_a_former_name_matches_its_migrated_config():
     old = _version_0(["attention=diff", "attention.head_layout=wide"])
     old["attention"]["head_layout"] = "seed"
     current = OmegaConf.to_yaml(OmegaConf.create(migrate(old)), resolve=True)
-    assert _current(OmegaConf.to_yaml(OmegaConf.create(old))) == current
+    assert current_config(OmegaConf.to_yaml(OmegaConf.create(old))) == current
 
 
 def test_moved_keys_and_a_renamed_model_read_as_the_run_meant_them(caplog, monkeypatch):
