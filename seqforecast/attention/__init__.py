@@ -53,9 +53,12 @@ __all__ = [
 ]
 
 # Importing a backend's module registers it: every module of this folder (a new backend is its
-# module and its YAML, nothing else), then those other packages declare under the entry-point
-# group `seqforecast.attention` (docs/extending.md).
+# module and its YAML, nothing else) but the private ones (`_name.py`: helpers that register
+# nothing, imported where used: the Triton programs only on their first launch), then those
+# other packages declare under the entry-point group `seqforecast.attention`
+# (docs/extending.md).
 for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")
+    if not _module.name.startswith("_"):
+        importlib.import_module(f"{__name__}.{_module.name}")
 for _plugin in entry_points(group="seqforecast.attention"):
     _plugin.load()
