@@ -48,6 +48,7 @@ from .config.rundir import (
     resume_target,
     unquoted,
 )
+from .config.runmode import mode_by_flags
 from .config.saved import run_choices, saved_choices, saved_config, saved_overrides
 from .runs.training import current_config, run_training
 from .training.checkpoint import CheckpointError, load_checkpoint
@@ -280,7 +281,8 @@ def _compose_and_run(ctx: Distributed) -> None:
     its errors through (HYDRA_FULL_ERROR) instead of printing them over several lines."""
     os.environ.setdefault("HYDRA_FULL_ERROR", "1")
     try:
-        main()
+        with mode_by_flags(sys.argv[1:]):
+            main()
     except (HydraException, OmegaConfBaseException) as err:
         fail(composition_error(err), 2, ctx)
     except JobFailed as err:  # a sweep's failed job, recorded in its summary.json
