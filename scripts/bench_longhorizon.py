@@ -134,7 +134,7 @@ PUBLISHED = {
 # --smoke: a small hourly file made here, its own borders and horizons, one tiny epoch.
 SMOKE_ROWS, SMOKE_BORDERS, SMOKE_HORIZONS, SMOKE_IN = 700, ("400", "530", "660"), (24, 48), 96
 SMOKE_EXTRA = ["epochs=1", "d_model=8", "n_heads=2", "ffn.d_ff=16", "model.encoder_layers=1",
-               "trainer.patience=0"]
+               "trainer.patience=0", "log.figures=false"]
 
 
 # ---------------------------------------------------------------- data

@@ -611,7 +611,8 @@ def main(argv: list[str] | None = None) -> int:
     extra: list[str] = []
     if args.smoke:
         args.peers, args.seeds = [], args.seeds[:1]
-        extra = ["epochs=1", "d_model=16", "n_heads=2", "trainer.patience=0"]
+        extra = ["epochs=1", "d_model=16", "n_heads=2", "trainer.patience=0",
+                 "log.figures=false"]  # drawing them took half a smoke run's CPU
 
     report = {"protocol": {"split": SPLIT, "test_windows_stride": 1, "fill": "ffill"}}
     for name in args.datasets:
