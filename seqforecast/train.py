@@ -54,7 +54,7 @@ from .runs.training import current_config, run_training
 from .training.checkpoint import CheckpointError, load_checkpoint
 from .training.distributed import Distributed, from_env, init_from_env, shutdown
 from .training.interrupts import TrainingInterrupted
-from .training.loop import LAST, NonFiniteLoss
+from .training.loop import NonFiniteLoss
 from .training.status import read_status, write_status
 
 log = logging.getLogger("seqforecast.train")
@@ -209,7 +209,7 @@ def _train(cfg, run_dir: Path, hydra_cfg, overrides: list[str], multirun: bool, 
         # Rank 0 reads the run dir; the other ranks (maybe on other machines) get it sent.
         saved = None
         if ctx.is_main:
-            state = load_checkpoint(run_dir / "checkpoints" / LAST)
+            state = load_checkpoint(run_dir / LAST_CHECKPOINT)
             saved = (OmegaConf.to_yaml(saved_config(run_dir)), saved_choices(run_dir), state)
         config_yaml, choices, resume_state = ctx.broadcast(saved)
         cfg = OmegaConf.create(config_yaml)

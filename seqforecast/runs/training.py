@@ -16,6 +16,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from .. import native
+from ..config.rundir import LAST_CHECKPOINT
 from ..config.saved import migrated
 from ..data import DataError, ForecastData, build_data
 from ..datasets import require as require_dataset
@@ -213,7 +214,7 @@ def prepare_run(
     config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
     if resume is not None and current_config(resume["config"]) != config_yaml:
         raise RunError(
-            f"{run_dir / 'checkpoints' / 'last.pt'} was written by another config than "
+            f"{run_dir / LAST_CHECKPOINT} was written by another config than "
             f"{run_dir / '.hydra' / 'config.yaml'}; it cannot be resumed"
         )
     if not ctx.is_main:  # only rank 0 writes events, figures, checkpoints and metrics
