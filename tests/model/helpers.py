@@ -55,8 +55,9 @@ def assert_teacher_forcing_reads_the_target(model, src, target, **kwargs):
 
 
 def validated(*overrides):
-    """The config these overrides compose to, checked as a run checks it."""
-    cfg = compose_config(list(overrides))
+    """The config these overrides compose to (a copy of this process's one composition of
+    them), checked as a run checks it."""
+    cfg = copy.deepcopy(composed(overrides))
     validate_config(cfg)
     return cfg
 
