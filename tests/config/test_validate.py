@@ -300,3 +300,17 @@ def test_whatever_validation_accepts_builds_and_runs_and_the_rest_is_one_line():
         assert out.shape == (1, cfg.data.out_len, 1) and out.isfinite().all()
         accepted += 1
     assert accepted > 100 and refused > 20
+
+
+def test_a_composed_node_is_merged_into_its_schema_again_only_where_it_could_differ():
+    """validate_config skips merging a composed config's nodes into their schemas (OmegaConf
+    checked them when they were set); a node opened to keys of its own, or its plain copy, is
+    merged and refused as before."""
+    cfg = compose_config(["experiment=quick"])
+    validate_config(cfg)
+    OmegaConf.set_struct(cfg.attention, False)
+    cfg.attention.foo = 1
+    for config in (cfg, OmegaConf.to_container(cfg)):
+        with pytest.raises(ConfigError) as err:
+            validate_config(config)
+        assert str(err.value).startswith("foo is not allowed") and "\n" not in str(err.value)
