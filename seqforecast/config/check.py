@@ -15,7 +15,7 @@ from dataclasses import fields, is_dataclass
 from functools import cache
 
 from hydra.errors import MissingConfigException
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ..options import ConfigError, check_options
@@ -32,7 +32,10 @@ REQUIRED_HINTS = {"data.path": "the CSV file to read", "data.target": "the colum
 def validate_config(cfg: DictConfig | Mapping) -> None:
     """Raise ConfigError for the first value out of range, or the first rule broken."""
     if isinstance(cfg, DictConfig):
-        missing = sorted(OmegaConf.missing_keys(cfg))
+        # read from an unresolved copy ("???" where a value is missing): OmegaConf.missing_keys
+        # resolves every node (half a validation), and fails on an interpolation of a missing
+        # value instead of naming it
+        missing = sorted(_missing(OmegaConf.to_container(cfg, resolve=False)))
         if missing:
             key = missing[0]
             hint = f" ({REQUIRED_HINTS[key]})" if key in REQUIRED_HINTS else ""
@@ -51,6 +54,19 @@ def validate_config(cfg: DictConfig | Mapping) -> None:
         check_options(schema_of(group, plain[group]), plain[group], f"{group}.")
         for check in RULES.get(group, []):
             check(plain)
+
+
+def _missing(node, path: str = ""):
+    """The dotted keys (list items as key[i]) whose value is MISSING ("???") in a plain copy,
+    as OmegaConf.missing_keys names them."""
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            yield from _missing(value, f"{path}.{key}" if path else str(key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _missing(value, f"{path}[{i}]")
+    elif node == MISSING:
+        yield path
 
 
 def resolved(cfg: DictConfig | Mapping) -> dict:

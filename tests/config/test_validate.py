@@ -314,3 +314,15 @@ def test_a_composed_node_is_merged_into_its_schema_again_only_where_it_could_dif
         with pytest.raises(ConfigError) as err:
             validate_config(config)
         assert str(err.value).startswith("foo is not allowed") and "\n" not in str(err.value)
+
+
+def test_a_missing_value_is_named_also_where_another_key_interpolates_it():
+    cfg = compose_config(["data=csv"])
+    for interpolating in (False, True):  # resolving it fails: the missing value is named
+        if interpolating:
+            OmegaConf.set_struct(cfg, False)
+            cfg.log_path = "${data.path}"
+        with pytest.raises(ConfigError) as err:
+            validate_config(cfg)
+        assert str(err.value) == ("data.path is required (the CSV file to read): "
+                                  "set data.path=<value>")
