@@ -22,11 +22,13 @@ def _band(n, length, block, window, CAUSAL: tl.constexpr, BM: tl.constexpr,
         allowed = allowed & (k_pos[None, :] <= q_pos[:, None])
     return q_pos, k_pos, q_ok, k_ok, allowed
 
+
 @triton.jit
 def _dot(a, b, DOT: tl.constexpr):
     """a @ b accumulated in float32; DOT: "ieee" for float32 inputs (a GPU's default, tf32,
     rounds them to 10 bits), "tf32" (unused) for 16-bit ones."""
     return tl.dot(a, b, input_precision=DOT)
+
 
 @triton.jit
 def _rows(base, pos, ok, width, B: tl.constexpr):
@@ -36,11 +38,13 @@ def _rows(base, pos, ok, width, B: tl.constexpr):
     return tl.load(base + pos[:, None] * width + cols[None, :],
                    mask=ok[:, None] & (cols[None, :] < width), other=0.0)
 
+
 @triton.jit
 def _store_rows(base, tile, pos, ok, width, B: tl.constexpr):
     cols = tl.arange(0, B)
     tl.store(base + pos[:, None] * width + cols[None, :], tile.to(base.dtype.element_ty),
              mask=ok[:, None] & (cols[None, :] < width))
+
 
 @triton.jit
 def band_forward(Q, K, V, OUT, LSE, scale, length, block, window, width, value_width,
@@ -63,12 +67,14 @@ def band_forward(Q, K, V, OUT, LSE, scale, length, block, window, width, value_w
                     value_width, BD)
         tl.store(LSE + g + q_pos, top + tl.log(total), mask=q_ok)
 
+
 @triton.jit
 def _probabilities(q, k, do, v, lse, delta, allowed, scale, DOT: tl.constexpr):
     """A window's probabilities again (from the log-sum-exp) and the scores' gradient."""
     p = tl.where(allowed, tl.exp(_dot(q, tl.trans(k), DOT) * scale - lse[:, None]), 0.0)
     ds = p * (_dot(do, tl.trans(v), DOT) - delta[:, None])
     return p, ds
+
 
 @triton.jit
 def band_backward_keys(Q, K, V, DO, LSE, DELTA, DK, DV, scale, length, block, window,
@@ -100,6 +106,7 @@ def band_backward_keys(Q, K, V, DO, LSE, DELTA, DK, DV, scale, length, block, wi
             dk += _dot(tl.trans(ds.to(q.dtype)), q, DOT)
         _store_rows(DK + g * width, dk * scale, k_pos, k_ok, width, BW)
     _store_rows(DV + bv * length * value_width, dv, k_pos, k_ok, value_width, BD)
+
 
 @triton.jit
 def band_backward_queries(Q, K, V, DO, LSE, DELTA, DQ, scale, length, block, window,
