@@ -64,7 +64,7 @@ def report_runs(path: Path, study: Study) -> tuple[dict, list[dict]]:
     if group != study.group:
         raise StudyError(f"from={path}: a report of {group}, not of this study's {study.group}")
     cells = {(c.model, c.name): c for c in study.cells}
-    runs, failed = {}, []
+    runs = {}
     for entry in entries:
         cell = cells.get((entry["model"], entry["cell"]))
         if cell is None:
