@@ -3,9 +3,10 @@
 
 A study is a grid of runs (seqforecast/studies/<study>.yaml, or a .yaml of your own): models,
 their cells (dataset, horizon, sizes), the values of one swept option, seeds. Without `report`
-it runs every job not yet completed, one `seqforecast.train --multirun` per cell, then writes
-the report; with `report` it only writes the report. Any other key=value is a Hydra override
-given to every job, so the launcher is yours to choose:
+it runs every job not yet completed, one `seqforecast.train --multirun` per cell (leaving out
+the jobs the `from` dirs and reports hold completed), then writes the report; with `report` it
+only writes the report. Any other key=value is a Hydra override given to every job, so the
+launcher is yours to choose:
 
     python -m seqforecast.study attention hydra/launcher=joblib hydra.launcher.n_jobs=2 \
         trainer.num_threads=1                       # one machine, two jobs at a time
@@ -33,7 +34,7 @@ from pathlib import Path
 from .cli_args import UsageError, run_tool
 from .studies.grid import StudyError, load_study
 from .studies.launch import run_cells
-from .studies.report import build_report, markdown, write_report
+from .studies.report import build_report, held_jobs, markdown, write_report
 
 USAGE = " ".join(line.strip() for line in __doc__.strip().splitlines()[:2])
 OPTIONS = ("models", "cells", "seeds", "dir", "from")
@@ -76,10 +77,11 @@ def study_command(argv: list[str]) -> None:
         study = replace(study, seeds=seeds)
     cells = study.select(_list(options["models"]), _list(options["cells"]))
     study_dir = Path(options["dir"] or f"outputs/study/{study.name}")
-    failed = [] if report_only else run_cells(study, cells, study_dir, overrides)
-    dirs = [study_dir, *(Path(d) for d in _list(options["from"]) or [])]
+    sources = [Path(d) for d in _list(options["from"]) or []]
+    failed = [] if report_only else run_cells(study, cells, study_dir, overrides,
+                                              held_jobs(study, sources))
     command = "python -m seqforecast.study " + " ".join(shlex.quote(a) for a in argv)
-    report = build_report(study, dirs, command)
+    report = build_report(study, study_dir, sources, command)
     json_path, md_path = write_report(report, study_dir)
     print(markdown(report), end="")
     print(f"written to {md_path} and {json_path}")

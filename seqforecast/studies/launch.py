@@ -4,7 +4,8 @@ launcher the user names (the basic one in-process, `hydra/launcher=joblib` on on
 
 The seeds are swept before the values, so jobs run seed by seed, each seed's whole row of
 values together: a study stopped part-way leaves complete pairs, not one side of them.
-`skip_completed=true` makes a rerun of the same command train only the jobs not yet completed.
+`skip_completed=true` makes a rerun of the same command train only the jobs not yet completed;
+the jobs a `from` report or dir holds completed are not launched at all.
 """
 
 from __future__ import annotations
@@ -22,14 +23,19 @@ def cell_dir(study_dir: Path, cell: Cell) -> Path:
     return Path(study_dir) / cell.model / cell.name
 
 
-def multirun_command(study: Study, cell: Cell, study_dir: Path, extra: list[str]) -> list[str]:
-    """The command for one cell's jobs: the cell's overrides, seeds x values, the user's
-    overrides (a launcher, threads, data_dir) last so they win."""
+def multirun_command(study: Study, cell: Cell, study_dir: Path, extra: list[str],
+                     seeds: tuple[int, ...] | None = None,
+                     values: tuple[str, ...] | None = None) -> list[str]:
+    """The command for one cell's jobs (all of them, or `seeds` x `values`): the cell's
+    overrides, seeds x values, the user's overrides (a launcher, threads, data_dir) last so
+    they win."""
+    seeds = study.seeds if seeds is None else seeds
+    values = study.values[cell.model] if values is None else values
     return [
         sys.executable, "-m", "seqforecast.train", "--multirun",
         *cell.overrides,
-        "seed=" + ",".join(str(s) for s in study.seeds),
-        f"{study.group}=" + ",".join(study.values[cell.model]),
+        "seed=" + ",".join(str(s) for s in seeds),
+        f"{study.group}=" + ",".join(values),
         "skip_completed=true",
         f"hydra.sweep.dir={cell_dir(study_dir, cell)}",
         "hydra.sweep.subdir=" + SUBDIR.format(group=study.group),
@@ -37,14 +43,39 @@ def multirun_command(study: Study, cell: Cell, study_dir: Path, extra: list[str]
     ]
 
 
-def run_cells(study: Study, cells: list[Cell], study_dir: Path, extra: list[str]) -> list[str]:
-    """Run each cell's multirun in turn; returns the cells whose sweep did not exit cleanly
-    (a failed job: its reason is in the cell's summary.json and in the report)."""
+def sweeps(study: Study, cell: Cell, held: set[tuple]) -> list[tuple[tuple[int, ...],
+                                                                   tuple[str, ...]]]:
+    """The cell's jobs that `held` (model, cell, value, seed) lacks, as multiruns of seeds x
+    values in seed order: one for the whole cell where nothing is held, one per run of seeds
+    that lack the same values otherwise, none for a seed whose whole row is held."""
+    groups: list[tuple[list[int], tuple[str, ...]]] = []
+    for seed in study.seeds:
+        missing = tuple(v for v in study.values[cell.model]
+                        if (cell.model, cell.name, v, seed) not in held)
+        if not missing:
+            continue
+        if groups and groups[-1][1] == missing:
+            groups[-1][0].append(seed)
+        else:
+            groups.append(([seed], missing))
+    return [(tuple(seeds), values) for seeds, values in groups]
+
+
+def run_cells(study: Study, cells: list[Cell], study_dir: Path, extra: list[str],
+              held: set[tuple] = frozenset()) -> list[str]:
+    """Run each cell's multirun(s) in turn, leaving out the jobs `held` elsewhere (a `from`
+    report or dir); returns the cells whose sweep did not exit cleanly (a failed job: its reason
+    is in the cell's summary.json and in the report)."""
     failed = []
     for cell in cells:
-        command = multirun_command(study, cell, study_dir, extra)
-        print(f"[study] {cell.label}: {len(study.seeds) * len(study.values[cell.model])} jobs "
-              f"in {cell_dir(study_dir, cell)}", file=sys.stderr, flush=True)
-        if subprocess.run(command).returncode != 0:
+        todo = sweeps(study, cell, held)
+        jobs = sum(len(seeds) * len(values) for seeds, values in todo)
+        kept = len(study.seeds) * len(study.values[cell.model]) - jobs
+        print(f"[study] {cell.label}: {jobs} jobs in {cell_dir(study_dir, cell)}"
+              + (f" ({kept} held by from=)" if kept else ""), file=sys.stderr, flush=True)
+        codes = [subprocess.run(multirun_command(study, cell, study_dir, extra, seeds,
+                                                 values)).returncode
+                 for seeds, values in todo]
+        if any(codes):
             failed.append(cell.label)
     return failed

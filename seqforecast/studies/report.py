@@ -38,13 +38,13 @@ def _memory(run: Run) -> float | None:
     return info["peak_rss_mib"] - (info.get("rss_at_start_mib") or 0.0)
 
 
-def _run_dirs(dirs: list[Path]) -> list[Path]:
+def _run_dirs(study_dir: Path | None, sources: list[Path]) -> list[Path]:
     """The run dirs under the study dir (which may not exist yet) and the merged dirs (which
     must)."""
-    for extra in dirs[1:]:
+    for extra in sources:
         if not Path(extra).is_dir():
             raise StudyError(f"from={extra}: no such directory or report")
-    existing = [str(d) for d in dirs if Path(d).is_dir()]
+    existing = [str(d) for d in (study_dir, *sources) if d is not None and Path(d).is_dir()]
     try:
         return find_run_dirs(existing) if existing else []
     except CompareError:  # no run dirs there yet
@@ -86,16 +86,18 @@ def report_runs(path: Path, study: Study) -> tuple[dict, list[dict]]:
     return runs, failed
 
 
-def collect(study: Study, dirs: list[Path]) -> tuple[dict, list[dict], int]:
-    """{(model, cell, value, seed): Run} of the study's jobs found under `dirs` (the newest
-    where a job is there twice) or in the reports among them (where no dir holds the job), the
-    runs that did not complete (with why), and how many duplicates were set aside."""
-    reports = [d for d in dirs[1:] if Path(d).is_file()]
-    dirs = [d for d in dirs if d not in reports]
+def collect(study: Study, study_dir: Path | None,
+            sources: list[Path]) -> tuple[dict, list[dict], int]:
+    """{(model, cell, value, seed): Run} of the study's jobs found under the study dir and the
+    `from` dirs (the newest where a job is there twice) or in the `from` reports (where no dir
+    holds the job), the runs that did not complete (with why), and how many duplicates were set
+    aside."""
+    reports = [d for d in sources if Path(d).is_file()]
+    dirs = [d for d in sources if d not in reports]
     cells = {(c.model, c.name) for c in study.cells}
     found: dict[tuple, list[Run]] = {}
     failed = []
-    for path in _run_dirs(dirs):
+    for path in _run_dirs(study_dir, dirs):
         model, cell = path.parts[-3], path.parts[-2]
         if (model, cell) not in cells:
             continue
@@ -193,8 +195,14 @@ def _same_windows(runs: list[Run]) -> None:
             return
 
 
-def build_report(study: Study, dirs: list[Path], command: str) -> dict:
-    runs, failed, duplicates = collect(study, dirs)
+def held_jobs(study: Study, sources: list[Path]) -> set[tuple[str, str, str, int]]:
+    """The jobs (model, cell, value, seed) that completed in the `from` dirs and reports: a
+    study growing from them trains only the others, as a rerun skips what its own dir holds."""
+    return set(collect(study, None, sources)[0]) if sources else set()
+
+
+def build_report(study: Study, study_dir: Path, sources: list[Path], command: str) -> dict:
+    runs, failed, duplicates = collect(study, study_dir, sources)
     cells = [_cell(study, cell, runs) for cell in study.cells]
     signs = []
     values = list(dict.fromkeys(v for vs in study.values.values() for v in vs[1:]))
@@ -214,7 +222,7 @@ def build_report(study: Study, dirs: list[Path], command: str) -> dict:
         "group": study.group,
         "seeds": list(study.seeds),
         "command": command,
-        "dirs": [str(d) for d in dirs],
+        "dirs": [str(d) for d in (study_dir, *sources)],
         "cells": cells,
         "sign_tests": signs,
         "failed": failed,

@@ -11,7 +11,7 @@ import pytest
 
 from seqforecast.stats import paired_ratio
 from seqforecast.studies.grid import StudyError, load_study
-from seqforecast.studies.launch import multirun_command
+from seqforecast.studies.launch import multirun_command, sweeps
 
 from ..cli_helpers import TINY, run_cli
 
@@ -62,6 +62,23 @@ def test_the_shipped_study_loads_and_sweeps_seeds_before_values(tmp_path):
     assert "experiment=patchtst" in command and "dataset=etth1" in command
     with pytest.raises(StudyError, match="choose from patchtst/etth1-96"):
         attention.select(None, ["etth9-96"])
+
+
+def test_jobs_held_elsewhere_are_left_out_of_the_sweeps_seed_by_seed(tmp_path):
+    attention = load_study("attention")
+    cell = attention.select(["timexer"], ["etth1-96"])[0]
+    values = attention.values["timexer"]
+    assert sweeps(attention, cell, set()) == [((0, 1, 2), values)]  # one multirun, as before
+    held = {("timexer", "etth1-96", v, 0) for v in values}  # seed 0's whole row
+    held |= {("timexer", "etth1-96", v, s) for v in values[:2] for s in (1, 2)}
+    held |= {("patchtst", "etth1-96", v, 2) for v in values}  # another model's: not this cell's
+    assert sweeps(attention, cell, held) == [((1, 2), values[2:])]
+    held.discard(("timexer", "etth1-96", values[0], 2))
+    assert sweeps(attention, cell, held) == [((1,), values[2:]), ((2,), (values[0], *values[2:]))]
+    command = multirun_command(attention, cell, tmp_path, [], (1,), values[2:])
+    assert "seed=1" in command and f"attention={','.join(values[2:])}" in command
+    everything = {("timexer", "etth1-96", v, s) for v in values for s in (0, 1, 2)}
+    assert sweeps(attention, cell, everything) == []
 
 
 def test_published_cells_take_the_published_settings_of_their_dataset_and_horizon(tmp_path):
@@ -208,6 +225,27 @@ def test_a_study_grows_from_its_report_after_its_run_dirs_are_gone(ran, tmp_path
                  base, check=False, fresh=False)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "tiny/h4 was made with out_len=5" in proc.stderr and "not the same jobs" in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_study_run_from_its_report_trains_only_the_jobs_the_report_lacks(ran, tmp_path):
+    base, _ = ran
+    report = json.loads((base / "outputs" / "study" / "tiny" / "study.json").read_text())
+    einsum = report["cells"][0]["rows"][1]
+    assert einsum["value"] == "einsum"
+    del einsum["runs"]["1"]  # as if that job had not run where the report was made
+    (tmp_path / "partial.json").write_text(json.dumps(report))
+    fresh = tmp_path / "fresh"
+    proc = study(["tiny.yaml", "cells=h4", f"dir={fresh}", f"from={tmp_path / 'partial.json'}",
+                  "trainer.num_threads=1"], base, check=False)
+    assert "tiny/h4: 3 jobs" in proc.stderr and "(3 held by from=)" in proc.stderr
+    # trained: the job the report lacks, and the refused ones it lists as failed; not the rest
+    ran_here = sorted(p.name for p in (fresh / "tiny" / "h4").iterdir() if p.is_dir())
+    assert ran_here == ["einsum-seed1", "probsparse-seed0", "probsparse-seed1"]
+    grown = json.loads((fresh / "study.json").read_text())
+    rows = {row["value"]: row for row in grown["cells"][0]["rows"]}
+    assert rows["einsum"]["seeds"] == [0, 1] and rows["vanilla"]["seeds"] == [0, 1]
+    assert rows["einsum"]["ratio"]["n"] == 2
 
 
 def test_bad_study_arguments_are_one_line(tmp_path):
