@@ -8,7 +8,9 @@ import shutil
 import sys
 
 import pytest
+from omegaconf import OmegaConf
 
+from seqforecast.config import compose_config
 from seqforecast.stats import paired_ratio
 from seqforecast.studies.grid import StudyError, load_study
 from seqforecast.studies.launch import multirun_command, sweeps
@@ -79,6 +81,28 @@ def test_jobs_held_elsewhere_are_left_out_of_the_sweeps_seed_by_seed(tmp_path):
     assert "seed=1" in command and f"attention={','.join(values[2:])}" in command
     everything = {("timexer", "etth1-96", v, s) for v in values for s in (0, 1, 2)}
     assert sweeps(attention, cell, everything) == []
+
+
+@pytest.mark.parametrize("name", ["attention", "attention_variate", "attention_controls",
+                                  "attention_controls_variate"])
+def test_timexers_reference_job_is_the_published_model_and_every_value_keeps_its_dropout(name):
+    """A backend chosen for the variate position takes its own options, dropout 0 unless set:
+    the grid gives it the published dropout, so the reference job (vanilla at both positions)
+    is experiment=timexer itself and every value is compared inside that model."""
+    grid = load_study(name)
+    cell = grid.select(["timexer"], ["etth1-96"])[0]
+    published = compose_config(["experiment=timexer", "dataset=etth1", "out_len=96"])
+    for value in grid.values["timexer"]:
+        cfg = compose_config([*cell.overrides, f"{grid.group}={value}"])
+        assert cfg.model.dropout == published.model.dropout > 0
+        for node in (cfg.attention, cfg.variate_attention):
+            if "dropout" in node:
+                assert node.dropout == published.attention.dropout, (value, node)
+        if value == grid.reference("timexer"):  # vanilla at both: the published model
+            assert OmegaConf.to_container(cfg.variate_attention, resolve=True) == \
+                OmegaConf.to_container(published.attention, resolve=True)
+            assert OmegaConf.to_container(cfg.attention, resolve=True) == \
+                OmegaConf.to_container(published.attention, resolve=True)
 
 
 def test_published_cells_take_the_published_settings_of_their_dataset_and_horizon(tmp_path):
