@@ -142,8 +142,17 @@ def _version_2_to_3(cfg: dict) -> None:
         cfg["trainer"].setdefault("matmul_precision", "highest")
 
 
+def _version_3_to_4(cfg: dict) -> None:
+    """The root's attention_dropout, which every attention config reads: the attention
+    group's own dropout, which the run had (a variate-axis backend keeps its own)."""
+    attention = cfg.get("attention")
+    dropout = attention.get("dropout", 0.0) if isinstance(attention, dict) else 0.0
+    cfg.setdefault("attention_dropout", dropout)
+
+
 # MIGRATIONS[v] turns a version-v config into version v + 1.
-MIGRATIONS: list[Callable[[dict], None]] = [_version_0_to_1, _version_1_to_2, _version_2_to_3]
+MIGRATIONS: list[Callable[[dict], None]] = [_version_0_to_1, _version_1_to_2, _version_2_to_3,
+                                            _version_3_to_4]
 assert len(MIGRATIONS) == CONFIG_VERSION
 
 

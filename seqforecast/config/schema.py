@@ -53,7 +53,7 @@ from ..training.runtime import COMPILE_MODES, MATMUL_PRECISIONS
 from ..training.schedule import SCHEDULES
 
 # A saved run's config is read through the migrations up to this version (migrations.py).
-CONFIG_VERSION = 3
+CONFIG_VERSION = 4
 
 Columns = choice("Columns", COLUMNS)
 Activation = choice("Activation", ACTIVATIONS)
@@ -318,6 +318,10 @@ class TrainConfig:
     # Shorthands users type at the root; the groups read them by interpolation.
     seed: int = option(0, count)
     block_size: int = option(DiffOptions.block_size, count)  # diff attention's window
+    # The dropout on the attention weights, read by every attention config: at every position
+    # alike (the time axis's `attention`, the variate axis's `variate_attention`), as published
+    # models have it; attention.dropout= or variate_attention.dropout= sets one alone.
+    attention_dropout: float = option(0.0, probability)
     d_model: int = 64
     n_heads: int = 4
     epochs: int = 50

@@ -86,9 +86,9 @@ def test_jobs_held_elsewhere_are_left_out_of_the_sweeps_seed_by_seed(tmp_path):
 @pytest.mark.parametrize("name", ["attention", "attention_variate", "attention_controls",
                                   "attention_controls_variate"])
 def test_timexers_reference_job_is_the_published_model_and_every_value_keeps_its_dropout(name):
-    """A backend chosen for the variate position takes its own options, dropout 0 unless set:
-    the grid gives it the published dropout, so the reference job (vanilla at both positions)
-    is experiment=timexer itself and every value is compared inside that model."""
+    """The variate position's backend has the published dropout (attention_dropout's, which
+    the grid also names), so the reference job (vanilla at both positions) is
+    experiment=timexer itself and every value is compared inside that model."""
     grid = load_study(name)
     cell = grid.select(["timexer"], ["etth1-96"])[0]
     published = compose_config(["experiment=timexer", "dataset=etth1", "out_len=96"])

@@ -197,3 +197,19 @@ def test_a_version_2_run_reads_without_a_gate_and_with_the_precision_it_had():
     assert migrated["trainer"]["matmul_precision"] == "highest"
     assert set(build_model(migrated, 8, 7).state_dict()) == \
         set(build_model(current, 8, 7).state_dict())
+
+
+def test_a_version_3_run_reads_with_the_root_attention_dropout_its_attention_had():
+    """Version 3 had no root attention_dropout (every attention config reads it now): it reads
+    as its attention group's dropout, and a variate-axis backend keeps its own."""
+    overrides = ["experiment=timexer", "attention@variate_attention=einsum",
+                 "variate_attention.dropout=0.0", "data.path=x.csv"]
+    current = resolved(compose_config(overrides))
+    old = resolved(compose_config(overrides))
+    old["config_version"] = 3
+    del old["attention_dropout"]
+    migrated = migrate(old)
+    validate_config(migrated)
+    assert migrated == current
+    assert migrated["attention_dropout"] == migrated["attention"]["dropout"] == 0.1
+    assert migrated["variate_attention"]["dropout"] == 0.0

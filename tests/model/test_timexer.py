@@ -133,6 +133,22 @@ def test_each_position_takes_its_own_backend(time_axis):
                                      "tokens are channels, in no order")
 
 
+def test_a_backend_of_its_own_at_the_variate_position_has_the_published_dropout():
+    """attention_dropout (experiment=timexer: the model's 0.1) is what every attention config
+    reads: a backend chosen for the exogenous tokens drops weights as the published model
+    does, attention_dropout= sets both positions, and each position's own key sets it alone."""
+    published = preset().model.dropout
+    chosen = preset("attention@variate_attention=einsum")
+    assert chosen.variate_attention.dropout == chosen.attention.dropout == published > 0
+    both = preset("attention@variate_attention=einsum", "attention_dropout=0.2")
+    assert both.variate_attention.dropout == both.attention.dropout == 0.2
+    one = preset("attention@variate_attention=einsum", "variate_attention.dropout=0")
+    assert (one.attention.dropout, one.variate_attention.dropout) == (published, 0.0)
+    model = build_model(chosen, 3 + MARKS, 3)
+    assert {layer.options.dropout for stack in model.attention_stacks().values()
+            for layer in stack} == {published}
+
+
 def test_variate_attention_where_it_cannot_apply_is_one_line():
     with pytest.raises(ConfigError, match="variate_attention=einsum conflicts with "
                                           "model=transformer: its attention has no variate-axis "
