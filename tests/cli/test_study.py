@@ -105,6 +105,18 @@ def test_timexers_reference_job_is_the_published_model_and_every_value_keeps_its
                 OmegaConf.to_container(published.attention, resolve=True)
 
 
+@pytest.mark.parametrize("name", ["attention", "attention_variate", "attention_controls",
+                                  "attention_controls_variate"])
+def test_every_cells_overrides_compose_without_the_swept_group(name):
+    """Hydra composes a multirun's own config from its overrides less the sweep (the launcher
+    composes each job later): a cell's overrides must compose alone, so none may name a key
+    under the swept group's package (variate_attention.dropout failed so, variate_attention
+    being null until a job chose it)."""
+    grid = load_study(name)
+    for cell in grid.select(None, None):
+        compose_config([*cell.overrides, "data_dir=../shared/data"])
+
+
 def test_published_cells_take_the_published_settings_of_their_dataset_and_horizon(tmp_path):
     attention = load_study("attention")
     weather = attention.select(["itransformer"], ["weather-96"])[0]
