@@ -344,16 +344,18 @@ def test_the_literature_speed_tables_are_their_reports():
         assert "\n".join(_table_rows(bench.format_table(report["results"], lengths))) in page
 
 
-def test_the_attention_study_page_is_its_report():
-    """Every table on docs/benchmarks/attention_study.md is benchmarks/attention_study.json as
-    `python -m seqforecast.study` prints it, and its .md beside it too."""
+def test_the_attention_study_page_is_its_reports():
+    """The tables on docs/benchmarks/attention_study.md are benchmarks/attention_study.json's
+    then attention_study_variate.json's, as `python -m seqforecast.study` prints them, and
+    each report's .md beside it too."""
     from seqforecast.studies.report import markdown
 
-    report = json.loads((REPO / "benchmarks" / "attention_study.json").read_text())
-    printed = markdown(report)
+    printed = {name: markdown(json.loads((REPO / "benchmarks" / f"{name}.json").read_text()))
+               for name in ("attention_study", "attention_study_variate")}
     page = (REPO / "docs" / "benchmarks" / "attention_study.md").read_text()
-    assert _table_rows(page) == _table_rows(printed)
-    assert (REPO / "benchmarks" / "attention_study.md").read_text() == printed
+    assert _table_rows(page) == [row for text in printed.values() for row in _table_rows(text)]
+    for name, text in printed.items():
+        assert (REPO / "benchmarks" / f"{name}.md").read_text() == text
 
 
 def test_the_leaderboard_page_is_its_report():
