@@ -12,10 +12,12 @@ from omegaconf import OmegaConf
 
 from seqforecast.config import compose_config
 from seqforecast.stats import paired_ratio
-from seqforecast.studies.grid import StudyError, load_study
+from seqforecast.studies.grid import STUDIES, StudyError, load_study
 from seqforecast.studies.launch import multirun_command, sweeps
 
 from ..cli_helpers import TINY, run_cli
+
+SHIPPED = sorted(p.stem for p in STUDIES.glob("*.yaml"))  # the grids the package ships
 
 # Two cells, three values (probsparse refused under autoregressive decoding), two seeds.
 GRID = f"""
@@ -83,8 +85,7 @@ def test_jobs_held_elsewhere_are_left_out_of_the_sweeps_seed_by_seed(tmp_path):
     assert sweeps(attention, cell, everything) == []
 
 
-@pytest.mark.parametrize("name", ["attention", "attention_variate", "attention_controls",
-                                  "attention_controls_variate"])
+@pytest.mark.parametrize("name", SHIPPED)
 def test_timexers_reference_job_is_the_published_model_and_every_value_keeps_its_dropout(name):
     """The variate position's backend has the published dropout (attention_dropout's, which
     the along-time grids also name), so the reference job (vanilla at both positions) is
@@ -105,8 +106,7 @@ def test_timexers_reference_job_is_the_published_model_and_every_value_keeps_its
                 OmegaConf.to_container(published.attention, resolve=True)
 
 
-@pytest.mark.parametrize("name", ["attention", "attention_variate", "attention_controls",
-                                  "attention_controls_variate"])
+@pytest.mark.parametrize("name", SHIPPED)
 def test_every_cells_overrides_compose_without_the_swept_group(name):
     """Hydra composes a multirun's own config from its overrides less the sweep (the launcher
     composes each job later): a cell's overrides must compose alone, so none may name a key
