@@ -402,7 +402,7 @@ def _train(tmp_path, env, *overrides, run_dir="run") -> subprocess.CompletedProc
 def test_the_backend_in_extending_md_registers_and_trains_as_a_plugin(tmp_path):
     """extending.md's backend module and YAML, as a package of one's own would ship them (an
     entry point, a --config-dir): the backend composes, trains for an epoch, and refuses a bad
-    value and residual attention in one line."""
+    value and residual attention in one line, and takes the root's attention_dropout."""
     page = REPO / "docs" / "extending.md"
     module, yaml = _fenced(page, "python")[0], _fenced(page, "yaml")[0]
     assert len(module.strip().splitlines()) <= 50
@@ -420,6 +420,11 @@ def test_the_backend_in_extending_md_registers_and_trains_as_a_plugin(tmp_path):
                       "model.res_attention=true", run_dir="residual")
     assert residual.returncode == 2 and residual.stderr.count("\n") == 1
     assert "its scores are cosines" in residual.stderr
+    # its YAML names no dropout: the stored schema reads the root's attention_dropout
+    shown = _train(tmp_path, env, "--cfg", "job", "--resolve", "--package", "attention",
+                   "experiment=itransformer", "attention=cosine")
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "dropout: 0.1\n" in shown.stdout and "temperature: 10.0" in shown.stdout
 
 
 @pytest.mark.slow

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, DictConfig, OmegaConf
 
 from ..attention import DiffOptions, attention_schema, available_attention
 from ..attention.position import DecayForm
@@ -389,6 +389,15 @@ def schema_of(group: str, node) -> type | None:
 _STORED: dict[tuple[str | None, str], type] = {}
 
 
+def attention_node(options: type) -> DictConfig:
+    """A backend's schema node as stored: its options' dataclass, its `dropout` read from the
+    root's `attention_dropout`. Put here, once, every backend (a plugin's too, whose YAML only
+    names it) takes the shorthand at every position; `attention.dropout=` still sets one."""
+    node = OmegaConf.structured(options)
+    node.dropout = "${attention_dropout}"
+    return node
+
+
 def register_schemas() -> None:
     """Store every schema in Hydra's ConfigStore (idempotent): those not stored yet, or whose
     dataclass changed (a plugin registering a backend or family after the first call)."""
@@ -397,9 +406,10 @@ def register_schemas() -> None:
                "attention": {name: attention_schema(name) for name in available_attention()},
                "model": {name: family_schema(name) for name in available_families()}}
     entries = [(None, "train_schema", TrainConfig)] + [
-        (f"schema/{group}", option_name, node)
-        for group, nodes in options.items() for option_name, node in nodes.items()]
-    for group, name, node in entries:
-        if _STORED.get((group, name)) is not node:
+        (f"schema/{group}", option_name, schema)
+        for group, schemas in options.items() for option_name, schema in schemas.items()]
+    for group, name, schema in entries:
+        if _STORED.get((group, name)) is not schema:
+            node = attention_node(schema) if group == "schema/attention" else schema
             store.store(group=group, name=name, node=node)
-            _STORED[(group, name)] = node
+            _STORED[(group, name)] = schema
