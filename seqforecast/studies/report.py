@@ -86,12 +86,18 @@ def report_runs(path: Path, study: Study) -> tuple[dict, list[dict]]:
     return runs, failed
 
 
+def _same_run(found: Run, recorded: Run) -> bool:
+    """Whether a report's record of a job is the run already found: its run dir, its score."""
+    return (found.path.resolve() == recorded.path.resolve()
+            and _score(found, "mse") == _score(recorded, "mse"))
+
+
 def collect(study: Study, study_dir: Path | None,
             sources: list[Path]) -> tuple[dict, list[dict], int]:
     """{(model, cell, value, seed): Run} of the study's jobs found under the study dir and the
     `from` dirs (the newest where a job is there twice) or in the `from` reports (where no dir
     holds the job), the runs that did not complete (with why), and how many duplicates were set
-    aside."""
+    aside (a report's record of a run a dir holds is that run, not a duplicate)."""
     reports = [d for d in sources if Path(d).is_file()]
     dirs = [d for d in sources if d not in reports]
     cells = {(c.model, c.name) for c in study.cells}
@@ -114,9 +120,12 @@ def collect(study: Study, study_dir: Path | None,
     duplicates = sum(len(runs) - 1 for runs in found.values())
     for report in reports:  # the jobs no dir holds (nor an earlier report)
         held, listed = report_runs(report, study)
-        duplicates += sum(1 for key in held if key in newest)
-        newest.update({k: run for k, run in held.items() if k not in newest})
-        failed += listed
+        for key, run in held.items():
+            if key not in newest:
+                newest[key] = run
+            elif not _same_run(newest[key], run):  # a report made from the dir holds its runs
+                duplicates += 1
+        failed += [f for f in listed if f not in failed]
     # a job that failed in one place and completed in another (a rerun elsewhere) has run
     failed = [f for f in failed if (f["model"], f["cell"], f["value"], f["seed"]) not in newest]
     return newest, failed, duplicates

@@ -228,6 +228,25 @@ def test_partial_studies_merge_and_a_job_run_twice_counts_once(ran, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_report_read_beside_the_dir_it_was_made_from_sets_nothing_aside(ran, tmp_path):
+    """`from=` its own report with the dir it was made from: each run once (not "set aside"),
+    each failure listed once, the same rows."""
+    base, _ = ran
+    out = base / "outputs" / "study" / "tiny"
+    study(["tiny.yaml", "report"], base)
+    saved = tmp_path / "study.json"
+    shutil.copy(out / "study.json", saved)
+    kept = json.loads(saved.read_text())
+    study(["tiny.yaml", "report", f"from={saved}"], base)
+    again = json.loads((out / "study.json").read_text())
+    assert again["duplicates_set_aside"] == 0
+    assert again["failed"] == kept["failed"]
+    assert len(again["failed"]) == len({(f["value"], f["seed"]) for f in again["failed"]}) > 0
+    assert again["cells"] == kept["cells"]
+    assert "set aside" not in (out / "study.md").read_text()
+
+
+@pytest.mark.slow
 def test_a_study_grows_from_its_report_after_its_run_dirs_are_gone(ran, tmp_path):
     base, _ = ran
     out = base / "outputs" / "study" / "tiny"
