@@ -389,7 +389,7 @@ def schema_of(group: str, node) -> type | None:
 _STORED: dict[tuple[str | None, str], type] = {}
 
 
-def attention_node(options: type) -> DictConfig:
+def _attention_node(options: type) -> DictConfig:
     """A backend's schema node as stored: its options' dataclass, its `dropout` read from the
     root's `attention_dropout`. Put here, once, every backend (a plugin's too, whose YAML only
     names it) takes the shorthand at every position; `attention.dropout=` still sets one."""
@@ -410,6 +410,6 @@ def register_schemas() -> None:
         for group, schemas in options.items() for option_name, schema in schemas.items()]
     for group, name, schema in entries:
         if _STORED.get((group, name)) is not schema:
-            node = attention_node(schema) if group == "schema/attention" else schema
+            node = _attention_node(schema) if group == "schema/attention" else schema
             store.store(group=group, name=name, node=node)
             _STORED[(group, name)] = schema
