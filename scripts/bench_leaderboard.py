@@ -29,11 +29,12 @@ closed form rather than by Adam). Each model's paired MSE ratio to the best of t
 seeds, has a 95% interval (seqforecast.stats.paired_ratio, as `compare` gives it).
 
 `--official DIR` runs the authors' code of the one model `--models` names (iTransformer, the
-default: DIR a checkout of thuml/iTransformer; TimeXer: of thuml/TimeXer; with pandas and
-scikit-learn, and for TimeXer's imports reformer_pytorch, sktime and patool, in
-`--official-python`) at its published settings and the seed its run.py fixes (2023, 2021;
-`--official-seeds` sets others, to measure its own noise), every test window scored, and keeps
-its test MSE and MAE beside. An EPF cell's horizon is 24 (`--horizons 24`). `--speed DIR` times
+default: DIR a checkout of thuml/iTransformer; TimeXer: of thuml/TimeXer; with pandas,
+scikit-learn, tqdm, matplotlib and einops, and for TimeXer's imports reformer_pytorch, sktime
+and patool, in `--official-python`) at its published settings and the seed its run.py fixes
+(2023, 2021; `--official-seeds` sets others, to measure its own noise), every test window
+scored, and keeps its test MSE and MAE beside. An EPF cell's horizon is 24 (`--horizons 24`).
+`--speed DIR` times
 one training epoch of each, the same batches of 32 windows of time, one torch thread each,
 alternating for `--rounds` rounds: the training steps, and the whole epoch as each runs it
 (seqforecast: steps and a validation pass; the official loop: steps, then a validation pass and
