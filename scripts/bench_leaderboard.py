@@ -34,11 +34,10 @@ scikit-learn, tqdm, matplotlib and einops, and for TimeXer's imports reformer_py
 and patool, in `--official-python`) at its published settings and the seed its run.py fixes
 (2023, 2021; `--official-seeds` sets others, to measure its own noise), every test window
 scored, and keeps its test MSE and MAE beside. An EPF cell's horizon is 24 (`--horizons 24`).
-`--speed DIR` times
-one training epoch of each, the same batches of 32 windows of time, one torch thread each,
-alternating for `--rounds` rounds: the training steps, and the whole epoch as each runs it
-(seqforecast: steps and a validation pass; the official loop: steps, then a validation pass and
-a pass over the test windows one at a time).
+`--speed DIR` times one training epoch of each, the same batches of 32 windows of time, one
+torch thread each, alternating for `--rounds` rounds: the training steps, and the whole epoch as
+each runs it (seqforecast: steps and a validation pass; the official loop: steps, then a
+validation pass and a pass over the test windows one at a time).
 
 Reports merge (`--merge`): cells can run on several machines or at different times. Output:
 benchmarks/leaderboard.json and .md.
