@@ -11,8 +11,10 @@ the same schedule). Before a member is scored or written, its module gets its we
 stack and its optimizer and schedule their state (`_export`), so best.pt and last.pt are the
 checkpoints its solo run would write: `resume`, `evaluate` and `predict` read them as any.
 
-A member that stops early (or fails) is done: its files are written as it stops, and the stack
-keeps computing its slice (on its own windows) while the others train, without reading it.
+A member that stops early (or fails) is done: its files are written as it stops, and at the
+end of that epoch the stack drops it (`_shrink`: its slice of every stacked tensor and of the
+optimizer's state), so the members still training pay for themselves only. A member that fails
+inside an epoch is fed its windows in order, unread, until the epoch's end.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class StackedLoop:
         self.scheduler = build_schedule(self.optimizer, cfg, self.steps_per_epoch)
         self.output, self.bf16 = first.output, first.bf16
         self.done: dict[int, BaseException | None] = {}  # member -> None (finished) or error
+        self.slots = list(range(len(loops)))  # stack position -> member (loops' index)
         self.epoch = 0
 
     @property
@@ -72,8 +75,8 @@ class StackedLoop:
 
     def _export(self, k: int) -> None:
         """Member k's module, optimizer and schedule as its solo run would hold them now."""
-        loop = self.loops[k]
-        self.stack.sync(k)
+        loop, slot = self.loops[k], self.slots.index(k)
+        self.stack.sync(slot)
         loop.scheduler.load_state_dict(self.scheduler.state_dict())
         for own, stacked in zip(loop.optimizer.param_groups, self.optimizer.param_groups,
                                 strict=True):
@@ -82,7 +85,7 @@ class StackedLoop:
                 found = self.optimizer.state.get(s)
                 if found:
                     loop.optimizer.state[p] = {
-                        key: value.clone() if key == "step" else value[k].clone()
+                        key: value.clone() if key == "step" else value[slot].clone()
                         for key, value in found.items()}
 
     # -- training ------------------------------------------------------------------------
@@ -118,10 +121,11 @@ class StackedLoop:
             state.order = torch.randperm(len(self.loops[k].data.train),
                                          generator=self.loops[k].shuffle)
             state.next_batch, state.mse_sum, state.seen = 0, 0.0, 0
-        # a finished member's slice is fed its windows in order; its state is left as it was
+        # a member that failed inside an epoch is fed its windows in order until the epoch
+        # ends (then _shrink drops it); its state is left as it was
         idle = torch.arange(len(self.loops[0].data.train))
         self.orders = [self.loops[k].state.order if k not in self.done else idle
-                       for k in range(len(self.loops))]
+                       for k in self.slots]
         self.stack.train()
         started = time.perf_counter()
         steps = tqdm(range(self.steps_per_epoch), desc=f"epoch {self.epoch}", leave=False,
@@ -141,7 +145,8 @@ class StackedLoop:
         """One optimizer step of every member on batch `batch` of its own order."""
         started = time.perf_counter()
         sources, targets, weights = [], [], []
-        for loop, order in zip(self.loops, self.orders, strict=True):
+        for k, order in zip(self.slots, self.orders, strict=True):
+            loop = self.loops[k]
             index = order[batch * self.global_batch:(batch + 1) * self.global_batch]
             index = index.to(loop.device)
             src, target = loop.data.train.take(index)
@@ -165,10 +170,12 @@ class StackedLoop:
         self.optimizer.step()
         self.scheduler.step()
         per_member = squares.detach().sum(dim=2)  # [K, b, out_len, n_targets] -> [K, b, n_targets]
-        for k in self.active:
+        for slot, k in enumerate(self.slots):
+            if k in self.done:
+                continue
             loop = self.loops[k]
-            data_sse = (per_member[k] * weights[k]).sum()
-            loop.tally.add(data_sse, norms[k], windows, global_values, fetched - started)
+            data_sse = (per_member[slot] * weights[slot]).sum()
+            loop.tally.add(data_sse, norms[slot], windows, global_values, fetched - started)
             loop.state.step += 1
             loop.state.next_batch += 1
 
@@ -210,6 +217,32 @@ class StackedLoop:
                 self._finish(k, None)
         if interrupted is not None:
             raise interrupted
+        if self.active and len(self.active) < len(self.slots):
+            self._shrink()
+
+    def _shrink(self) -> None:
+        """Drop the finished members from the stack: the parameters, buffers and optimizer
+        state keep the slices of the members still training; the schedule goes on where it
+        was. The same update as before for every kept member (Adam's is elementwise)."""
+        keep = [slot for slot, k in enumerate(self.slots) if k not in self.done]
+        log.info("after epoch %d, %d of the stack's %d members train on: the stack drops the "
+                 "rest", self.epoch, len(keep), len(self.slots))
+        optimizer_state = self.optimizer.state_dict()
+        schedule_state = self.scheduler.state_dict()
+        index = torch.tensor(keep, dtype=torch.long)
+        for state in optimizer_state["state"].values():
+            for key, value in state.items():
+                if key != "step" and torch.is_tensor(value) and value.dim() > 0:
+                    state[key] = value.index_select(0, index.to(value.device))
+        params = self.stack.keep(keep)
+        self.slots = [self.slots[slot] for slot in keep]
+        self.optimizer = make_optimizer(self.stack.members[0], self.cfg["lr"],
+                                        self.cfg["weight_decay"], self.cfg["optimizer"],
+                                        stacked=params)
+        # the schedule first: building it sets the groups' lr, which the state then restores
+        self.scheduler = build_schedule(self.optimizer, self.cfg, self.steps_per_epoch)
+        self.scheduler.load_state_dict(schedule_state)
+        self.optimizer.load_state_dict(optimizer_state)
 
     def _finish(self, k: int, error: BaseException | None) -> None:
         self.done[k] = error
