@@ -46,7 +46,9 @@ def probe(model: nn.Module, src: Tensor) -> tuple[Tensor, list[AttentionMap]]:
         for i, weights in enumerate(layers, start=1):
             if weights is None:  # a mechanism without weights on its inputs (fourier)
                 continue
-            array = weights[0].float().cpu().numpy()  # [H, Lq, Lk]
+            # detached: a fixed mixing's map is a view of its parameter, which a view
+            # taken under no_grad still marks as requiring grad
+            array = weights[0].detach().float().cpu().numpy()  # [H, Lq, Lk]
             query_spans, key_spans = model.map_spans(stack, *array.shape[1:])
             result.append(AttentionMap(stack, i, array, query_spans, key_spans))
     return forecast, result

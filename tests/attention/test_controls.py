@@ -2,6 +2,7 @@
 references written from their definitions (OLinear's NormLin: Yue et al. 2025), and each in
 every model it declares it can serve, refused in one line where it cannot."""
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -11,6 +12,7 @@ from seqforecast.config import validate_config
 from seqforecast.config.compose import compose_config
 from seqforecast.model import build_model
 from seqforecast.options import ConfigError
+from seqforecast.training.probe import probe
 
 D, H = 16, 4
 
@@ -125,6 +127,9 @@ def test_each_arm_trains_where_it_serves_and_is_refused_in_one_line_elsewhere(ar
     assert all(torch.isfinite(p.grad).all() for p in net.parameters() if p.grad is not None)
     with torch.no_grad():
         assert torch.isfinite(net.eval()(x)).all()  # generation too, where it decodes
+    # the run's attention figures: every map it shows is finite rows of weights
+    _, maps = probe(net, x[:1])
+    assert maps and all(np.isfinite(m.weights).all() for m in maps)
 
 
 def test_the_gate_is_refused_where_there_are_no_heads():
