@@ -1,4 +1,4 @@
-"""Forward + backward speed and peak memory of every attention backend, side by side with torch.
+r"""Forward + backward speed and peak memory of every attention backend, side by side with torch.
 
     python scripts/bench_attention.py                       # the README table
     python scripts/bench_attention.py --lengths 256 1024 --repeats 1

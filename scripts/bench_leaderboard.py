@@ -1,4 +1,4 @@
-"""The input-96 leaderboard of the published tables: iTransformer, the published PatchTST at an
+r"""The input-96 leaderboard of the published tables: iTransformer, the published PatchTST at an
 input of 96 steps, TimeXer, and the best linear fit (NLinear, DLinear) on the field's datasets by
 name, over seeds, beside the published rows and the official code's own runs on this machine;
 and the EPF markets (TimeXer's features MS: input 168, horizon 24, the price from its own past

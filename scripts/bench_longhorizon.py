@@ -1,4 +1,4 @@
-"""The long-horizon benchmark as the papers run it: ETT-style CSV files at horizons 96, 192, 336
+r"""The long-horizon benchmark as the papers run it: ETT-style CSV files at horizons 96, 192, 336
 and 720 with 336 input steps, over seeds, beside the project's baselines and the published rows.
 
     python scripts/bench_longhorizon.py ../shared/data/ETTh1.csv ../shared/data/ETTh2.csv

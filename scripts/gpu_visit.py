@@ -1,4 +1,4 @@
-"""One prepared GPU visit: the measurements a lent GPU is for, in one command, into one JSON and
+r"""One prepared GPU visit: the measurements a lent GPU is for, in one command, into one JSON and
 one markdown table.
 
     python scripts/gpu_visit.py --out benchmarks/gpu_visit                  # on a CUDA machine

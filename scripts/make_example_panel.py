@@ -1,4 +1,4 @@
-"""Write a deterministic long-format panel: many daily series of different levels, trends,
+r"""Write a deterministic long-format panel: many daily series of different levels, trends,
 seasonal periods and lengths, with some empty cells.
 
     python scripts/make_example_panel.py                     # data/panel_example.csv

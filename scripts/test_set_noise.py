@@ -1,4 +1,4 @@
-"""How big must the held-out synthetic test set be? Score trained runs on many test draws.
+r"""How big must the held-out synthetic test set be? Score trained runs on many test draws.
 
     python scripts/test_set_noise.py outputs/<date>/<time> [more run dirs] \
         [--sizes 256 1000 2048 4096] [--draws 10]

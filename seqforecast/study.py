@@ -1,4 +1,4 @@
-"""python -m seqforecast.study <study> [report] [models=a,b] [cells=c,d] [seeds=0,1,2]
+r"""python -m seqforecast.study <study> [report] [models=a,b] [cells=c,d] [seeds=0,1,2]
                              [dir=<study dir>] [from=<dir>,<study.json>] [<override> ...]
 
 A study is a grid of runs (seqforecast/studies/<study>.yaml, or a .yaml of your own): models,

@@ -517,3 +517,23 @@ def test_the_published_settings_the_pages_list_are_the_table():
                                       f"published {expected}"
         checked += len(settings)
     assert checked > 30  # every published dataset's command on the two pages
+
+
+def test_a_usage_text_prints_its_continued_command_lines_as_written():
+    """A module docstring is its CLI's --help: a command continued with a backslash must print
+    with the backslash and the line break (a raw docstring), not joined into one line."""
+    import ast
+
+    joined = []
+    for path in [*sorted((REPO / "seqforecast").rglob("*.py")),
+                 *sorted((REPO / "scripts").glob("*.py"))]:
+        source = path.read_text()
+        tree = ast.parse(source)
+        text = ast.get_docstring(tree, clean=False)
+        if text is None:
+            continue
+        written = ast.get_source_segment(source, tree.body[0].value)
+        for line in written.splitlines():
+            if line.endswith("\\") and not line.endswith("\\\\") and line not in text:
+                joined.append(f"{path.relative_to(REPO)}: {line.strip()}")
+    assert not joined, joined
