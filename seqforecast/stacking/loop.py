@@ -59,13 +59,18 @@ class StackedLoop:
         if len(sizes) != 1:
             raise ValueError(f"stacked members need as many training windows each: {sizes}")
         self.steps_per_epoch, self.global_batch = first.steps_per_epoch, first.global_batch
-        self.optimizer = make_optimizer(stack.members[0], cfg["lr"], cfg["weight_decay"],
-                                        cfg["optimizer"], stacked=stack.parameters())
-        self.scheduler = build_schedule(self.optimizer, cfg, self.steps_per_epoch)
+        self._build_optimizer()
         self.output, self.bf16 = first.output, first.bf16
         self.done: dict[int, BaseException | None] = {}  # member -> None (finished) or error
         self.slots = list(range(len(loops)))  # stack position -> member (loops' index)
         self.epoch = 0
+
+    def _build_optimizer(self) -> None:
+        """One optimizer over the stack's parameters as they are now, and its schedule."""
+        self.optimizer = make_optimizer(self.stack.members[0], self.cfg["lr"],
+                                        self.cfg["weight_decay"], self.cfg["optimizer"],
+                                        stacked=self.stack.parameters())
+        self.scheduler = build_schedule(self.optimizer, self.cfg, self.steps_per_epoch)
 
     @property
     def active(self) -> list[int]:
@@ -234,13 +239,10 @@ class StackedLoop:
             for key, value in state.items():
                 if key != "step" and torch.is_tensor(value) and value.dim() > 0:
                     state[key] = value.index_select(0, index.to(value.device))
-        params = self.stack.keep(keep)
+        self.stack.keep(keep)
         self.slots = [self.slots[slot] for slot in keep]
-        self.optimizer = make_optimizer(self.stack.members[0], self.cfg["lr"],
-                                        self.cfg["weight_decay"], self.cfg["optimizer"],
-                                        stacked=params)
         # the schedule first: building it sets the groups' lr, which the state then restores
-        self.scheduler = build_schedule(self.optimizer, self.cfg, self.steps_per_epoch)
+        self._build_optimizer()
         self.scheduler.load_state_dict(schedule_state)
         self.optimizer.load_state_dict(optimizer_state)
 

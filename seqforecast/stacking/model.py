@@ -67,18 +67,17 @@ class StackedModel:
         return vmap(one, randomness="different")(self.params, self.buffers, src, target)
 
     @torch.no_grad()
-    def keep(self, positions: list[int]) -> list[Tensor]:
+    def keep(self, positions: list[int]) -> None:
         """Drop every member but those at `positions` (in that order) from the stack: the
         stacked tensors become new leaves holding only their slices, and the members'
-        modules the kept ones. Returns the new stacked parameters (an optimizer over the old
-        ones must be rebuilt over these)."""
+        modules the kept ones (an optimizer over the old parameters must be rebuilt over
+        parameters())."""
         index = torch.tensor(positions, dtype=torch.long)
         self.members = [self.members[k] for k in positions]
         self.params = {name: p.index_select(0, index.to(p.device)).requires_grad_(True)
                        for name, p in self.params.items()}
         self.buffers = {name: b.index_select(0, index.to(b.device))
                         for name, b in self.buffers.items()}
-        return self.parameters()
 
     @torch.no_grad()
     def sync(self, k: int) -> nn.Module:
