@@ -160,6 +160,24 @@ def test_bench_cpu_kernels_times_each_kernel_beside_its_torch_path(tmp_path):
         assert f"| {case} |" in table
 
 
+def test_profile_step_splits_the_loops_step_into_products_and_the_rest(tmp_path):
+    out = tmp_path / "profile.json"
+    table = run_script("profile_step.py", "--steps", "3", "--warmup", "1", "--top", "40",
+                       "--out", str(out), "d_model=32", cwd=tmp_path)
+    report = json.loads(out.read_text())
+    found = report["found"]
+    assert report["overrides"] == ["d_model=32", "trainer.num_threads=1"]
+    assert 0 < found["products_ms"] < found["profiled_step_ms"] and found["step_ms"] > 0
+    assert found["products_gflop"] > 0 and report["matmul_gflop_per_s"] > 0
+    ops = {e["op"]: e for e in found["top"]}
+    assert len(found["top"]) == 40 and ops["aten::addmm"]["product"] and ops["aten::mm"]["product"]
+    assert not any(e["product"] for e in found["top"] if "adam" in e["op"].lower())
+    assert sum(e["ms_per_step"] for e in found["top"]) <= found["profiled_step_ms"] + 1e-9
+    assert "| aten::addmm |" in table and "GFLOP/s" in table
+    with pytest.raises(SystemExit, match="the epoch has 32 steps; .* need 2021: lower them"):
+        load_script("profile_step.py").main(["--steps", "1000", "--out", str(out)])
+
+
 def test_bench_leaderboard_scores_every_model_beside_the_linear_fits_and_merges(tmp_path):
     out = tmp_path / "lb.json"
     run_script("bench_leaderboard.py", "--smoke", "--runs-dir", str(tmp_path / "runs"),

@@ -1,0 +1,150 @@
+r"""Where a training step's time goes: the run's own loop (`RunLoop.step`: the batch, forward,
+loss, backward, clipping, the optimizer and the schedule) for any config, under torch's profiler.
+
+    python scripts/profile_step.py experiment=timexer dataset=etth1 out_len=96 \
+        data_dir=../shared/data
+    python scripts/profile_step.py --steps 50 --threads 2 attention=diff block_size=16
+
+It times `--steps` steps unprofiled (after `--warmup`), then profiles as many, and splits the
+profiled time into the matrix products (mm, addmm, bmm, baddbmm, the fused attention kernels)
+and everything else. torch's FlopCounterMode counts one step's products (forward and
+backward), so the products' achieved rate sits beside this machine's (torch.mm at 2048^2, in
+the same run): where they are equal, the products run as fast as this core runs them, and a
+step can be no faster than the products' share of it. The operations that take the most time
+print as a table; all of it goes to --out as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from bench_common import write_report
+from torch.profiler import ProfilerActivity, profile
+from torch.utils.flop_counter import FlopCounterMode
+
+from seqforecast.config.compose import compose_config
+from seqforecast.runs.training import prepare_run
+from seqforecast.training.distributed import SINGLE
+from seqforecast.training.evaluation import Evaluator
+from seqforecast.training.loop import RunLoop
+from seqforecast.training.monitor import Monitor
+
+# The profiler's names of the operations that are matrix products (the arithmetic any kernel
+# must do); the rest of a step is elementwise work, reductions, copies and dispatch.
+PRODUCTS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm",
+            "aten::_scaled_dot_product_flash_attention_for_cpu",
+            "aten::_scaled_dot_product_flash_attention_for_cpu_backward"}
+
+
+def matmul_rate(threads: int, size: int = 2048, repeats: int = 5) -> float:
+    """This machine's fp32 torch.mm rate at `size`^2 on `threads` threads, GFLOP/s (best of
+    `repeats`)."""
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    torch.mm(a, b)
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - started)
+    return 2 * size**3 / best / 1e9
+
+
+def build_loop(overrides: list[str], run_dir: Path) -> RunLoop:
+    """The run's loop as `seqforecast.train` builds it (its data, model, kernels, optimizer
+    and schedule), with a monitor that writes nothing, ready at the first batch of epoch 1."""
+    cfg = compose_config([*overrides, "log.figures=false"])
+    run = prepare_run(cfg, run_dir)
+    run.monitor.close()  # the run's own (its start written): the steps here log nothing
+    trainer = run.plain["trainer"]
+    loop = RunLoop(run.model, run.data, trainer, run_dir, cfg.seed, run.config_yaml,
+                   Monitor(), SINGLE, None,
+                   Evaluator(run.data, {}, trainer["eval_batch_size"]), run.kernels)
+    loop.state.order = torch.randperm(len(run.data.train), generator=loop.shuffle)
+    loop.state.next_batch, loop.state.mse_sum, loop.state.seen = 0, 0.0, 0
+    run.model.train()
+    return loop
+
+
+def profile_steps(loop: RunLoop, steps: int, warmup: int, top: int) -> dict:
+    """Time `steps` steps, then profile as many and count one step's products' FLOPs."""
+    total = loop.steps_per_epoch
+    needed = warmup + 2 * steps + 1  # warm-up, timed, profiled, one counted
+    if needed > total:
+        raise SystemExit(f"the epoch has {total} steps; --warmup {warmup} and --steps {steps} "
+                         f"(timed, then profiled, then one counted) need {needed}: lower them")
+    batch = iter(range(total))
+    for _ in range(warmup):
+        loop.step(next(batch))
+    started = time.perf_counter()
+    for _ in range(steps):
+        loop.step(next(batch))
+    step_ms = (time.perf_counter() - started) / steps * 1e3
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            loop.step(next(batch))
+    events = [e for e in prof.key_averages() if e.self_cpu_time_total > 0]
+    profiled_ms = sum(e.self_cpu_time_total for e in events) / 1e3 / steps
+    products_ms = sum(e.self_cpu_time_total for e in events if e.key in PRODUCTS) / 1e3 / steps
+    with FlopCounterMode(display=False) as counter:
+        loop.step(next(batch))
+    flops = counter.get_total_flops()
+    events.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
+    return {
+        "step_ms": step_ms,
+        "profiled_step_ms": profiled_ms,
+        "products_ms": products_ms,
+        "products_gflop": flops / 1e9,
+        "products_gflop_per_s": flops / 1e9 / (products_ms / 1e3) if products_ms else None,
+        "top": [{"op": e.key, "ms_per_step": e.self_cpu_time_total / 1e3 / steps,
+                 "calls_per_step": e.count / steps, "product": e.key in PRODUCTS}
+                for e in events[:top]],
+    }
+
+
+def table(report: dict) -> str:
+    found = report["found"]
+    lines = [
+        f"{found['step_ms']:.2f} ms a step ({report['steps']} steps, {report['threads']} "
+        f"thread(s), {report['kernels']} kernels); under the profiler "
+        f"{found['profiled_step_ms']:.2f} ms, of which matrix products "
+        f"{found['products_ms']:.2f} ms ({found['products_gflop']:.3f} GFLOP a step: "
+        f"{found['products_gflop_per_s'] or 0:.1f} GFLOP/s; torch.mm at 2048^2 here: "
+        f"{report['matmul_gflop_per_s']:.1f} GFLOP/s)",
+        "",
+        "| operation | ms a step | calls a step | product |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| {e['op']} | {e['ms_per_step']:.3f} | {e['calls_per_step']:g} | "
+              f"{'yes' if e['product'] else ''} |" for e in found["top"]]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("overrides", nargs="*", help="the training config's overrides")
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--top", type=int, default=25, help="operations in the table")
+    parser.add_argument("--out", type=Path, default=Path("profile_step.json"))
+    args = parser.parse_args(argv)
+    overrides = [*args.overrides, f"trainer.num_threads={args.threads}"]
+    with tempfile.TemporaryDirectory() as run_dir:
+        loop = build_loop(overrides, Path(run_dir))
+        found = profile_steps(loop, args.steps, args.warmup, args.top)
+        rate = matmul_rate(args.threads)
+        report = {"overrides": overrides, "steps": args.steps, "threads": args.threads,
+                  "kernels": loop.kernels, "matmul_gflop_per_s": rate, "found": found}
+    print(table(report))
+    write_report(args.out, __file__, argv, **report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
