@@ -23,6 +23,8 @@ from .grid import Cell, Study, StudyError
 
 SPLIT = "test"
 REPORTED = "study.report"  # the config key of a run read back from a report: the report's path
+# ...and of the overrides its cell's jobs shared beyond the cell's own (None: not recorded)
+REPORTED_EXTRAS = "study.extra_overrides"
 
 
 def _score(run: Run, key: str) -> float:
@@ -80,8 +82,9 @@ def report_runs(path: Path, study: Study) -> tuple[dict, list[dict]]:
                 metrics = {SPLIT: {"model": {"mse": kept["mse"], "mae": kept["mae"]}},
                            "run": {k: v for k, v in kept.items() if k not in ("mse", "mae")},
                            "splits": {SPLIT: split}}
+                config = {REPORTED: str(path), REPORTED_EXTRAS: entry.get("extra_overrides")}
                 runs[(cell.model, cell.name, row["value"], int(seed))] = Run(
-                    Path(kept["run_dir"]), int(seed), {REPORTED: str(path)}, [], metrics)
+                    Path(kept["run_dir"]), int(seed), config, [], metrics)
     failed = [f for f in report.get("failed", []) if (f["model"], f["cell"]) in cells]
     return runs, failed
 
@@ -159,6 +162,32 @@ def _row(value: str, runs: dict[int, Run], reference: dict[int, Run]) -> dict:
     }
 
 
+def _key(override: str) -> str:
+    return override.partition("=")[0].lstrip("+~")
+
+
+def _extras(run: Run, cell: Cell, group: str) -> frozenset[str] | None:
+    """The overrides a job ran with beyond its cell's own and what the study sweeps (the seed,
+    the value): the command line's (threads, data_dir, `attention.gate=headwise` for a gated
+    grid). A run read back from a report has its cell's recorded ones, or None (an older
+    report's)."""
+    if REPORTED in run.config:
+        found = run.config.get(REPORTED_EXTRAS)
+        return None if found is None else frozenset(found)
+    swept = {_key(o) for o in cell.overrides} | {group, "seed", "skip_completed"}
+    return frozenset(o for o in run.overrides if _key(o) not in swept)
+
+
+def _shared_overrides(runs: list[Run], cell: Cell, group: str) -> tuple[list[str], list[str]]:
+    """The extra overrides every job of the cell shares, and those only some have (a cell whose
+    jobs were made with different command lines: the report says so rather than hide it)."""
+    known = [e for e in (_extras(r, cell, group) for r in runs) if e is not None]
+    if not known:
+        return [], []
+    shared = frozenset.intersection(*known)
+    return sorted(shared), sorted(frozenset.union(*known) - shared)
+
+
 def _cell(study: Study, cell: Cell, runs: dict) -> dict:
     by_value = {v: {seed: runs[(cell.model, cell.name, v, seed)] for seed in study.seeds
                     if (cell.model, cell.name, v, seed) in runs}
@@ -178,6 +207,8 @@ def _cell(study: Study, cell: Cell, runs: dict) -> dict:
     except CompareError as err:  # e.g. runs of another file version under the same name
         entry["problem"] = str(err)
         return entry
+    entry["extra_overrides"], entry["differing_overrides"] = _shared_overrides(
+        present, cell, study.group)
     entry["test_windows"] = _known(present, "windows")
     entry["test_fingerprint"] = _known(present, "fingerprint")
     entry["rows"] = [_row(v, value_runs, reference) for v, value_runs in by_value.items()
@@ -298,11 +329,31 @@ def markdown(report: dict) -> str:
             lines.append(f"- {e['model']}/{e['cell']}: {what}")
     for f in report["failed"]:
         lines.append(f"- {f['model']}/{f['cell']} {f['value']} seed {f['seed']}: {f['reason']}")
+    lines += _extras_lines(report["cells"])
     if report["duplicates_set_aside"]:
         lines += ["", f"{report['duplicates_set_aside']} older run(s) of jobs completed more "
                   f"than once were set aside (the newest counts)."]
     lines += ["", f"Made with: `{report['command']}`"]
     return "\n".join(lines) + "\n"
+
+
+def _extras_lines(cells: list[dict]) -> list[str]:
+    """What the jobs ran with beyond their cells' overrides: one line where every cell's jobs
+    share the same, else one per cell; and each cell whose jobs differ."""
+    ran = [e for e in cells if e["rows"]]
+    shared = {tuple(e.get("extra_overrides") or ()) for e in ran}
+    lines = []
+    if len(shared) == 1 and (common := next(iter(shared))):
+        lines += ["", f"Every job also ran with: `{' '.join(common)}`."]
+    elif len(shared) > 1:
+        lines += ["", "Each cell's jobs also ran with:", ""]
+        lines += [f"- {e['model']}/{e['cell']}: `{' '.join(e.get('extra_overrides') or ())}`"
+                  for e in ran]
+    for e in ran:
+        if e.get("differing_overrides"):
+            lines += ["", f"{e['model']}/{e['cell']}: its jobs were made with different command "
+                      f"lines; only some had `{' '.join(e['differing_overrides'])}`."]
+    return lines
 
 
 def write_report(report: dict, out_dir: Path) -> tuple[Path, Path]:

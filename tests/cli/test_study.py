@@ -176,6 +176,9 @@ def test_a_study_runs_its_grid_and_reports_what_the_runs_measured(ran):
     assert h6["rows"] == [] and len(h6["missing"]) == 6
     page = (out / "study.md").read_text()
     assert "| tiny | h4 | einsum | 2 |" in page and "tiny/h6: not run (6 jobs)" in page
+    # what the command line gave every job beyond the cell's overrides is named
+    assert h4["extra_overrides"] == ["trainer.num_threads=1"] and h4["differing_overrides"] == []
+    assert "Every job also ran with: `trainer.num_threads=1`." in page
     sign = {s["value"]: s for s in report["sign_tests"]}
     assert sign["einsum"]["pairs"] == 2 and sign["probsparse"]["pairs"] == 0
 
@@ -228,6 +231,34 @@ def test_partial_studies_merge_and_a_job_run_twice_counts_once(ran, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_cell_whose_jobs_ran_with_different_command_lines_says_so(ran, tmp_path):
+    """A gated grid's jobs (`attention.gate=headwise` given to every job) are named as such;
+    a cell holding jobs made with and without an override says which override only some had."""
+    base, _ = ran
+    out = base / "outputs" / "study" / "tiny"
+    other = tmp_path / "elsewhere"
+    for seed, extra in ((0, ["attention.gate=headwise"]), (1, [])):
+        copy = other / "tiny" / "h6" / f"einsum-seed{seed}"
+        shutil.copytree(out / "tiny" / "h4" / f"einsum-seed{seed}", copy)
+        made = copy / ".hydra" / "overrides.yaml"
+        made.write_text(OmegaConf.to_yaml([*OmegaConf.load(made), *extra]))
+    study(["tiny.yaml", "report", f"dir={tmp_path / 'report'}", f"from={out},{other}"], base)
+    h4, h6 = json.loads((tmp_path / "report" / "study.json").read_text())["cells"]
+    assert h4["extra_overrides"] == ["trainer.num_threads=1"] and h4["differing_overrides"] == []
+    assert h6["extra_overrides"] == ["trainer.num_threads=1"]
+    assert h6["differing_overrides"] == ["attention.gate=headwise"]
+    page = (tmp_path / "report" / "study.md").read_text()
+    assert ("tiny/h6: its jobs were made with different command lines; only some had "
+            "`attention.gate=headwise`.") in page
+    # one cell whose every job was gated: the cells' lines differ, each is named
+    shutil.rmtree(other / "tiny" / "h6" / "einsum-seed1")
+    study(["tiny.yaml", "report", f"dir={tmp_path / 'report'}", f"from={out},{other}"], base)
+    page = (tmp_path / "report" / "study.md").read_text()
+    assert "- tiny/h6: `attention.gate=headwise trainer.num_threads=1`" in page
+    assert "- tiny/h4: `trainer.num_threads=1`" in page and "different command" not in page
+
+
+@pytest.mark.slow
 def test_a_report_read_beside_the_dir_it_was_made_from_sets_nothing_aside(ran, tmp_path):
     """`from=` its own report with the dir it was made from: each run once (not "set aside"),
     each failure listed once, the same rows."""
@@ -266,6 +297,9 @@ def test_a_study_grows_from_its_report_after_its_run_dirs_are_gone(ran, tmp_path
     assert grown["sign_tests"] == kept["sign_tests"]
     assert {f["value"] for f in grown["failed"]} == {"probsparse"}  # as the report listed
     assert grown["cells"][0]["test_fingerprint"] is not None
+    # the report's runs keep the overrides it recorded their jobs shared
+    assert grown["cells"][0]["extra_overrides"] == ["trainer.num_threads=1"]
+    assert grown["cells"][0]["differing_overrides"] == []
     # a report whose windows are not the run dir's: the cell says so instead of mixing them
     other = json.loads(saved.read_text())
     other["cells"][0]["test_fingerprint"] = "another file"
