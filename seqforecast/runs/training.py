@@ -46,6 +46,7 @@ from ..training.runtime import (
     keep_freed_memory,
     resolve_device,
     seed_everything,
+    slow_bf16,
 )
 
 log = logging.getLogger(__name__)
@@ -162,6 +163,9 @@ def prepare_run(
                  float32_products(device, trainer_cfg["matmul_precision"])):
         if done:
             log.info(done)
+    slow = slow_bf16(device, trainer_cfg["precision"])
+    if slow:
+        log.warning(slow)
     memory = PeakMemory(device)  # from here: data, model, training and evaluation
     memory.start()
     if device.type == "cuda" and ctx.enabled:

@@ -76,3 +76,28 @@ def test_float32_products_take_tf32_on_a_gpu_and_leave_the_cpu_alone(matmul_sett
     assert compose_config([]).trainer.matmul_precision == "high"
     with pytest.raises(Exception, match="matmul_precision"):
         compose_config(["trainer.matmul_precision=tf32"])
+
+
+def test_bf16_on_a_cpu_without_bf16_products_warns_once_and_still_runs(tmp_path, monkeypatch,
+                                                                      caplog):
+    """Without AVX512-BF16 or AMX torch's bf16 products take a slow fallback: the run goes on
+    (the config may serve a GPU or another CPU) with one warning naming the faster setting;
+    fp32, a GPU, or a CPU that has the instructions hear nothing."""
+    from seqforecast.runs.training import prepare_run
+
+    monkeypatch.setattr(runtime, "cpu_has_bf16_products", lambda: False)
+    cpu = torch.device("cpu")
+    said = runtime.slow_bf16(cpu, "bf16")
+    assert said.startswith("trainer.precision=bf16 on a CPU without bf16 matrix instructions")
+    assert said.endswith("trainer.precision=fp32 trains faster here")
+    assert runtime.slow_bf16(cpu, "fp32") is None
+    assert runtime.slow_bf16(torch.device("cuda"), "bf16") is None
+    cfg = compose_config(["experiment=quick", "data.train_size=64", "trainer.precision=bf16",
+                          "log.figures=false"])
+    with caplog.at_level(logging.WARNING):
+        prepare_run(cfg, tmp_path / "run").monitor.close()
+    assert [r.message for r in caplog.records if r.levelno == logging.WARNING] == [said]
+    monkeypatch.setattr(runtime, "cpu_has_bf16_products", lambda: True)
+    assert runtime.slow_bf16(cpu, "bf16") is None
+    monkeypatch.undo()
+    assert isinstance(runtime.cpu_has_bf16_products(), bool)  # torch's own probe answers
