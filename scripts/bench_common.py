@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -42,6 +43,19 @@ class Clock:
         end.record()
         end.synchronize()
         return start.elapsed_time(end) / 1e3
+
+
+def matmul_gflops(n: int = 2048, repeats: int = 10, device: str = "cpu", dtype: str = "fp32",
+                  pick: Callable[[list[float]], float] = statistics.median) -> float:
+    """This machine's torch.mm rate on n x n matrices, GFLOP/s: `pick` (the median, or min
+    for the best) of `repeats` timed products, on the threads torch has."""
+    import torch
+
+    a, b = (torch.randn(n, n, device=device, dtype=getattr(torch, DTYPES[dtype]))
+            for _ in range(2))
+    torch.mm(a, b)
+    clock = Clock(device)
+    return 2 * n**3 / pick([clock.time(lambda: torch.mm(a, b)) for _ in range(repeats)]) / 1e9
 
 
 class PeakMemory:

@@ -40,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_common import DTYPES, Clock, best_of_rounds, run_worker, write_report
+from bench_common import DTYPES, best_of_rounds, matmul_gflops, run_worker, write_report
 
 SIZES = {
     "default": dict(d_model=64, heads=4, enc=2, dec=1, in_len=24, out_len=12, label=8, batch=64),
@@ -226,17 +226,9 @@ def run_case(size_name: str, case: str, steps: int, warmup: int, device: str = "
     }
 
 
-def matmul_rate(n: int = 2048, repeats: int = 10, device: str = "cpu",
-                dtype: str = "fp32") -> dict:
-    import torch
-
-    a, b = (torch.randn(n, n, device=device, dtype=getattr(torch, DTYPES[dtype]))
-            for _ in range(2))
-    torch.mm(a, b)
-    clock = Clock(device)
-    times = [clock.time(lambda: torch.mm(a, b)) for _ in range(repeats)]
+def matmul_rate(n: int = 2048, device: str = "cpu", dtype: str = "fp32") -> dict:
     return {"case": "matmul", "status": "ok", "n": n, "device": device, "dtype": dtype,
-            "gflops": 2 * n**3 / statistics.median(times) / 1e9}
+            "gflops": matmul_gflops(n, device=device, dtype=dtype)}
 
 
 # --------------------------------------------------------------------------- driver side

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import torch
-from bench_common import write_report
+from bench_common import matmul_gflops, write_report
 from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -39,19 +39,6 @@ from seqforecast.training.monitor import Monitor
 PRODUCTS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm",
             "aten::_scaled_dot_product_flash_attention_for_cpu",
             "aten::_scaled_dot_product_flash_attention_for_cpu_backward"}
-
-
-def matmul_rate(threads: int, size: int = 2048, repeats: int = 5) -> float:
-    """This machine's fp32 torch.mm rate at `size`^2 on `threads` threads, GFLOP/s (best of
-    `repeats`)."""
-    a, b = torch.randn(size, size), torch.randn(size, size)
-    torch.mm(a, b)
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        torch.mm(a, b)
-        best = min(best, time.perf_counter() - started)
-    return 2 * size**3 / best / 1e9
 
 
 def build_loop(overrides: list[str], run_dir: Path) -> RunLoop:
@@ -138,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as run_dir:
         loop = build_loop(overrides, Path(run_dir))
         found = profile_steps(loop, args.steps, args.warmup, args.top)
-        rate = matmul_rate(args.threads)
+        rate = matmul_gflops(repeats=5, pick=min)  # on the run's threads: the best of 5
         report = {"overrides": overrides, "steps": args.steps, "threads": args.threads,
                   "kernels": loop.kernels, "matmul_gflop_per_s": rate, "found": found}
     print(table(report))
