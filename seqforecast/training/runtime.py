@@ -157,8 +157,9 @@ def cpu_has_bf16_products() -> bool:
     """Whether this CPU multiplies bf16 matrices in hardware (AVX512-BF16 or AMX, as oneDNN
     sees it). Without them torch's bf16 products take a generic fallback: on an AVX2 CPU here
     (AMD EPYC) 0.3 GFLOP/s against fp32's 35-76 at TimeXer's shapes, and its training step
-    19x slower (1,070 ms against 55, under the same load). Where torch cannot say, assumed yes
-    (nothing is held back on a guess)."""
+    about 18x slower (1,070 ms against fp32's 55-60, each beside two training runs;
+    benchmarks/profile_step_timexer_etth1_*). Where torch cannot say, assumed yes (nothing is
+    held back on a guess)."""
     try:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):  # a torch without oneDNN's probe
