@@ -216,12 +216,29 @@ def best_of_rounds(
     return kept
 
 
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo on Linux), else what platform says."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
 def write_report(out: Path, script: str, argv: list[str] | None, **fields) -> None:
-    """Write the report to `out` with the command and machine it came from."""
+    """Write the report to `out` with the command and machine it came from: the machine's
+    CPU and the instruction set torch uses on it, since the same session's machine is not
+    always the same CPU (an AVX2 one runs bf16 products many times slower than fp32)."""
+    import torch
+
     report = dict(
         command=" ".join(["python", f"scripts/{Path(script).name}", *(argv or sys.argv[1:])]),
         machine=dict(
-            platform=platform.platform(), cpus=os.cpu_count(), python=sys.version.split()[0]
+            platform=platform.platform(), cpus=os.cpu_count(), python=sys.version.split()[0],
+            cpu=cpu_model(), torch=torch.__version__,
+            torch_cpu_capability=torch.backends.cpu.get_cpu_capability(),
         ),
         **fields,
     )

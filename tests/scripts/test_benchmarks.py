@@ -167,6 +167,9 @@ def test_profile_step_splits_the_loops_step_into_products_and_the_rest(tmp_path)
     report = json.loads(out.read_text())
     found = report["found"]
     assert report["overrides"] == ["d_model=32", "trainer.num_threads=1"]
+    machine = report["machine"]  # which CPU: sessions' machines differ (AVX2, AVX512)
+    assert machine["cpu"] and machine["torch"] == torch.__version__
+    assert machine["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert 0 < found["products_ms"] < found["profiled_step_ms"] and found["step_ms"] > 0
     assert found["products_gflop"] > 0 and report["matmul_gflop_per_s"] > 0
     ops = {e["op"]: e for e in found["top"]}
