@@ -22,7 +22,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
 from bench_common import matmul_gflops, write_report
 from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
@@ -30,7 +29,6 @@ from torch.utils.flop_counter import FlopCounterMode
 from seqforecast.config.compose import compose_config
 from seqforecast.runs.training import prepare_run
 from seqforecast.training.distributed import SINGLE
-from seqforecast.training.evaluation import Evaluator
 from seqforecast.training.loop import RunLoop
 from seqforecast.training.monitor import Monitor
 
@@ -49,10 +47,8 @@ def build_loop(overrides: list[str], run_dir: Path) -> RunLoop:
     run.monitor.close()  # the run's own (its start written): the steps here log nothing
     trainer = run.plain["trainer"]
     loop = RunLoop(run.model, run.data, trainer, run_dir, cfg.seed, run.config_yaml,
-                   Monitor(), SINGLE, None,
-                   Evaluator(run.data, {}, trainer["eval_batch_size"]), run.kernels)
-    loop.state.order = torch.randperm(len(run.data.train), generator=loop.shuffle)
-    loop.state.next_batch, loop.state.mse_sum, loop.state.seen = 0, 0.0, 0
+                   Monitor(), SINGLE, None, run.evaluator, run.kernels)
+    loop.draw_order()
     run.model.train()
     return loop
 

@@ -130,7 +130,8 @@ def _ignored(key: str) -> bool:
     return key in IGNORED_KEYS or key.startswith(IGNORED_PREFIXES)
 
 
-def _override_key(override: str) -> str:
+def override_key(override: str) -> str:
+    """The config key an override sets (`+a.b=1`, `~a.b`, `a.b=1`: `a.b`)."""
     return override.lstrip("+~").partition("=")[0]
 
 
@@ -185,8 +186,8 @@ def _label(groups: list[Group], differing: list[str], runs: Sequence[Run]) -> No
     def by_overrides(group: Group) -> str | None:
         labels = {
             " ".join(o for o in r.overrides
-                     if o not in common and not _ignored(_override_key(o))
-                     and not _override_key(o).startswith("hydra"))
+                     if o not in common and not _ignored(override_key(o))
+                     and not override_key(o).startswith("hydra"))
             for r in group.runs
         }
         return labels.pop() if len(labels) == 1 else None

@@ -122,10 +122,7 @@ class StackedLoop:
     def train_epoch(self, stop, progress: bool) -> None:
         self.epoch += 1
         for k in self.active:
-            state = self.loops[k].state
-            state.order = torch.randperm(len(self.loops[k].data.train),
-                                         generator=self.loops[k].shuffle)
-            state.next_batch, state.mse_sum, state.seen = 0, 0.0, 0
+            self.loops[k].draw_order()
         # a member that failed inside an epoch is fed its windows in order until the epoch
         # ends (then _shrink drops it); its state is left as it was
         idle = torch.arange(len(self.loops[0].data.train))

@@ -16,7 +16,14 @@ import math
 from dataclasses import asdict
 from pathlib import Path
 
-from ..comparison.runs import CompareError, Run, check_comparable, find_run_dirs, load_run
+from ..comparison.runs import (
+    CompareError,
+    Run,
+    check_comparable,
+    find_run_dirs,
+    load_run,
+    override_key,
+)
 from ..config.saved import saved_choices
 from ..stats import paired_ratio, sign_test, summarize
 from .grid import Cell, Study, StudyError
@@ -162,10 +169,6 @@ def _row(value: str, runs: dict[int, Run], reference: dict[int, Run]) -> dict:
     }
 
 
-def _key(override: str) -> str:
-    return override.partition("=")[0].lstrip("+~")
-
-
 def _extras(run: Run, cell: Cell, group: str) -> frozenset[str] | None:
     """The overrides a job ran with beyond its cell's own and what the study sweeps (the seed,
     the value): the command line's (threads, data_dir, `attention.gate=headwise` for a gated
@@ -174,8 +177,8 @@ def _extras(run: Run, cell: Cell, group: str) -> frozenset[str] | None:
     if REPORTED in run.config:
         found = run.config.get(REPORTED_EXTRAS)
         return None if found is None else frozenset(found)
-    swept = {_key(o) for o in cell.overrides} | {group, "seed", "skip_completed"}
-    return frozenset(o for o in run.overrides if _key(o) not in swept)
+    swept = {override_key(o) for o in cell.overrides} | {group, "seed", "skip_completed"}
+    return frozenset(o for o in run.overrides if override_key(o) not in swept)
 
 
 def _shared_overrides(runs: list[Run], cell: Cell, group: str) -> tuple[list[str], list[str]]:

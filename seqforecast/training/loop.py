@@ -312,9 +312,8 @@ class RunLoop:
     def train_epoch(self, stop, hide_bars) -> None:
         state = self.state
         epoch = state.epoch + 1
-        if state.order is None:
-            state.order = torch.randperm(len(self.data.train), generator=self.shuffle)
-            state.next_batch, state.mse_sum, state.seen = 0, 0.0, 0
+        if state.order is None:  # else a resumed epoch goes on in its own order
+            self.draw_order()
         self.model.train()
         bar = tqdm(range(state.next_batch, self.steps_per_epoch), total=self.steps_per_epoch,
                    initial=state.next_batch, desc=f"epoch {epoch}", leave=False,
@@ -334,6 +333,12 @@ class RunLoop:
                     self.save(LAST)
                     raise TrainingInterrupted(stop.signum or signal.SIGTERM, epoch, state.step)
         self.epoch_train_seconds = time.perf_counter() - started
+
+    def draw_order(self) -> None:
+        """A new epoch's batch order from the run's shuffle stream, its tallies at zero."""
+        state = self.state
+        state.order = torch.randperm(len(self.data.train), generator=self.shuffle)
+        state.next_batch, state.mse_sum, state.seen = 0, 0.0, 0
 
     def step(self, batch: int) -> None:
         """One optimizer step on global batch `batch` of the epoch's order. No host sync:
