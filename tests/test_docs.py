@@ -346,14 +346,14 @@ def test_the_literature_speed_tables_are_their_reports():
 
 def test_the_attention_study_page_is_its_reports():
     """The tables on docs/benchmarks/attention_study.md are benchmarks/attention_study.json's,
-    attention_study_variate.json's, attention_controls.json's then
-    attention_controls_gated.json's, as `python -m seqforecast.study` prints them, and each
+    attention_study_variate.json's, attention_controls.json's, attention_controls_variate.json's
+    then attention_controls_gated.json's, as `python -m seqforecast.study` prints them, and each
     report's .md beside it too."""
     from seqforecast.studies.report import markdown
 
     printed = {name: markdown(json.loads((REPO / "benchmarks" / f"{name}.json").read_text()))
                for name in ("attention_study", "attention_study_variate", "attention_controls",
-                            "attention_controls_gated")}
+                            "attention_controls_variate", "attention_controls_gated")}
     page = (REPO / "docs" / "benchmarks" / "attention_study.md").read_text()
     assert _table_rows(page) == [row for text in printed.values() for row in _table_rows(text)]
     for name, text in printed.items():
