@@ -17,7 +17,7 @@ and the exogenous series', with a linear fit reading every input beside).
     python scripts/bench_leaderboard.py --smoke      # a small generated file, 1 epoch (the tests)
 
 Every run is `python -m seqforecast.train experiment=<model> dataset=<name> in_len=96
-out_len=<horizon>` with the published sizes of that dataset and horizon (seqforecast/published.py):
+out_len=<horizon>` with the published sizes of that dataset and horizon (seqforecast/published/):
 the dataset's borders, every channel z-scored on its training rows, MSE and MAE in those z units
 over every test window (iTransformer's published test loader has a batch of 1). PatchTST's
 published test loader drops the last incomplete batch of 128; its rows also give the MSE on

@@ -15,8 +15,8 @@ dropout), the same input/output projections, positional table, placeholders and 
 normalisation, trained by the same loop.
 
 Also measured, in the same run: this machine's fp32 matmul rate (torch.mm, 2048^2), each
-model's FLOPs per token by formula (seqforecast/model/flops.py: forward x 3, attention over
-the keys each query sees; the reference has the same dimensions, so the same count), the
+model's FLOPs per token counted from the model (seqforecast/model/flops.py: forward x 3, every
+attention on its explicit path; the reference has the same dimensions, so the same count), the
 achieved fraction of that rate, torch's FlopCounterMode count beside it (it counts the fused
 attention kernel as 0 on CPU, so it reads low wherever attention runs fused), and the time to
 generate a batch of data relative to a step. Tokens
@@ -159,8 +159,8 @@ def run_case(size_name: str, case: str, steps: int, warmup: int, device: str = "
     build = (lambda: reference_model(size)) if model_name == "reference" else (
         lambda: build_model(plain)
     )
-    # FLOPs by formula (the fused attention counted too); torch's counter beside it, which
-    # sees the fused kernel as 0 FLOPs on CPU.
+    # FLOPs counted on the explicit attention paths (the fused attention counted too); torch's
+    # counter on the step as it runs beside it, which sees the fused kernel as 0 FLOPs on CPU.
     flops = batch * training_flops(plain)
     counter_flops = count_flops(build().to(device), data.train.src[:batch],
                                 data.train.target[:batch])

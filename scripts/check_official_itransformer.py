@@ -28,7 +28,7 @@ from bench_common import official_gaps  # noqa: E402
 
 from seqforecast.config import compose_config  # noqa: E402
 from seqforecast.data import build_data  # noqa: E402
-from seqforecast.model.official import load_official_itransformer  # noqa: E402
+from seqforecast.published import load_official_itransformer  # noqa: E402
 
 # dataset -> (official loader class, d_model, d_ff, e_layers, channels) at horizon 96
 SETTINGS = {"etth1": ("Dataset_ETT_hour", 256, 256, 2, 7),

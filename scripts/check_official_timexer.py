@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_common import official_gaps  # noqa: E402
 
 from seqforecast.config import compose_config  # noqa: E402
-from seqforecast.model.official import load_official_timexer  # noqa: E402
+from seqforecast.published import load_official_timexer  # noqa: E402
 
 # name -> (features, file, official loader class, in_len, out_len, patch_len, d_model, d_ff,
 #          layers, series)

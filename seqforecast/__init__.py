@@ -1,6 +1,7 @@
 """seqforecast: config-driven Transformer forecasting (encoder-decoder or encoder-only) with
 swappable attention backends, scored beside baselines on held-out data."""
 
+from . import native  # noqa: F401  registers the CPU's C kernels as a kernel set
 from .model import build_model
 
 __version__ = "0.1.0"

@@ -44,10 +44,14 @@ def choice(name: str, names: Iterable[str]) -> type[Choice]:
 
 
 class Check(NamedTuple):
-    """`ok(value)` must hold; `allowed` says what is allowed (after "is not allowed: ")."""
+    """`ok(value)` must hold; `allowed` says what is allowed (after "is not allowed: "): a
+    string, or a function giving it where the allowed values are registered, not fixed."""
 
     ok: Callable[[Any], bool]
-    allowed: str
+    allowed: str | Callable[[], str]
+
+    def words(self) -> str:
+        return self.allowed() if callable(self.allowed) else self.allowed
 
 
 def at_least(low: float) -> Check:
@@ -95,7 +99,7 @@ def check_options(schema: type, values: Mapping, prefix: str = "") -> None:
             raise refuse(key, value, "choose one of " + ", ".join(kind.names()))
         check = field.metadata.get("check")
         if check is not None and not check.ok(value):
-            raise refuse(key, value, check.allowed)
+            raise refuse(key, value, check.words())
         if isinstance(kind, type) and dataclasses.is_dataclass(kind):
             check_options(kind, value, f"{key}.")
 

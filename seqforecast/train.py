@@ -39,6 +39,7 @@ from omegaconf.errors import OmegaConfBaseException
 from .cli_args import BAD_INPUT
 from .config import CONFIG_DIR, ConfigError, register_schemas, validate_config
 from .config.check import composition_error
+from .config.compose import settle_dataset
 from .config.rundir import (
     LAST_CHECKPOINT,
     completed_record,
@@ -265,6 +266,7 @@ def distributed_argv(argv: list[str], ctx: Distributed) -> list[str]:
 
 def cli() -> None:
     ctx = init_from_env()
+    sys.argv[1:] = settle_dataset(sys.argv[1:])  # dataset=null, or data= without dataset=
     try:
         if ctx.enabled:
             sys.argv[1:] = distributed_argv(sys.argv[1:], ctx)

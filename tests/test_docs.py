@@ -404,7 +404,8 @@ def _train(tmp_path, env, *overrides, run_dir="run") -> subprocess.CompletedProc
 def test_the_backend_in_extending_md_registers_and_trains_as_a_plugin(tmp_path):
     """extending.md's backend module and YAML, as a package of one's own would ship them (an
     entry point, a --config-dir): the backend composes, trains for an epoch, and refuses a bad
-    value and residual attention in one line, and takes the root's attention_dropout."""
+    value, residual attention and positions inside attention in one line, and takes the root's
+    attention_dropout."""
     page = REPO / "docs" / "extending.md"
     module, yaml = _fenced(page, "python")[0], _fenced(page, "yaml")[0]
     assert len(module.strip().splitlines()) <= 50
@@ -422,6 +423,13 @@ def test_the_backend_in_extending_md_registers_and_trains_as_a_plugin(tmp_path):
                       "model.res_attention=true", run_dir="residual")
     assert residual.returncode == 2 and residual.stderr.count("\n") == 1
     assert "its scores are cosines" in residual.stderr
+    # positions inside attention: refused, not dropped (its constructor takes no position)
+    rope = _train(tmp_path, env, "experiment=quick", "attention=cosine", "pos_encoding=rope",
+                  run_dir="rope")
+    assert rope.returncode == 2 and rope.stderr.count("\n") == 1, rope.stderr[-2000:]
+    assert ("pos_encoding=rope conflicts with attention=cosine: cosine attention takes no "
+            "position module inside it") in rope.stderr
+    assert not (tmp_path / "rope" / "checkpoints").exists()
     # its YAML names no dropout: the stored schema reads the root's attention_dropout
     shown = _train(tmp_path, env, "--cfg", "job", "--resolve", "--package", "attention",
                    "experiment=itransformer", "attention=cosine")
@@ -501,7 +509,7 @@ def test_the_defaults_the_pages_list_are_the_schemas():
 
 def test_the_published_settings_the_pages_list_are_the_table():
     """itransformer.md and patchtst.md show the authors' per-dataset settings as commands;
-    seqforecast/published.py is their one home (the leaderboard and the studies read it), and
+    seqforecast/published/ is their one home (the leaderboard and the studies read it), and
     each command of those pages trains the setting it holds for its dataset and horizon."""
     checked = 0
     for page, _command, _module, args in TRAIN:

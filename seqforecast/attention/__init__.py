@@ -17,13 +17,14 @@ from .einsum import EinsumAttention
 from .kernels import Kernel, KernelFacts, kernel_names, register_kernel
 from .position import AttentionPosition, RelativePositionTerms, RotaryEmbedding
 from .registry import (
-    attention_context,
     attention_schema,
     available_attention,
     build_attention,
     register_attention,
+    takes_position,
 )
-from .residual import ResidualQK, carries_residual
+from .residual import ResidualQK
+from .site import TIME, VARIATE, Site
 from .vanilla import VanillaAttention
 
 __all__ = [
@@ -44,21 +45,24 @@ __all__ = [
     "VanillaAttention",
     "AttentionOptions",
     "DiffOptions",
-    "attention_context",
     "attention_schema",
     "available_attention",
     "build_attention",
-    "carries_residual",
     "register_attention",
+    "takes_position",
+    "Site",
+    "TIME",
+    "VARIATE",
 ]
 
-# Importing a backend's module registers it: every module of this folder (a new backend is its
-# module and its YAML, nothing else) but the private ones (`_name.py`: helpers that register
-# nothing, imported where used: the Triton programs only on their first launch), then those
-# other packages declare under the entry-point group `seqforecast.attention`
-# (docs/extending.md).
+# Importing a backend's or a kernel's module registers it: every module of this folder (a new
+# backend is its module and its YAML, nothing else; a kernel its module) but the private ones
+# (`_name.py`: helpers that register nothing, imported where used: the Triton programs only on
+# their first launch), then those other packages declare under the entry-point groups
+# `seqforecast.attention` and `seqforecast.kernels` (docs/extending.md).
 for _module in pkgutil.iter_modules(__path__):
     if not _module.name.startswith("_"):
         importlib.import_module(f"{__name__}.{_module.name}")
-for _plugin in entry_points(group="seqforecast.attention"):
-    _plugin.load()
+for _group in ("seqforecast.attention", "seqforecast.kernels"):
+    for _plugin in entry_points(group=_group):
+        _plugin.load()

@@ -28,40 +28,17 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..options import above, option, probability
+from ..options import above, option, probability, refuse
 from .base import AttentionOptions
-from .mechanism import MechanismAttention
+from .mechanism import MechanismAttention, no_scores
 from .registry import register_attention
+from .site import ALONE, Site
 
 
 @dataclass
 class AutoCorrelationOptions(AttentionOptions):
     dropout: float = option(0.0, probability)  # on the lag weights, in training
     factor: float = option(1.0, above(0))  # floor(factor ln L) lags (Autoformer's: 1)
-
-    def token_conflict(self, tokens: int) -> tuple[str, str] | None:
-        lags = lag_count(self.factor, tokens)
-        if lags >= 1:
-            return None
-        if tokens < 2:
-            return "factor", "a layer reads 1 token, which has no lags"
-        return "factor", (f"floor(factor ln {tokens} tokens) = {lags} lags; the fewest tokens "
-                          f"a layer reads are {tokens}: a factor >= "
-                          f"{1 / math.log(tokens):.3g} gives one")
-
-    def core_flops(self, q_len, k_len, head_dim, causal, carried=1, pairs="seen",
-                   cross=False) -> int:
-        """Three real FFTs of L points per channel (q's, k's and the correlation's inverse),
-        counted as the radix-2 2.5 L log2 L each (torch's flop counter counts no FFT), and
-        the weighted sum of floor(factor ln L) rolled values."""
-        length = q_len
-        return int(3 * 2.5 * length * math.log2(length) * head_dim) + (
-            2 * lag_count(self.factor, length) * length * head_dim)
-
-    TIME_AXIS = "its lags roll the tokens along time"
-    CAUSAL = "its lags wrap around the whole window"
-    INSIDE_POSITIONS = False
-    SCORES = "auto-correlation has no q.k scores (lag correlations replace them)"
 
 
 def lag_count(factor: float, length: int) -> int:
@@ -71,6 +48,21 @@ def lag_count(factor: float, length: int) -> int:
 
 @register_attention("autocorrelation", AutoCorrelationOptions)
 class AutoCorrelation(MechanismAttention):
+    def __init__(self, d_model: int, n_heads: int, options: AutoCorrelationOptions,
+                 site: Site = ALONE):
+        why_causal = "its lags wrap around the whole window"
+        site.refuse("autocorrelation", time_axis="its lags roll the tokens along time",
+                    causal=why_causal, residual=no_scores(
+                        "auto-correlation has no q.k scores (lag correlations replace them)"))
+        tokens = site.fewest_tokens()
+        if tokens is not None and lag_count(options.factor, tokens) < 1:
+            raise refuse(site.option("factor"), options.factor, (
+                "a layer reads 1 token, which has no lags" if tokens < 2 else
+                f"floor(factor ln {tokens} tokens) = {lag_count(options.factor, tokens)} lags; "
+                f"the fewest tokens a layer reads are {tokens}: a factor >= "
+                f"{1 / math.log(tokens):.3g} gives one"))
+        super().__init__(d_model, n_heads, options, site, causal=why_causal)
+
     def _attend(self, q, k, v, causal, need_weights):
         length, k_len = q.shape[2], k.shape[2]
         k, v = (_fit(t, length) for t in (k, v))  # [B, H, L, d]

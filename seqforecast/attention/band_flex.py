@@ -7,8 +7,9 @@ the next block when causal, nor a later key). The sequence is padded to a multip
 FlexAttention's 128-wide blocks, the padded keys masked: torch 2.13's compiled CPU forward gave
 wrong rows (errors of 0.3-1.1) at L = 40 unpadded, none padded (tests/attention/test_band.py).
 Each group reads its own copy of the values (FlexAttention shares values only where keys are
-shared too, and diff's two halves have keys of their own). On the CPU FlexAttention has no
-backward: a call there that needs gradients runs the explicit path.
+shared too, and diff's two halves have keys of their own). It trains on a GPU: on the CPU
+FlexAttention has no backward, so a machine without CUDA refuses the kernel when the layer is
+built (the suite checks its CPU forward by calling the kernel itself).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ._common import ShapeCache
-from .kernels import EXPLICIT, Kernel, KernelFacts, band_refusal
+from .kernels import Kernel, KernelFacts, band_refusal, refuse_padding, register_kernel
 
 FLEX_BLOCK = 128  # FlexAttention's default block: the padded length is a multiple of it
 
@@ -62,6 +63,7 @@ def flex_band_attention(q: Tensor, k: Tensor, v: Tensor, scale: float, block: in
     return out[..., :length, :]
 
 
+@register_kernel
 class FlexBand(Kernel):
     """`attention.kernel=flex`: the band above; `auto` leaves it to be named (not measured)."""
 
@@ -75,17 +77,16 @@ class FlexBand(Kernel):
     def cannot_serve(cls, facts: KernelFacts) -> str | None:
         if flex_attention is None:
             return "this torch has no FlexAttention (torch >= 2.5)"
-        return band_refusal(facts)
+        return band_refusal(facts) or (None if torch.cuda.is_available() else (
+            "it trains on a GPU, and this machine has none (on the CPU FlexAttention has no "
+            "backward)"))
 
     @classmethod
     def favoured(cls, facts: KernelFacts) -> bool:
         return False
 
     def __call__(self, attn, q, k, v, residual, call, key_padding_mask):
-        needs_grad = torch.is_grad_enabled() and any(
-            t.requires_grad for t in (q, k, v) if t is not None)
-        if key_padding_mask is not None or (needs_grad and q.device.type == "cpu"):
-            return EXPLICIT(attn, q, k, v, residual, call, key_padding_mask)
+        refuse_padding(self, key_padding_mask)
         qs, ks, vs = attn.groups(q), attn.groups(k), attn.group_values(v)
         length, block = qs.shape[-2], self.facts.band
         mask = self._masks.get((length, block, call.causal, qs.device),

@@ -14,8 +14,8 @@ computes the S softmaxes in one pass (diff: both halves' maps, the band, the pro
 each row's log-sum-exp for the backward. The backward is FlashAttention-2's split: a program
 per key block gathers dk and dv from the 2-3 query blocks that see it (dv summed over the S
 groups, no atomics), a program per query block gives dq; both recompute the probabilities from
-the log-sum-exp. Dropout on the weights, residual attention and a key padding mask are the
-explicit path's (kernels.py refuses the first two; a padded call goes there).
+the log-sum-exp. Dropout on the weights and residual attention are refused when the layer is
+built (kernels.py), a key padding mask at the call.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import os
 import torch
 from torch import Tensor
 
-from .kernels import EXPLICIT, Kernel, KernelFacts, band_refusal
+from .kernels import Kernel, KernelFacts, band_refusal, refuse_padding, register_kernel
 
 
 def interpreted() -> bool:
@@ -108,6 +108,7 @@ def band_attention(q: Tensor, k: Tensor, v: Tensor, scale: float, block: int,
     return _Band.apply(q, k, v, scale, block, causal)
 
 
+@register_kernel
 class TritonBand(Kernel):
     """`attention.kernel=triton`: the block-local band above. `auto` leaves it to be named until
     a GPU visit has measured it against the explicit windows and FlexAttention."""
@@ -123,8 +124,7 @@ class TritonBand(Kernel):
         return False
 
     def __call__(self, attn, q, k, v, residual, call, key_padding_mask):
-        if key_padding_mask is not None:  # the band has no padding: the explicit path's call
-            return EXPLICIT(attn, q, k, v, residual, call, key_padding_mask)
+        refuse_padding(self, key_padding_mask)  # the band has no padding
         values, _ = attn.shared_values(v)
         out = band_attention(attn.groups(q), attn.groups(k), values, attn.scale,
                              self.facts.band, call.causal)

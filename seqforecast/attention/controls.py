@@ -24,66 +24,35 @@ was built for, except causal learned mixing, whose rows stop at the query anyway
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..options import ConfigError
 from .base import AttentionOptions
-from .mechanism import MechanismAttention
+from .mechanism import MechanismAttention, no_scores
 from .registry import register_attention
+from .site import ALONE, Site, conflict
 
-_NO_QK = "it computes no q.k scores"
-
-
-class _Control(AttentionOptions):
-    """What every control arm declares."""
-
-    SCORES = _NO_QK
-    INSIDE_POSITIONS = False
-    CHANNEL_ORDER = "its learned weights belong to token places, so permuting the tokens " \
-                    "changes the function"
-
-    def _projections(self, q_len, k_len, d_model, n_heads, cross=False) -> int:
-        """v and the output: no q or k."""
-        return 2 * d_model * (k_len * d_model + q_len * d_model)
-
-    def core_flops(self, q_len, k_len, head_dim, causal, carried=1, pairs="seen",
-                   cross=False) -> int:
-        """The mixing's products: 2 head_dim a (query, key) pair it weighs."""
-        return 2 * head_dim * q_len * k_len
-
-
-@dataclass
-class NormLinOptions(_Control):
-    CAUSAL = "its normalised matrix mixes every token with every other, the later ones too"
-    HEAD_OUTPUTS = "it mixes whole tokens with one matrix (no heads to gate)"
-
-
-@dataclass
-class LearnedMixingOptions(_Control):
-    pass
-
-
-@dataclass
-class NoMixingOptions(_Control):
-    CROSS = "each token reads only itself, and a cross position's queries have no own tokens " \
-            "among its keys"
-    CHANNEL_ORDER = None  # nothing learned per place: permuting tokens permutes outputs
-
-    def core_flops(self, q_len, k_len, head_dim, causal, carried=1, pairs="seen",
-                   cross=False) -> int:
-        return 0
+_NO_QK = no_scores("it computes no q.k scores")
 
 
 class _Mixing(MechanismAttention):
     """A control arm over v heads [B, H, Lk, head_dim]: a fixed [Lq, Lk] matrix, no q or k."""
 
-    def __init__(self, d_model: int, n_heads: int, options: AttentionOptions,
-                 lengths: tuple[int, int], cross_attention: bool = False):
-        super().__init__(d_model, n_heads, options, reads=("v",))
-        self.q_len, self.k_len = lengths
+    CHANNEL_ORDER = ("its learned weights belong to token places, so permuting the tokens "
+                     "changes the function")
+
+    def __init__(self, d_model: int, n_heads: int, options: AttentionOptions, site: Site,
+                 causal: str | None = None):
+        """The matrix is sized from the tokens (queries, keys) its site reads."""
+        name = options.name
+        site.refuse(name, causal=causal, residual=_NO_QK)
+        if site.q_len is None:
+            raise ConfigError(f"{name} sizes its matrix from the tokens its layer reads: build "
+                              f"it with lengths=(queries, keys)")
+        super().__init__(d_model, n_heads, options, site, causal=causal, reads=("v",))
+        self.q_len, self.k_len = site.q_len, site.k_len
 
     def heads(self, query, key_value, call):
         """No q or k: the queries' count travels as an empty q, [B, 1, Lq, 0]."""
@@ -100,11 +69,16 @@ class _Mixing(MechanismAttention):
         return weights[:q_len, :k_len]
 
 
-@register_attention("normlin", NormLinOptions)
+@register_attention("normlin", AttentionOptions)
 class NormLinMixing(_Mixing):
-    def __init__(self, d_model, n_heads, options, lengths, cross_attention=False):
-        super().__init__(d_model, n_heads, options, lengths, cross_attention)
-        q_len, k_len = lengths
+    def __init__(self, d_model, n_heads, options, site=ALONE):
+        if options.gate != "none":
+            raise conflict(site.option("gate"), options.gate, site.key, "normlin",
+                           "the gate scales each head's output, and it mixes whole tokens with "
+                           "one matrix (no heads to gate)")
+        super().__init__(d_model, n_heads, options, site, causal=(
+            "its normalised matrix mixes every token with every other, the later ones too"))
+        q_len, k_len = site.q_len, site.k_len
         self.weight = nn.Parameter(torch.eye(q_len, k_len) + torch.randn(q_len, k_len))
 
     def _attend(self, q, k, v, causal, need_weights):
@@ -117,11 +91,11 @@ class NormLinMixing(_Mixing):
         return out, shown
 
 
-@register_attention("learned_mixing", LearnedMixingOptions)
+@register_attention("learned_mixing", AttentionOptions)
 class LearnedMixing(_Mixing):
-    def __init__(self, d_model, n_heads, options, lengths, cross_attention=False):
-        super().__init__(d_model, n_heads, options, lengths, cross_attention)
-        q_len, k_len = lengths
+    def __init__(self, d_model, n_heads, options, site=ALONE):
+        super().__init__(d_model, n_heads, options, site)
+        q_len, k_len = site.q_len, site.k_len
         self.weight = nn.Parameter(torch.full((n_heads, q_len, k_len), 1.0 / k_len))
 
     def _attend(self, q, k, v, causal, need_weights):
@@ -135,10 +109,14 @@ class LearnedMixing(_Mixing):
         return self.merge(out), weights.expand(batch, -1, -1, -1) if need_weights else None
 
 
-@register_attention("no_mixing", NoMixingOptions)
+@register_attention("no_mixing", AttentionOptions)
 class NoMixing(MechanismAttention):
-    def __init__(self, d_model: int, n_heads: int, options: AttentionOptions):
-        super().__init__(d_model, n_heads, options, reads=("v",))
+    def __init__(self, d_model: int, n_heads: int, options: AttentionOptions,
+                 site: Site = ALONE):
+        site.refuse("no_mixing", residual=_NO_QK, cross=(
+            "each token reads only itself, and a cross position's queries have no own tokens "
+            "among its keys"))
+        super().__init__(d_model, n_heads, options, site, reads=("v",))
 
     def _attend(self, q, k, v, causal, need_weights):
         batch, heads, length, _ = v.shape

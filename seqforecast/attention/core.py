@@ -37,6 +37,7 @@ from ._common import check_inputs, mha_init
 from .base import AttentionOptions
 from .kernels import EXPLICIT, Kernel, KernelFacts, causal_mask, choose_kernel
 from .residual import ResidualQK
+from .site import ALONE, Site
 
 
 class AttentionCall(NamedTuple):
@@ -48,7 +49,7 @@ class AttentionCall(NamedTuple):
     key_start: int = 0  # and of the first key
     residual: ResidualQK | None = None  # residual attention: the stack's q and k so far
     side: Any = None  # what the model computes from each window for its backend
-    # (AttentionOptions.side_inputs: de-stationary attention's factors), or None
+    # (Attention.side_inputs: de-stationary attention's factors), or None
 
 
 def repeat_side(side: Any, repeats: int) -> Any:
@@ -108,19 +109,28 @@ class Attention(nn.Module):
     """One attention layer (see the module's docstring). Subclasses implement `explicit`, and
     `heads`/`merge` where their heads are not plain [B, H, L, head_dim] ones."""
 
+    # Why permuting its tokens (channels, in model=itransformer) does more than permute its
+    # outputs, or None: it only permutes them (a claim tests/model/test_itransformer.py holds)
+    CHANNEL_ORDER: str | None = None
+
     def __init__(
         self,
         d_model: int,
         n_heads: int,
         options: AttentionOptions,
+        site: Site = ALONE,
         *,
         qk_width: int | None = None,
         reads: tuple[str, ...] = ("q", "k", "v"),
     ):
-        """`qk_width`: the q and k projections' output width (d_model unless the backend's heads
-        are shaped otherwise: diff's halves); `reads`: the projections the mechanism reads."""
+        """`site`: where the layer sits in its model (site.py; a subclass refuses there what it
+        cannot serve); `qk_width`: the q and k projections' output width (d_model unless the
+        backend's heads are shaped otherwise: diff's halves); `reads`: the projections the
+        mechanism reads."""
         super().__init__()
         self.options = options
+        self.site = site
+        self.signed_weights = False  # whether its weights can be negative (maps centred on 0)
         self.d_model, self.n_heads = d_model, n_heads
         self.head_dim = d_model // n_heads
         self.scale = 1.0 / math.sqrt(self.head_dim)
@@ -140,12 +150,11 @@ class Attention(nn.Module):
         """nn.MultiheadAttention's initialisation (a backend that keeps nn.Linear's overrides)."""
         mha_init([getattr(self, f"{name}_proj") for name in self.reads], self.out_proj)
 
-    def use_kernel(self, choice: str = "auto", kernels: str = "torch",
-                   residual: bool = False) -> Kernel:
+    def use_kernel(self, choice: str = "auto", kernels: str = "torch") -> Kernel:
         """Choose the kernel once (kernels.choose_kernel): `choice` the attention.kernel option,
-        `kernels` the run's set (torch or native), `residual` whether the stack carries residual
-        attention. Raises ConfigError in one line where the chosen kernel cannot serve."""
-        self.kernel = choose_kernel(self, choice, kernels, residual)
+        `kernels` the run's set (torch or native). Raises ConfigError in one line where the
+        chosen kernel cannot serve the layer at its site."""
+        self.kernel = choose_kernel(self, choice, kernels)
         return self.kernel
 
     # ------------------------------------------------------------------ the one forward
@@ -181,10 +190,11 @@ class Attention(nn.Module):
     # ------------------------------------------------------------------ what a backend supplies
 
     def check_call(self, call: AttentionCall, key_padding_mask: Tensor | None) -> None:
-        """Refuse, in one line, a call the mechanism cannot mean (ValueError)."""
-        if call.residual is not None and type(self.options).SCORES:
-            raise ValueError(f"{self.options.name} attention cannot carry residual scores: "
-                             f"{type(self.options).SCORES}")
+        """Refuse, in one line, a call the layer was not built for (ValueError)."""
+        if call.residual is not None and not self.site.residual:
+            raise ValueError(f"{self.options.name} attention was built for a stack without "
+                             f"residual attention (its site's residual=False), and the call "
+                             f"carries residual scores")
 
     def heads(self, query: Tensor, key_value: Tensor, call: AttentionCall
               ) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
@@ -230,6 +240,11 @@ class Attention(nn.Module):
         reads each value once for the S groups sharing it (band_triton.py)."""
         return self.group_values(v), 1
 
+    def group_width(self) -> int:
+        """A softmax group's q/k width (`groups`): the head's, unless the backend's heads are
+        shaped otherwise."""
+        return self.head_dim
+
     def kernel_facts(self) -> KernelFacts:
         """What the kernels ask before serving (kernels.py): by default, a mechanism only its
         own path computes."""
@@ -240,6 +255,14 @@ class Attention(nn.Module):
         """bool [Lq, Lk], True where a query may not attend (for kernels that take one mask for
         the whole batch); None where every pair may."""
         return causal_mask(q_len, k_len, device) if causal else None
+
+    def side_inputs(self, channels: int, in_len: int, tokens: int
+                    ) -> tuple[str, nn.Module] | None:
+        """(its name in the model, a module) if the backend reads something its model must
+        compute from each window before the window's norm (window [B, in_len, channels] ->
+        what each call gets as AttentionCall.side; `tokens`: the encoder's), else None.
+        De-stationary attention's factors are one; nothing for most."""
+        return None
 
     def logged_scalars(self) -> dict[str, float]:
         """Learned scalars worth a TensorBoard curve (diff's lambda), by name."""

@@ -4,7 +4,7 @@ the Time-Series-Library's `DSAttention`).
 A model normalises each window before it reaches attention, which makes attention see every
 window alike ("over-stationarisation"); de-stationary attention gives back what the norm took,
 through two factors the model learns from the window before its norm (`DestationaryFactors`,
-below, which a model builds for this backend: AttentionOptions.side_inputs):
+below, which a model builds for this backend: Attention.side_inputs):
 
     weights = softmax((tau q.k + delta_j) / sqrt(head width))
 
@@ -37,8 +37,9 @@ from torch import Tensor, nn
 
 from ..options import Check, option
 from .base import AttentionOptions
-from .mechanism import MechanismAttention
+from .mechanism import MechanismAttention, no_scores
 from .registry import register_attention
+from .site import ALONE, Site
 
 widths = Check(lambda v: len(v) >= 1 and all(isinstance(w, int) and w >= 1 for w in v),
                "a list of one or more positive widths, e.g. [128, 128]")
@@ -48,26 +49,10 @@ widths = Check(lambda v: len(v) >= 1 and all(isinstance(w, int) and w >= 1 for w
 class DestationaryOptions(AttentionOptions):
     projector_hidden: list[int] = option([128, 128], widths, factory=True)  # the factors' MLP
 
-    def side_inputs(self, channels: int, in_len: int, tokens: int):
-        return "destationary", DestationaryFactors(channels, in_len, tokens,
-                                                   list(self.projector_hidden))
-
-    def side_flops(self, channels: int, in_len: int, tokens: int) -> int:
-        """Each factor learner: its convolution (kernel 3, L steps in, one out, over C
-        positions) and its MLP (2C -> hidden ... -> 1 for tau, S for delta)."""
-        widths = [2 * channels, *self.projector_hidden]
-        mlp = sum(a * b for a, b in zip(widths, widths[1:], strict=False))
-        last = self.projector_hidden[-1]
-        return sum(2 * (3 * in_len * channels + mlp + last * out) for out in (1, tokens))
-
-    INSIDE_POSITIONS = False
-    CHANNEL_ORDER = "its factors' convolution runs across the channels in their order"
-    SCORES = "its scores are rescaled by each window's tau, which residual attention would add"
-
 
 class Factors(NamedTuple):
     tau: Tensor  # [B]
-    delta: Tensor  # [B, S]
+    delta: Tensor | None  # [B, S] (None: no layer's keys are the window's tokens)
 
 
 class FactorLearner(nn.Module):
@@ -89,26 +74,38 @@ class FactorLearner(nn.Module):
 
 class DestationaryFactors(nn.Module):
     def __init__(self, channels: int, in_len: int, tokens: int, hidden: list[int]):
+        """`tokens`: the keys delta shifts, 0 where no layer's keys are the window's own (a
+        variate position alone: tau only)."""
         super().__init__()
         self.tau_learner = FactorLearner(channels, in_len, hidden, 1)
-        self.delta_learner = FactorLearner(channels, in_len, hidden, tokens)
+        self.delta_learner = FactorLearner(channels, in_len, hidden, tokens) if tokens else None
 
     def forward(self, window: Tensor) -> Factors:
         """window [B, L, C] -> tau [B], delta [B, S]."""
         mean = window.mean(dim=1, keepdim=True).detach()  # [B, 1, C]
         std = torch.sqrt(window.var(dim=1, keepdim=True, unbiased=False) + 1e-5).detach()
         tau = self.tau_learner(window, std).clamp(max=80.0).exp()  # [B, 1]
-        return Factors(tau=tau.squeeze(-1), delta=self.delta_learner(window, mean))
+        delta = None if self.delta_learner is None else self.delta_learner(window, mean)
+        return Factors(tau=tau.squeeze(-1), delta=delta)
 
 
 @register_attention("destationary", DestationaryOptions)
 class DestationaryAttention(MechanismAttention):
+    CHANNEL_ORDER = "its factors' convolution runs across the channels in their order"
+
     def __init__(self, d_model: int, n_heads: int, options: DestationaryOptions,
-                 window_keys: bool = True):
-        """`window_keys`: whether the keys are the window's own (encoder) tokens, which delta
-        shifts; the decoder's self-attention's are not."""
-        super().__init__(d_model, n_heads, options)
-        self.window_keys = window_keys
+                 site: Site = ALONE):
+        """`site.window_keys`: whether the keys are the window's own (encoder) tokens, which
+        delta shifts; the decoder's self-attention's are not."""
+        site.refuse("destationary", residual=no_scores(
+            "its scores are rescaled by each window's tau, which residual attention would add"))
+        super().__init__(d_model, n_heads, options, site)
+        self.window_keys = site.window_keys
+
+    def side_inputs(self, channels: int, in_len: int, tokens: int
+                    ) -> tuple[str, nn.Module] | None:
+        return "destationary", DestationaryFactors(channels, in_len, tokens,
+                                                   list(self.options.projector_hidden))
 
     def explicit(self, q, k, v, residual, call, key_padding_mask):
         factors: Factors | None = call.side  # this window's, or None: vanilla attention

@@ -17,7 +17,7 @@ with v_h of width d_model / n_heads. Options (`DiffOptions`, each a config value
 - lambda_init: None = 0.8 - 0.6 * exp(-0.3 * (layer - 1)), from the 1-based `layer` index.
 - head_norm: per-head RMSNorm of the output, scaled by (1 - lambda_init).
 - block_size: 0 = full attention. Otherwise, in self-attention, query block [i, i+bs) sees keys
-  [i-bs, i+2bs) (see block_local.py). Cross-attention (`cross_attention=True`) processes its
+  [i-bs, i+2bs) (see block_local.py). Cross-attention (a cross site: `site.cross`) processes its
   queries against all keys: the same function as full attention, computed in one matmul.
 - talking_heads: learned head-to-head mixing of the scores before the softmax and of the
   weights after it (Shazeer et al. 2020), both initialised to the identity.
@@ -55,10 +55,10 @@ from . import block_local
 from ._common import ShapeCache, combine_masks, masked_softmax_
 from .base import AttentionOptions
 from .core import Attention
-from .cost import attention_pairs
 from .kernels import KernelFacts
 from .position import AttentionPosition, DecayForm, RelativePositionTerms, relative_geometry
 from .registry import register_attention
+from .site import ALONE, Site, conflict
 
 LambdaMode = choice("LambdaMode", ("scalar", "reparam"))
 HeadLayout = choice("HeadLayout", ("paper", "wide"))
@@ -81,47 +81,6 @@ class DiffOptions(AttentionOptions):
     past_bias: bool = False  # scores - b for past keys
     decay_form: DecayForm = DecayForm.alibi  # alibi: scores - m_h|i-j|, m_h >= 0 per head |
     # reciprocal: scores / (1 + a|i-j|)
-
-    def shape_conflict(self, d_model: int, n_heads: int) -> tuple[str, str] | None:
-        if self.head_layout == "paper" and (d_model // n_heads) % 2:
-            return "head_layout", (
-                f"the paper layout halves each head's q/k, and d_model/n_heads = "
-                f"{d_model}/{n_heads} = {d_model // n_heads} is odd; use an even head width or "
-                f"attention.head_layout=wide")
-        return None
-
-    def qk_width(self, head_dim: int) -> tuple[int, str]:
-        if self.head_layout == "paper":
-            return head_dim // 2, "half of {head} (attention.head_layout=paper)"
-        return head_dim, "{head}"
-
-    def position_terms(self) -> list[str]:
-        return [key for key in ("distance_decay", "past_bias") if getattr(self, key)]
-
-    def score_terms(self) -> list[str]:
-        return self.position_terms() + (["talking_heads"] if self.talking_heads else [])
-
-    def time_axis(self) -> list[tuple[str, object]]:
-        windows = [("block_size", self.block_size)] if self.block_size else []
-        return windows + super().time_axis()
-
-    SIGNED_WEIGHTS = True  # p1 - lambda p2
-
-    def _half(self, head_dim: int) -> int:
-        return head_dim // 2 if self.head_layout == "paper" else head_dim
-
-    def _projections(self, q_len, k_len, d_model, n_heads, cross=False) -> int:
-        qk = 2 * n_heads * self._half(d_model // n_heads)  # both halves of every head
-        return 2 * d_model * (q_len * qk + k_len * qk + k_len * d_model + q_len * d_model)
-
-    def core_flops(self, q_len, k_len, head_dim, causal, carried=1, pairs="seen",
-                   cross=False) -> int:
-        """Two score maps of the half width w and their difference applied to v once: per
-        pair, 2 x 2w (scores) + 2 head_dim (values), a standard head's in the paper layout;
-        self-attention only within its block window."""
-        windows = 0 if cross else self.block_size
-        per_pair = 2 * 2 * self._half(head_dim) * carried + 2 * head_dim
-        return per_pair * attention_pairs(q_len, k_len, causal, windows, pairs)
 
 
 def default_lambda_init(layer: int) -> float:
@@ -149,29 +108,56 @@ class DifferentialAttention(Attention):
         d_model: int,
         n_heads: int,
         options: DiffOptions,
-        cross_attention: bool = False,
-        layer: int = 1,
+        site: Site = ALONE,
         position: AttentionPosition | None = None,
     ):
-        """`layer`: the 1-based depth within its stack (for lambda_init's schedule);
-        `cross_attention`: whether the layer attends to another sequence (no block windows)."""
+        """`site.layer`: the 1-based depth within its stack (for lambda_init's schedule);
+        `site.cross`: whether the layer attends to another sequence (no block windows)."""
         head_dim = d_model // n_heads  # v and the output, per head
+        paper = options.head_layout == "paper"
+        if paper and head_dim % 2:
+            raise conflict(site.option("head_layout"), "paper", "model.d_model", d_model,
+                           f"the paper layout halves each head's q/k, and d_model/n_heads = "
+                           f"{d_model}/{n_heads} = {head_dim} is odd; use an even head width or "
+                           f"{site.option('head_layout')}=wide")
         # Width of each q/k half: the paper halves the head; the wide layout gives each a head.
-        half_dim = head_dim // 2 if options.head_layout == "paper" else head_dim
+        half_dim = head_dim // 2 if paper else head_dim
+        own_terms = [key for key in ("distance_decay", "past_bias") if getattr(options, key)]
+        if own_terms and position is not None:
+            raise conflict(site.option(own_terms[0]), "true", "pos_encoding", position.label,
+                           f"both would put a position module inside diff attention; use "
+                           f"pos_encoding=relative alone (it has distance_decay and past_bias) "
+                           f"or set {site.option(own_terms[0])}=false")
+        if position is not None:
+            position.bind(half_dim, ("half of " if paper else "") +
+                          f"model.d_model/model.n_heads = {d_model}/{n_heads}" +
+                          (f" ({site.option('head_layout')}=paper)" if paper else ""), d_model)
+        on_scores = own_terms + (["talking_heads"] if options.talking_heads else [])
+        residual = None
+        if on_scores:
+            residual = (f"{site.option(on_scores[0])}=true acts on the scores, which residual "
+                        f"attention cannot carry; set it false or model.res_attention=false")
+        elif position is not None and position.acts_on_scores:
+            residual = (f"pos_encoding={position.label} adds its terms to the scores, which "
+                        f"residual attention cannot carry; use sinusoidal, learned, rope or none")
+        windows = (("block_size", options.block_size),) if options.block_size else ()
+        site.refuse("diff", residual=residual,
+                    along_time=windows + tuple((key, True) for key in own_terms))
         # q and k carry two halves per head: [E] -> [H, 2, half_dim] (paper: d_model wide;
         # wide: 2 d_model)
-        super().__init__(d_model, n_heads, options, qk_width=2 * n_heads * half_dim)
+        super().__init__(d_model, n_heads, options, site, qk_width=2 * n_heads * half_dim)
+        self.signed_weights = True  # p1 - lambda p2
         self.head_layout = options.head_layout
         self.half_dim = half_dim
         self.scale = 1.0 / math.sqrt(self.half_dim)
         self.block_size = options.block_size
-        self.cross_attention = cross_attention
         # Block windows are self-attention's; cross-attention processes its queries against all
         # keys: the same function as full attention, computed in one matmul.
-        self.windowed = self.block_size > 0 and not cross_attention
+        self.windowed = self.block_size > 0 and not site.cross
         self.lambda_mode = options.lambda_mode
         lambda_init = options.lambda_init
-        self.lambda_init = default_lambda_init(layer) if lambda_init is None else float(lambda_init)
+        self.lambda_init = (default_lambda_init(site.layer) if lambda_init is None
+                            else float(lambda_init))
 
         if self.lambda_mode == "scalar":
             self.lambda_scalar = nn.Parameter(torch.tensor(self.lambda_init))
@@ -185,9 +171,6 @@ class DifferentialAttention(Attention):
             self.talk_after = nn.Parameter(torch.eye(n_heads))
         else:
             self.talk_before = self.talk_after = None
-        own_terms = options.distance_decay or options.past_bias
-        if own_terms and position is not None:
-            raise ValueError("give either distance_decay/past_bias or position, not both")
         if own_terms:
             position = RelativePositionTerms(options.distance_decay, options.past_bias,
                                              options.decay_form, n_heads)
@@ -218,15 +201,13 @@ class DifferentialAttention(Attention):
             return "a position term on the scores"
         return None
 
+    def group_width(self) -> int:
+        return self.half_dim
+
     def kernel_facts(self) -> KernelFacts:
         return KernelFacts(softmax=True, between=self._acts_on_scores(),
                            band=self.block_size if self.windowed else 0,
                            group_dropout=False, dropout=self.dropout)
-
-    def check_call(self, call, key_padding_mask) -> None:
-        if call.residual is not None and self._acts_on_scores():
-            raise ValueError("residual attention cannot carry talking heads or position "
-                             "terms on the scores")
 
     def heads(self, query, key_value, call):
         """-> q, k [B, H, 2, L, half] (the two halves of each head), v [B, H, Lk, head_dim]."""
@@ -235,7 +216,8 @@ class DifferentialAttention(Attention):
         if self.windowed and q_len != k_len:
             raise ValueError(
                 f"block-local self-attention needs query and key_value of one length, got "
-                f"{q_len} and {k_len}; build with cross_attention=True for cross-attention"
+                f"{q_len} and {k_len}; build it at a cross site (cross_attention=True) for "
+                f"cross-attention"
             )
         heads, half = self.n_heads, self.half_dim
         # [B, L, 2 H half] -> [B, L, H * 2, half]: the two halves of head h are chunks 2h, 2h+1
@@ -394,7 +376,7 @@ class DifferentialAttention(Attention):
         return (
             f"d_model={self.d_model}, n_heads={self.n_heads}, head_layout={self.head_layout}, "
             f"block_size={self.block_size}, "
-            f"cross_attention={self.cross_attention}, lambda_mode={self.lambda_mode}, "
+            f"cross_attention={self.site.cross}, lambda_mode={self.lambda_mode}, "
             f"lambda_init={self.lambda_init:.3f}, dropout={self.dropout}, "
             f"kernel={self.kernel.name}"
         )

@@ -35,8 +35,9 @@ from torch import Tensor
 
 from ..options import above, option, probability
 from .base import AttentionOptions
-from .mechanism import MechanismAttention
+from .mechanism import MechanismAttention, no_scores
 from .registry import register_attention
+from .site import ALONE, Site
 
 
 @dataclass
@@ -45,24 +46,16 @@ class FlowOptions(AttentionOptions):
     eps: float = option(1e-6, above(0))  # added inside every flow product (the published 1e-6)
     source_clamp: bool = True  # the conserved source clamped to [-1, 1] (Flowformer's code)
 
-    INSIDE_POSITIONS = False
-    SCORES = "flow attention has no q.k scores (flow conservation replaces the softmax)"
-    MIXES_QUERIES = ("its flow is conserved over every query, so in the decoder's "
-                     "cross-attention a step would read the later steps")
-
-    def core_flops(self, q_len, k_len, head_dim, causal, carried=1, pairs="seen",
-                   cross=False) -> int:
-        """Linear in the length: the four flow products (2d a token each) and the d x d
-        products of keys with values and of queries with their sum; causal, the running
-        sums' outer products are elementwise work, left out."""
-        d = head_dim
-        if causal:
-            return 8 * q_len * d + 2 * q_len * d * d
-        return (4 * d + 2 * d * d) * (q_len + k_len)
-
 
 @register_attention("flow", FlowOptions)
 class FlowAttention(MechanismAttention):
+    def __init__(self, d_model: int, n_heads: int, options: FlowOptions, site: Site = ALONE):
+        site.refuse("flow", mixes_queries=(
+            "its flow is conserved over every query, so in the decoder's cross-attention a "
+            "step would read the later steps"), residual=no_scores(
+            "flow attention has no q.k scores (flow conservation replaces the softmax)"))
+        super().__init__(d_model, n_heads, options, site)
+
     def attend(self, query, key_value, call, key_padding_mask=None):
         attended = super().attend(query, key_value, call, key_padding_mask)
         return attended._replace(out=F.dropout(attended.out, self.dropout, self.training))

@@ -22,16 +22,16 @@ permute (MAZiqing/FEDformer issue 16), to check a number published with that cod
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
-from ..options import choice, option, positive
+from ..options import ConfigError, choice, option, positive, refuse
 from .base import AttentionOptions
-from .mechanism import MechanismAttention
+from .mechanism import MechanismAttention, no_scores
 from .registry import register_attention
+from .site import ALONE, Site, conflict
 
 ModeSelect = choice("ModeSelect", ("random", "lowest"))
 FourierLayout = choice("FourierLayout", ("paper", "code"))
@@ -46,39 +46,6 @@ class FourierOptions(AttentionOptions):
     activation: CrossActivation = CrossActivation.tanh  # the cross form's
     layout: FourierLayout = FourierLayout.paper  # paper | code (the output viewed unpermuted)
 
-    def token_conflict(self, tokens: int) -> tuple[str, str] | None:
-        if tokens >= 2:
-            return None
-        return "modes", "a layer reading one token has no Fourier mode to keep"
-
-    def _projections(self, q_len, k_len, d_model, n_heads, cross=False) -> int:
-        """q (and in the cross form k) and the output; no v."""
-        return 2 * d_model * (2 * q_len * d_model + (k_len * d_model if cross else 0))
-
-    def core_flops(self, q_len, k_len, head_dim, causal, carried=1, pairs="seen",
-                   cross=False) -> int:
-        """The real FFTs of q (and k) and the inverse (2.5 L log2 L each, per channel), and
-        the M kept modes' complex d x d products (4 real multiply-adds each); the cross form
-        also scores the M x Mk modes and mixes k's."""
-        modes_q = min(self.modes, q_len // 2)
-        ffts = 2.5 * q_len * math.log2(q_len) * 2 * head_dim
-        flops = 8 * modes_q * head_dim * head_dim
-        if cross:
-            modes_k = min(self.modes, k_len // 2)
-            ffts += 2.5 * k_len * math.log2(k_len) * head_dim
-            flops += 2 * 8 * modes_q * modes_k * head_dim
-        return int(ffts) + flops
-
-    def gate_conflict(self) -> str | None:
-        if self.layout == "code":
-            return "layout=code reads its [B, H, d, L] output as [B, L, E]: no block per head"
-        return None
-
-    TIME_AXIS = "its modes are frequencies along time"
-    CAUSAL = "every Fourier mode mixes the whole window"
-    INSIDE_POSITIONS = False
-    SCORES = "the frequency-enhanced block has no q.k scores"
-
 
 def choose_modes(length: int, modes: int, how: str) -> Tensor:
     """M sorted frequencies of range(length // 2): random (torch's generator, which the run
@@ -92,14 +59,29 @@ def choose_modes(length: int, modes: int, how: str) -> Tensor:
 @register_attention("fourier", FourierOptions)
 class FourierAttention(MechanismAttention):
     def __init__(self, d_model: int, n_heads: int, options: FourierOptions,
-                 lengths: tuple[int, int], cross_attention: bool = False):
-        """`lengths`: the tokens (queries, keys) the layer reads, fixed when it is built."""
-        super().__init__(d_model, n_heads, options,
-                         reads=("q", "k") if cross_attention else ("q",))
-        self.cross = cross_attention
-        q_len, k_len = lengths
+                 site: Site = ALONE):
+        """The modes are chosen from the tokens (queries, keys) its site reads, when built."""
+        why_causal = "every Fourier mode mixes the whole window"
+        site.refuse("fourier", time_axis="its modes are frequencies along time",
+                    causal=why_causal,
+                    residual=no_scores("the frequency-enhanced block has no q.k scores"))
+        if options.layout == "code" and options.gate != "none":
+            raise conflict(site.option("gate"), options.gate, site.key, "fourier",
+                           "the gate scales each head's output, and layout=code reads its "
+                           "[B, H, d, L] output as [B, L, E]: no block per head")
+        tokens = site.fewest_tokens()
+        if tokens is None:
+            raise ConfigError("fourier attention chooses its modes from the tokens its layer "
+                              "reads: build it with lengths=(queries, keys)")
+        if tokens < 2:
+            raise refuse(site.option("modes"), options.modes,
+                         "a layer reading one token has no Fourier mode to keep")
+        super().__init__(d_model, n_heads, options, site, causal=why_causal,
+                         reads=("q", "k") if site.cross else ("q",))
+        self.cross = site.cross
+        q_len, k_len = site.q_len, site.k_len
         self.register_buffer("modes_q", choose_modes(q_len, options.modes, options.mode_select))
-        if cross_attention:
+        if site.cross:
             self.register_buffer("modes_k",
                                  choose_modes(k_len, options.modes, options.mode_select))
         shape = (n_heads, self.head_dim, self.head_dim, len(self.modes_q))

@@ -10,14 +10,24 @@
     flex       block-local windows as a FlexAttention block mask (band_flex.py): a GPU's; on
                the CPU its compiled forward (no backward there)
 
-`attention.kernel=auto` (the default) takes, per layer, the first kernel of AUTO that serves
-it and that measurement favours for it; any other value names one kernel, refused in one line
-where it cannot serve (`cannot_serve`). A backend tells the kernels what they need to know
-(`Attention.kernel_facts`): whether it is softmax attention over q.k at all, what it puts
-between its scores and its softmax, its block band, how its dropout acts. A kernel is one more
-class (a module of its own, as the band kernels, listed in KERNELS; a package's with
-`register_kernel`): the layers, the backends' forward and the builder stay as they are.
-`auto` takes the band kernels only where measured to pay: not yet (no GPU visit so far).
+`attention.kernel=auto` (the default) takes, per layer, the first registered kernel that serves
+it and that measurement favours for it (`favoured`), the explicit path last; any other value
+names one kernel, refused in one line where it cannot serve the layer (`cannot_serve`). The
+choice is made once, when the layer is built, from what its backend and its site tell
+(`KernelFacts`: whether it is softmax attention over q.k at all, what it puts between its scores
+and its softmax, its block band, how its dropout acts, its token counts and head widths,
+residual attention, the run's kernel set): a kernel that cannot serve a layer's calls is
+refused then, not skipped call by call. Two things only a call tells are the call's own: a call
+that asks for the weights (the attention maps) runs the explicit path, the only one that has
+them, and a key padding mask a kernel has no use for is refused at the call, in one line (a
+model never passes one).
+
+A kernel is a `Kernel` subclass with its `name`, registered with `@register_kernel`: in this
+folder a module of its own (band_flex.py, band_triton.py), in a package of yours a module
+declared under the entry-point group `seqforecast.kernels` (attention/__init__.py loads them),
+then selected by name like these. The layers, the backends' forward and the builder stay as
+they are. `auto` takes the band kernels only where measured to pay: not yet (no GPU visit so
+far).
 """
 
 from __future__ import annotations
@@ -47,6 +57,10 @@ class KernelFacts(NamedTuple):
     dropout: float = 0.0  # on the weights, in training
     residual: bool = False  # the stack carries residual attention (its q and k grow a layer)
     native: bool = False  # the run's kernel set is the CPU's C kernels (trainer.kernels)
+    q_len: int | None = None  # the tokens its queries (its site's; None: not known)
+    k_len: int | None = None  # and its keys number
+    width: int = 0  # a group's q/k width, residual attention's carried layers included
+    value_width: int = 0  # a group's v width
 
 
 class Kernel:
@@ -74,6 +88,26 @@ class Kernel:
         raise NotImplementedError
 
 
+KERNELS: dict[str, type[Kernel]] = {}  # registered kernels, in the order registered
+LAST = "explicit"  # auto's last resort: it serves every layer
+
+
+def register_kernel(cls: type[Kernel]) -> type[Kernel]:
+    """Class decorator: make a kernel (a Kernel subclass with its `name`) selectable by name
+    (attention.kernel=<name>); auto tries it after the kernels registered before it, before
+    the explicit path."""
+    if cls.name in KERNELS:
+        raise ValueError(f"attention kernel {cls.name!r} is registered twice")
+    KERNELS[cls.name] = cls
+    return cls
+
+
+def kernel_names() -> tuple[str, ...]:
+    """What attention.kernel accepts: auto and every registered kernel."""
+    return ("auto", *KERNELS)
+
+
+@register_kernel
 class Explicit(Kernel):
     name = "explicit"
 
@@ -89,6 +123,7 @@ def _not_softmax(facts: KernelFacts) -> str | None:
     return None
 
 
+@register_kernel
 class SDPA(Kernel):
     """torch's scaled_dot_product_attention over the backend's groups."""
 
@@ -132,21 +167,32 @@ class SDPA(Kernel):
         return attn.ungroup(out), None
 
 
+@register_kernel
 class Native(Kernel):
     """The CPU's C kernel for short sequences (trainer.kernels=native), reading residual
-    attention's carried q and k where they lie. A call it cannot take (a key padding mask, or
-    lengths and widths beyond its window) goes to the explicit path."""
+    attention's carried q and k where they lie; a layer whose tokens or widths lie beyond its
+    window is refused when built (auto takes another). A layer built alone, its tokens not
+    told, is held to the window at each call instead."""
 
     name = "native"
 
     @classmethod
     def cannot_serve(cls, facts):
+        from ..native.attention import MAX_SCORES, MAX_WIDTH  # sizes only; its C code on use
+
         if not facts.native:
             return ("it is one of the CPU's C kernels, and this run's set is stock PyTorch "
                     "(trainer.kernels)")
         why = _not_softmax(facts)
         if why is None and facts.dropout:
             why = "it has no dropout on the weights; set attention.dropout=0"
+        if why is None and facts.q_len and facts.k_len and \
+                facts.q_len * facts.k_len > MAX_SCORES:
+            why = (f"its scores stay in cache up to {MAX_SCORES} a window, and the layer's "
+                   f"{facts.q_len} x {facts.k_len} are more")
+        if why is None and max(facts.width, facts.value_width) > MAX_WIDTH:
+            why = (f"its q, k and v are at most {MAX_WIDTH} wide a head, and the layer's are "
+                   f"{max(facts.width, facts.value_width)}")
         return why
 
     @classmethod
@@ -154,16 +200,28 @@ class Native(Kernel):
         return facts.residual  # where it beats the explicit path (torch's kernel does not serve)
 
     def __call__(self, attn, q, k, v, residual, call, key_padding_mask):
-        from ..native.attention import applies, attention  # the native package imports models
+        from ..native.attention import applies, attention
 
+        refuse_padding(self, key_padding_mask)
         q_pieces = (q,) if residual is None else residual.q_pieces
         k_pieces = (k,) if residual is None else residual.k_pieces
         qs, ks = [attn.groups(t) for t in q_pieces], [attn.groups(t) for t in k_pieces]
         vs = attn.group_values(v)
-        if key_padding_mask is not None or not applies(qs, ks, vs):
-            return EXPLICIT(attn, q, k, v, residual, call, key_padding_mask)
+        if not applies(qs, ks, vs):
+            raise ValueError("attention.kernel=native takes float32 CPU heads of short "
+                             "sequences: this call's are beyond its window; build the layer "
+                             "with lengths=(queries, keys) so that auto chooses another")
         blocked = attn.blocked(qs[0].shape[-2], ks[0].shape[-2], call.causal, vs.device)
         return attn.ungroup(attention(qs, ks, vs, attn.scale, blocked)), None
+
+
+def refuse_padding(kernel: Kernel, key_padding_mask: Tensor | None) -> None:
+    """ValueError in one line for a call with a key padding mask, which `kernel` has no use for
+    (a model never passes one; a layer called directly with one is built on explicit or
+    sdpa)."""
+    if key_padding_mask is not None:
+        raise ValueError(f"attention.kernel={kernel.name} takes no key padding mask: build the "
+                         f"layer with attention.kernel=explicit or sdpa to pass one")
 
 
 def band_refusal(facts: KernelFacts) -> str | None:
@@ -182,40 +240,19 @@ def band_refusal(facts: KernelFacts) -> str | None:
 
 EXPLICIT = Explicit()
 
-# The GPU kernels are modules of their own, each importing what it needs from above.
-from .band_flex import FlexBand  # noqa: E402
-from .band_triton import TritonBand  # noqa: E402
 
-KERNELS: dict[str, type[Kernel]] = {cls.name: cls for cls in (Explicit, SDPA, Native,
-                                                               TritonBand, FlexBand)}
-# auto's order: the first that serves and is favoured (the explicit path serves every layer)
-AUTO: list[str] = ["native", "sdpa", "explicit"]
-
-
-def register_kernel(cls: type[Kernel]) -> type[Kernel]:
-    """Add a kernel (a Kernel subclass with its `name`); auto tries it before the explicit
-    path, after the kernels registered before it."""
-    if cls.name in KERNELS:
-        raise ValueError(f"attention kernel {cls.name!r} is registered twice")
-    KERNELS[cls.name] = cls
-    AUTO.insert(AUTO.index("explicit"), cls.name)
-    return cls
-
-
-def kernel_names() -> tuple[str, ...]:
-    """What attention.kernel accepts: auto and every registered kernel."""
-    return ("auto", *KERNELS)
-
-
-def choose_kernel(attn: Attention, choice: str, kernels: str, residual: bool) -> Kernel:
+def choose_kernel(attn: Attention, choice: str, kernels: str) -> Kernel:
     """The kernel layer `attn` runs (`choice`: attention.kernel; `kernels`: the run's set, torch
-    or native; `residual`: its stack carries residual attention). ConfigError in one line
-    where the chosen kernel cannot serve."""
-    facts = attn.kernel_facts()._replace(residual=residual, native=kernels == "native")
+    or native), from what its backend and its site tell (residual attention: the site's).
+    ConfigError in one line where the chosen kernel cannot serve."""
+    site = attn.site
+    carried = site.layer if site.residual else 1  # residual attention's layers of q and k
+    facts = attn.kernel_facts()._replace(
+        residual=site.residual, native=kernels == "native", q_len=site.q_len,
+        k_len=site.k_len, width=attn.group_width() * carried, value_width=attn.head_dim)
     if choice == "auto":
-        for name in AUTO:
-            cls = KERNELS[name]
-            if cls.cannot_serve(facts) is None and cls.favoured(facts):
+        for name, cls in KERNELS.items():
+            if name != LAST and cls.cannot_serve(facts) is None and cls.favoured(facts):
                 return cls(facts)
         return EXPLICIT
     if choice not in KERNELS:

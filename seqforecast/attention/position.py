@@ -22,6 +22,7 @@ from torch import Tensor, nn
 
 from ..options import choice
 from ._common import ShapeCache
+from .site import conflict
 
 DecayForm = choice("DecayForm", ("alibi", "reciprocal"))
 
@@ -30,6 +31,12 @@ class AttentionPosition(nn.Module):
     """Base: both hooks are the identity. Subclasses override the one they need."""
 
     acts_on_scores = False
+    label = ""  # the pos_encoding option that made it (its messages name it)
+
+    def bind(self, width: int, how: str, d_model: int) -> None:
+        """Told by the backend that takes it, when built: each head's q/k `width` (`how`: how
+        that width follows from the model's, for the message) at model width `d_model`.
+        ConfigError in one line where it cannot act on such heads."""
 
     def rotate(self, x: Tensor, start: int = 0) -> Tensor:
         return x
@@ -63,6 +70,7 @@ class RelativePositionTerms(AttentionPosition):
     """
 
     acts_on_scores = True
+    label = "relative"
 
     def __init__(
         self,
@@ -120,6 +128,8 @@ class RotaryEmbedding(AttentionPosition):
     chunk's (a backend's per-head q/k width); it must be even. No parameters.
     """
 
+    label = "rope"
+
     def __init__(self, head_dim: int | None = None, *, base: float):
         """`base`: pos_encoding=rope's (its default is the config's, config/schema.py)."""
         super().__init__()
@@ -128,6 +138,12 @@ class RotaryEmbedding(AttentionPosition):
         self.head_dim = head_dim
         self.base = float(base)
         self._tables = ShapeCache()
+
+    def bind(self, width: int, how: str, d_model: int) -> None:
+        if width % 2:
+            raise conflict("pos_encoding", "rope", "model.d_model", d_model,
+                           f"rope rotates pairs of q/k channels, and the q/k width per head, "
+                           f"{how} = {width}, is odd")
 
     def _cos_sin(self, start: int, length: int, width: int, device, dtype):
         def build():

@@ -40,8 +40,9 @@ from torch import Tensor
 
 from ..options import choice, count, option, positive
 from .base import AttentionOptions
-from .mechanism import MechanismAttention
+from .mechanism import MechanismAttention, no_scores
 from .registry import register_attention
+from .site import ALONE, Site
 
 Layout = choice("Layout", ("paper", "tslib"))
 
@@ -53,21 +54,6 @@ class ProbSparseOptions(AttentionOptions):
     eval_seed: int = option(0, count)  # the sampled keys in evaluation
     leaky_mask: bool = False  # a causal call computes the published masked form (not causal)
 
-    CAUSAL = ("its active queries are chosen by every query's measure over keys from the whole "
-              "window, so a masked output still moves with the future")
-    MIXES_QUERIES = "its active queries are the top u of all queries"
-    INSIDE_POSITIONS = False
-    SCORES = "probsparse scores only its active queries, so the layers' scores do not add up"
-    def core_flops(self, q_len, k_len, head_dim, causal, carried=1, pairs="seen",
-                   cross=False) -> int:
-        """Each query's measure over its U sampled keys, then the u active queries' scores
-        over every key and their weighted values."""
-        sampled, active = active_count(self.factor, k_len), active_count(self.factor, q_len)
-        return 2 * head_dim * (q_len * sampled + 2 * active * k_len)
-
-    CHANNEL_ORDER = ("each query's sampled keys are positions, not tokens, so which queries are "
-                     "active moves with the order (where c ceil(ln L) < L tokens)")
-
 
 def active_count(factor: int, length: int) -> int:
     """c ceil(ln L), at most L: the active queries (of L queries) or sampled keys (of L)."""
@@ -76,8 +62,19 @@ def active_count(factor: int, length: int) -> int:
 
 @register_attention("probsparse", ProbSparseOptions)
 class ProbSparseAttention(MechanismAttention):
-    def cannot_be_causal(self) -> str | None:
-        return None if self.options.leaky_mask else super().cannot_be_causal()
+    CHANNEL_ORDER = ("each query's sampled keys are positions, not tokens, so which queries are "
+                     "active moves with the order (where c ceil(ln L) < L tokens)")
+
+    def __init__(self, d_model: int, n_heads: int, options: ProbSparseOptions,
+                 site: Site = ALONE):
+        why_causal = None if options.leaky_mask else (
+            "its active queries are chosen by every query's measure over keys from the whole "
+            "window, so a masked output still moves with the future")
+        site.refuse("probsparse", causal=why_causal,
+                    mixes_queries="its active queries are the top u of all queries",
+                    residual=no_scores("probsparse scores only its active queries, so the "
+                                       "layers' scores do not add up"))
+        super().__init__(d_model, n_heads, options, site, causal=why_causal)
 
     def _attend(self, q, k, v, causal, need_weights):
         batch, heads, q_len, _ = q.shape

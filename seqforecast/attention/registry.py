@@ -2,11 +2,12 @@
 
 A backend is an `Attention` (core.py) registered with the dataclass of its options (their
 types, defaults and checks: the options' one home, which the config's `attention=<name>` node is
-too). It is constructed as `cls(d_model, n_heads, options, **context)`, the context being what
-the model tells each layer where the class takes it: `layer` (1-based depth in its stack),
-`cross_attention`, `position` (a rotary or relative module), `lengths` (its query and key token
-counts), `window_keys` (whether its keys are the window's own tokens, the encoder's). Its kernel
-is then chosen once (kernels.py).
+too). It is constructed as `cls(d_model, n_heads, options, site)`, the site (site.py) being
+where the model puts the layer: every backend receives it, reads what it needs and refuses, in
+its constructor, what it cannot serve. A position module acting inside attention (rotary, or
+relative terms: `pos_encoding=rope|relative`) is handed over as `position=` to a backend whose
+constructor takes one, and refused for one whose does not. Its kernel is then chosen once
+(kernels.py).
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from typing import NamedTuple
 
 from ..options import ConfigError, check_options
 from .core import Attention
+from .site import ALONE, Site, conflict
 
-CONTEXT = ("layer", "cross_attention", "position", "lengths", "window_keys")
+# What a layer built alone (not by a model) may be told of its site, by keyword.
+SITE_WORDS = {"layer": "layer", "cross_attention": "cross", "window_keys": "window_keys",
+              "residual": "residual"}
 
 
 class Backend(NamedTuple):
@@ -54,44 +58,55 @@ def attention_schema(name: str) -> type:
     return _lookup(name).options
 
 
-def attention_context(name: str) -> list[str]:
-    """The context values (CONTEXT) backend `name` takes."""
-    params = inspect.signature(_lookup(name).cls.__init__).parameters
-    return [p for p in CONTEXT if p in params]
+def takes_position(name: str) -> bool:
+    """Whether backend `name` takes a position module inside it (`position=`)."""
+    return "position" in inspect.signature(_lookup(name).cls.__init__).parameters
 
 
 def build_attention(name: str, d_model: int, n_heads: int, *, kernels: str = "torch",
-                    residual: bool = False, **options) -> Attention:
-    """Build backend `name` with its options (and context) as keywords, the rest at their
-    defaults, and choose its kernel: `kernels` is the run's set (torch, or native: the CPU's C
-    kernels), `residual` whether its stack carries residual attention. Unknown names or
-    options, values their checks refuse and a kernel that cannot serve raise ValueError
-    (ConfigError) in one line naming what is allowed."""
+                    site: Site | None = None, position=None, lengths=None, **options
+                    ) -> Attention:
+    """Build backend `name` with its options as keywords, the rest at their defaults, at
+    `site` (where the model puts it; a layer built alone may give `lengths=(Lq, Lk)`, `layer`,
+    `cross_attention`, `window_keys` and `residual` instead), with a `position` module inside
+    it if given, and choose its kernel: `kernels` is the run's set (torch, or native: the CPU's
+    C kernels). Unknown names or options, values their checks refuse, a site or position the
+    backend cannot serve and a kernel that cannot serve raise ConfigError in one line naming
+    what is allowed."""
     backend = _lookup(name)
     check_heads(d_model, n_heads)
-    context = {k: options.pop(k) for k in attention_context(name) if k in options}
+    site = site or ALONE
+    told = {SITE_WORDS[k]: options.pop(k) for k in list(options) if k in SITE_WORDS}
+    if lengths is not None:
+        told["q_len"], told["k_len"] = lengths
+    site = site._replace(**told)
     fields = [f.name for f in dataclasses.fields(backend.options) if f.name != "name"]
     unknown = sorted(set(options) - set(fields) - {"name"})
     if unknown:
-        raise ValueError(f"attention {name!r} has no option(s) {', '.join(unknown)}; "
-                         f"allowed: {', '.join([*fields, *attention_context(name)])}")
+        raise ConfigError(f"attention {name!r} has no option(s) {', '.join(unknown)}; "
+                          f"allowed: {', '.join(fields)}")
     options.pop("name", None)
     chosen = backend.options(name=name, **options)
-    check_options(backend.options, dataclasses.asdict(chosen))
-    conflict = chosen.shape_conflict(d_model, n_heads)
-    if conflict:
-        key, why = conflict
-        raise ConfigError(f"attention {name!r}: {key}={getattr(chosen, key)}: {why}")
-    attn = backend.cls(d_model, n_heads, chosen, **context)
-    attn.use_kernel(str(chosen.kernel), kernels, residual)
+    check_options(backend.options, dataclasses.asdict(chosen), f"{site.key}.")
+    context = {}
+    if position is not None:
+        if not takes_position(name):
+            label = getattr(position, "label", type(position).__name__)
+            raise conflict("pos_encoding", label, site.key, name,
+                           f"{name} attention takes no position module inside it, so {label} "
+                           f"would act nowhere; use sinusoidal, learned or none")
+        context["position"] = position
+    attn = backend.cls(d_model, n_heads, chosen, site, **context)
+    attn.use_kernel(str(chosen.kernel), kernels)
     return attn
 
 
 def check_heads(d_model: int, n_heads: int) -> None:
     if not isinstance(n_heads, int) or n_heads < 1:
-        raise ValueError(f"n_heads={n_heads!r} must be a positive integer")
+        raise ConfigError(f"n_heads={n_heads!r} must be a positive integer")
     if not isinstance(d_model, int) or d_model < 1 or d_model % n_heads:
-        raise ValueError(f"d_model={d_model!r} must be a positive multiple of n_heads={n_heads}")
+        raise ConfigError(f"d_model={d_model!r} must be a positive multiple of "
+                          f"n_heads={n_heads}")
 
 
 def _lookup(name: str) -> Backend:

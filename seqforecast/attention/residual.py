@@ -15,7 +15,8 @@ the native C kernel; torch's fused kernel could too, but runs q and k wider than
 slow generic path, so residual calls do not take it). The function is exactly the
 published one; gradients reach the earlier layers' q and k as they do through the carried
 scores. What cannot be carried this way is anything added to or mixed into the scores
-(relative position terms, talking heads): `carries_residual` says so in one line.
+(relative position terms, talking heads): a backend built at a residual site refuses it in
+its constructor, in one line.
 """
 
 from __future__ import annotations
@@ -57,18 +58,3 @@ class ResidualQK(NamedTuple):
 def concatenated(pieces: Sequence[Tensor]) -> Tensor:
     """Pieces along the width (the last dim) as one tensor; one piece as it is."""
     return pieces[0] if len(pieces) == 1 else torch.cat(list(pieces), dim=-1)
-
-
-def carries_residual(options, pos_encoding: str) -> str | None:
-    """None if a backend with these `options` (its AttentionOptions) and `pos_encoding` can
-    carry residual scores; otherwise why not, in one line."""
-    if pos_encoding == "relative":
-        return ("pos_encoding=relative adds its terms to the scores, which residual attention "
-                "cannot carry; use sinusoidal, learned, rope or none")
-    if type(options).SCORES:
-        return f"{type(options).SCORES}; set model.res_attention=false"
-    terms = options.score_terms()
-    if terms:
-        return (f"attention.{terms[0]}=true acts on the scores, which residual attention "
-                f"cannot carry; set it false or model.res_attention=false")
-    return None

@@ -22,6 +22,7 @@ from .base import AttentionOptions
 from .core import Attention, AttentionCall
 from .kernels import KernelFacts, causal_mask
 from .position import AttentionPosition, relative_geometry
+from .site import ALONE, Site
 
 
 class ScoredAttention(Attention):
@@ -30,17 +31,20 @@ class ScoredAttention(Attention):
         d_model: int,
         n_heads: int,
         options: AttentionOptions,
+        site: Site = ALONE,
         position: AttentionPosition | None = None,
     ):
-        super().__init__(d_model, n_heads, options)
+        """`position`: rotary or relative terms inside it (`pos_encoding=rope|relative`)."""
+        super().__init__(d_model, n_heads, options, site)
+        if position is not None:
+            position.bind(self.head_dim, f"model.d_model/model.n_heads = {d_model}/{n_heads}",
+                          d_model)
+            if position.acts_on_scores:
+                site.refuse(options.name, residual=(
+                    f"pos_encoding={position.label} adds its terms to the scores, which "
+                    f"residual attention cannot carry; use sinusoidal, learned, rope or none"))
         self.position = position
         self._masks = ShapeCache()
-
-    def check_call(self, call, key_padding_mask) -> None:
-        super().check_call(call, key_padding_mask)
-        if call.residual is not None and self.position is not None \
-                and self.position.acts_on_scores:
-            raise ValueError("residual attention cannot carry position terms on the scores")
 
     def kernel_facts(self) -> KernelFacts:
         terms = self.position is not None and self.position.acts_on_scores

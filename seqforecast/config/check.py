@@ -4,7 +4,10 @@ schema has: `composition_error` words Hydra's and OmegaConf's errors so) or the 
 
 `validate_config` takes a current config (a composed one, or a saved one after
 migrations.migrate): each node typed by its schema (schema.py), each group's options checked
-(their Checks), then the rules between them (rules.py), group by group in ORDER.
+(their Checks) and the rules between the data's and the loop's options (rules.py), group by
+group in ORDER; then the model is built on the meta device through exactly the code a run
+uses (`check_model`), so whatever a component cannot be is refused by that component, in its
+constructor, in one line naming the keys.
 """
 
 from __future__ import annotations
@@ -14,10 +17,14 @@ from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from functools import cache
 
+import torch
 from hydra.errors import MissingConfigException
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from .. import native
+from ..data import config_channels
+from ..model import build_model
 from ..options import ConfigError, check_options
 from .migrations import former_name, moved_key
 from .rules import RULES
@@ -52,8 +59,30 @@ def validate_config(cfg: DictConfig | Mapping) -> None:
         check_options(DatasetConfig, plain["dataset"], "dataset.")
     for group in ORDER:
         check_options(schema_of(group, plain[group]), plain[group], f"{group}.")
+    for group in ORDER:
         for check in RULES.get(group, []):
             check(plain)
+    check_model(plain)
+
+
+def check_model(plain: Mapping) -> None:
+    """Build the model a resolved config describes on the meta device (no memory, no
+    arithmetic), through the code a run builds it with, for windows of the channels the config
+    tells (data.config_channels) and the kernel set the run would take: ConfigError, in one
+    line naming the keys, from whichever component cannot be built so."""
+    trainer = plain["trainer"]
+    device = trainer["device"]  # as the run would resolve it, unchecked here: a saved run is
+    # checked where it is read, which may lack its device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        kernels = native.resolve(trainer["kernels"], device.partition(":")[0],
+                                 trainer["precision"])
+    except native.KernelsUnavailable:  # said when the run starts, where the device is known
+        kernels = "torch"
+    n_features, n_targets = config_channels(plain["data"], plain.get("dataset"))
+    with torch.device("meta"):
+        build_model(plain, n_features, n_targets, kernels)
 
 
 def _missing(node, path: str = ""):

@@ -19,12 +19,31 @@ from .schema import register_schemas
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 
 
+def settle_dataset(overrides: Sequence[str]) -> list[str]:
+    """The overrides with the dataset entry settled as a user means it: `dataset=null` or
+    `dataset=none` drops it (Hydra's own spelling is `~dataset`), and a data source chosen on
+    the command line (`data=csv`, with no `dataset=`) replaces the dataset entry a preset
+    brings (experiment=timexer's ETTh1): your own file needs no entry of the field's."""
+    settled, named_data, named_dataset = [], False, False
+    for item in overrides:
+        key, _, value = item.lstrip("+~").partition("=")
+        if key == "dataset":
+            named_dataset = True
+            if value in ("null", "none"):
+                item = "~dataset"
+        named_data |= key == "data"
+        settled.append(item)
+    # first: command-line flags (--cfg job) may follow the overrides
+    return ["~dataset", *settled] if named_data and not named_dataset else settled
+
+
 def compose_config(overrides: Sequence[str] = (), config_name: str = "train") -> DictConfig:
-    """The composed config for `overrides` (e.g. ["attention=diff", "block_size=16"]); a value
-    or key composition refuses is a ConfigError in one line."""
+    """The composed config for `overrides` (e.g. ["attention=diff", "block_size=16"]), the
+    dataset entry settled (`settle_dataset`) as the CLI does; a value or key composition
+    refuses is a ConfigError in one line."""
     register_schemas()
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         try:
-            return compose(config_name, overrides=list(overrides))
+            return compose(config_name, overrides=settle_dataset(overrides))
         except (HydraException, OmegaConfBaseException) as err:
             raise ConfigError(composition_error(err)) from None

@@ -22,8 +22,8 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from .. import published as _published  # noqa: F401  the ${published:...} resolver
 from ..attention import DiffOptions, attention_schema, available_attention
-from ..attention.position import DecayForm
 from ..data import COLUMNS
 from ..data.dates import DateOrder
 from ..data.gaps import FILLS
@@ -33,7 +33,7 @@ from ..data.windows import PROTOCOLS
 from ..model.embedding import EMBEDDINGS, PADDINGS
 from ..model.families import available_families, family_schema
 from ..model.ffn import ACTIVATIONS
-from ..model.positional import LEARNED_INITS
+from ..model.positional import available_positions, position_schema
 from ..native import KERNELS
 from ..options import (
     Check,
@@ -59,7 +59,6 @@ Columns = choice("Columns", COLUMNS)
 Activation = choice("Activation", ACTIVATIONS)
 Embedding = choice("Embedding", EMBEDDINGS)
 Padding = choice("Padding", PADDINGS)
-LearnedInit = choice("LearnedInit", LEARNED_INITS)
 Protocol = choice("Protocol", PROTOCOLS)
 Scale = choice("Scale", SCALERS)
 Fill = choice("Fill", FILLS)
@@ -95,46 +94,6 @@ seasons = Check(lambda v: (type(v) is int and v == 0) or (
 columns = Check(lambda v: v == "all" or (isinstance(v, list) and bool(v) and len(set(v)) == len(v)
                                          and all(str(c).strip() for c in v)),
                 "a list of distinct column names, or all")
-
-
-# ---------------------------------------------------------------- positional encodings
-
-
-@dataclass
-class NoEncodingConfig:  # pos_encoding=none: no positional information (attention is then
-    # permutation-equivariant)
-    name: str = "none"
-    dropout: float = option(0.0, probability)  # on the embeddings, after the encoding
-
-
-@dataclass
-class SinusoidalEncodingConfig(NoEncodingConfig):  # sine/cosine table added to the embeddings
-    name: str = "sinusoidal"
-    max_len: int = option(5000, positive)  # positions the table holds
-
-
-@dataclass
-class LearnedEncodingConfig(SinusoidalEncodingConfig):  # one trained vector per position
-    name: str = "learned"
-    max_len: int = option(512, positive)
-    init: LearnedInit = LearnedInit.normal  # normal: N(0, 0.02^2) | uniform: U(-0.02, 0.02)
-    # (the published PatchTST's: pos_encoding=learned_uniform)
-
-
-@dataclass
-class RelativeEncodingConfig(NoEncodingConfig):  # terms inside every attention, on one axis
-    name: str = "relative"
-    distance_decay: bool = True  # see decay_form
-    decay_form: DecayForm = DecayForm.alibi  # alibi: scores - m_h |i-j|, a learnable slope
-    # m_h >= 0 per head (from ALiBi's 2^(-8h/H)): a farther key never gains weight.
-    # reciprocal: scores / (1 + a|i-j|), which for a negative score raises distant keys
-    past_bias: bool = True  # scores - b where the key is before the query, b learnable (1)
-
-
-@dataclass
-class RopeEncodingConfig(NoEncodingConfig):  # rotary embeddings on every attention's q and k
-    name: str = "rope"
-    base: float = option(10000.0, above(1))
 
 
 # ---------------------------------------------------------------- the other model parts
@@ -336,6 +295,10 @@ class TrainConfig:
     skip_completed: bool = False
     # Where dataset=<name> finds its file (and seqforecast-data puts it).
     data_dir: str = "${oc.env:SEQFORECAST_DATA,data}"
+    # The published model whose settings per dataset and horizon its experiment takes
+    # (experiment=patchtst|itransformer|timexer set it; seqforecast/published/): each key the
+    # experiment writes as ${published:<key>,<preset>} is that cell's value. null: none.
+    published: str | None = None
     # Groups: per-option schemas (Any here) or one schema for the whole group.
     attention: Any = MISSING
     # The backend at the variate-axis positions (tokens that are channels: TimeXer's exogenous
@@ -355,13 +318,6 @@ class TrainConfig:
 
 
 PER_OPTION_SCHEMAS = {
-    "pos_encoding": {
-        "sinusoidal": SinusoidalEncodingConfig,
-        "learned": LearnedEncodingConfig,
-        "none": NoEncodingConfig,
-        "relative": RelativeEncodingConfig,
-        "rope": RopeEncodingConfig,
-    },
     "loss": {"mse": PointLossConfig, "quantile": QuantileLossConfig,
              "gaussian": PointLossConfig, "poisson": PointLossConfig},
     "data": {"sigmoid": SigmoidDataConfig, "sigmoid_pair": SigmoidPairDataConfig,
@@ -369,6 +325,10 @@ PER_OPTION_SCHEMAS = {
 }
 ONE_SCHEMA = {"ffn": FFNConfig, "embedding": EmbeddingConfig, "trainer": TrainerConfig,
               "log": LogConfig, "intervals": IntervalsConfig}
+# The groups whose options are registered components: (their names, an option's dataclass)
+REGISTERED = {"attention": (available_attention, attention_schema),
+              "model": (available_families, family_schema),
+              "pos_encoding": (available_positions, position_schema)}
 
 
 def schema_of(group: str, node) -> type | None:
@@ -377,10 +337,9 @@ def schema_of(group: str, node) -> type | None:
     if group in ONE_SCHEMA:
         return ONE_SCHEMA[group]
     name = node.get("name") if hasattr(node, "get") else None
-    if group == "attention":
-        return attention_schema(name) if name in available_attention() else None
-    if group == "model":
-        return family_schema(name) if name in available_families() else None
+    if group in REGISTERED:
+        names, schema = REGISTERED[group]
+        return schema(name) if name in names() else None
     return PER_OPTION_SCHEMAS[group].get(name)
 
 
@@ -403,8 +362,8 @@ def register_schemas() -> None:
     dataclass changed (a plugin registering a backend or family after the first call)."""
     store = ConfigStore.instance()
     options = {**PER_OPTION_SCHEMAS,
-               "attention": {name: attention_schema(name) for name in available_attention()},
-               "model": {name: family_schema(name) for name in available_families()}}
+               **{group: {name: schema(name) for name in names()}
+                  for group, (names, schema) in REGISTERED.items()}}
     entries = [(None, "train_schema", TrainConfig)] + [
         (f"schema/{group}", option_name, schema)
         for group, schemas in options.items() for option_name, schema in schemas.items()]

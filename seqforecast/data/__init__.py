@@ -10,6 +10,7 @@ from .panel_data import panel_data
 from .scaling import Scaler, fit_scaler
 from .splits import EVAL_SPLITS, ForecastData, Split, generator_options, synthetic_data
 from .synthetic import GENERATORS, sigmoid, sigmoid_pair, test_curve
+from .time_features import calendar_features
 
 DATASETS = (*GENERATORS, "csv")
 # wide CSV data (data.columns): each column its own series, or the channels of one series
@@ -22,6 +23,26 @@ def is_panel(data_cfg: Mapping) -> bool:
     return data_cfg["name"] == "csv" and bool(
         data_cfg["id_column"] or (data_cfg["targets"] and data_cfg["columns"] == "series")
     )
+
+
+def config_channels(data_cfg: Mapping, dataset: Mapping | None = None) -> tuple[int, int]:
+    """(input channels, forecast channels) of a window, as far as the config tells without
+    reading the file: what a config's model is built for when the config is checked (the run
+    builds it again for the data's own). `dataset`: the dataset entry, whose channel count
+    stands for `data.targets=all`."""
+    if data_cfg["name"] != "csv":  # synthetic: one channel
+        return 1, 1
+    features = len(data_cfg["features"])
+    if is_panel(data_cfg):  # each window one series: its target and covariates
+        return 1 + features, 1
+    targets = data_cfg["targets"]
+    if isinstance(targets, list):
+        n_targets = len(targets)
+    elif targets is not None and dataset:  # all: every column but the covariates
+        n_targets = max(1, dataset["channels"] - features)
+    else:
+        n_targets = 1
+    return n_targets + features + len(calendar_features(data_cfg)), n_targets
 
 
 def build_data(
@@ -51,6 +72,7 @@ __all__ = [
     "Scaler",
     "Split",
     "build_data",
+    "config_channels",
     "is_panel",
     "panel_data",
     "csv_data",

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
-from .. import native
 from .families import family, family_options
 from .forecaster import WindowForecaster
 from .kit import Kit
@@ -28,8 +27,13 @@ def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1, kernels: 
     pos_encoding, ffn, embedding, data, loss: config/check.py). `n_features`: input
     channels (targets first, then covariates); `n_targets`: channels forecast (1 and 1 for the
     sigmoids). `kernels`: the set it runs, `torch` (stock PyTorch) or `native` (the CPU's C
-    kernels: `native.resolve` picks a run's); each attention chooses its kernel from it."""
+    kernels: `native.resolve` picks a run's); each piece with a kernel (attention, dropout,
+    the FFN, the residual blocks) is built from it. Every component refuses, when built, what
+    it cannot be: ConfigError in one line naming the keys (config/check.py builds the model on
+    the meta device to check a config so)."""
     cfg = _plain(cfg)
     options = family_options(cfg)
-    model = family(options.name).cls(options, Kit(cfg, options, n_features, n_targets, kernels))
-    return native.install(model) if kernels == "native" else model
+    kit = Kit(cfg, options, n_features, n_targets, kernels)
+    model = family(options.name).cls(options, kit)
+    kit.check_used()
+    return model

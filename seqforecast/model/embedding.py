@@ -33,6 +33,8 @@ from collections.abc import Mapping
 import torch
 from torch import Tensor
 
+from ..options import refuse
+
 EMBEDDINGS = ("point", "patch")
 PADDINGS = ("start", "end")
 
@@ -43,6 +45,15 @@ def patch_shape(cfg: Mapping) -> tuple[int, int]:
     if embedding["name"] == "point":
         return 1, 1
     return embedding["patch_len"], embedding["stride"]
+
+
+def check_patches(patch_len: int, stride: int, in_len: int) -> None:
+    """ConfigError in one line for patches that do not fit the window or skip a step."""
+    if patch_len > in_len:
+        raise refuse("embedding.patch_len", patch_len, f"must be in [1, data.in_len={in_len}]")
+    if stride > patch_len:
+        raise refuse("embedding.stride", stride,
+                     f"must be in [1, embedding.patch_len={patch_len}] (no input step skipped)")
 
 
 class Tokenizer:
@@ -57,11 +68,7 @@ class Tokenizer:
         stride: int,
         padding: str,
     ):
-        if not 1 <= stride <= patch_len <= in_len:
-            raise ValueError(
-                f"patch_len={patch_len}, stride={stride}: need 1 <= stride <= patch_len <= "
-                f"in_len={in_len}"
-            )
+        check_patches(patch_len, stride, in_len)
         if label_len % stride:
             raise ValueError(f"label_len={label_len} must be a multiple of stride={stride}")
         self.in_len, self.label_len, self.out_len = in_len, label_len, out_len

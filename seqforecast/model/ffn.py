@@ -19,15 +19,16 @@ ACTIVATIONS: dict[str, type[nn.Module]] = {
 
 class FeedForward(nn.Module):
     def __init__(self, d_model: int, d_ff: int, *, activation: str, gated: bool, bias: bool,
-                 bias_gate: bool, dropout: float):
-        """The options are the ffn group's (config/schema.py's FFNConfig)."""
+                 bias_gate: bool, dropout: float | nn.Module):
+        """The options are the ffn group's (config/schema.py's FFNConfig); `dropout`, on the
+        hidden layer: a rate, or the module its kernel set built (parts.py)."""
         super().__init__()
         self.up = nn.Linear(d_model, d_ff, bias=bias)
         self.gate = nn.Linear(d_model, d_ff, bias=bias_gate) if gated else None
         self.down = nn.Linear(d_ff, d_model, bias=bias)
         self.activation = ACTIVATIONS[activation]()
         self.activation_name = activation
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = dropout if isinstance(dropout, nn.Module) else nn.Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         hidden = self.activation(self.up(x))

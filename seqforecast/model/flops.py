@@ -1,91 +1,52 @@
-"""FLOPs of a forecaster by formula, for throughput and utilisation figures.
+"""FLOPs of a forecaster, counted from the model itself, for throughput and utilisation figures.
 
-torch's `FlopCounterMode` counts the fused `scaled_dot_product_attention` call as 0 FLOPs on
-CPU, so every model whose attention runs fused looks cheaper than it is. This counts the
-matrix products of one window's forward pass from the config alone (2 FLOPs per
-multiply-add): the token embeddings, each attention's projections and its mixing (each backend
-counts its own: `AttentionOptions.projection_flops` and `core_flops`, over the pairs it attends:
-attention/cost.py), each FFN (two or, gated, three matrices), the head and the linear path.
-Elementwise work (norms, softmax, activations) is left out, as in nanoGPT's `estimate_mfu`;
-training is forward x 3 (the backward pass costs about twice the forward).
-
-Each family counts its own model (`ModelOptions.forward_flops`), from its attention positions
-(`sites`) and its head, with the helpers here; `pairs` (attention/cost.py): `seen`, what the
-model computes as a function, or `computed`, what an explicit implementation multiplies.
+The model a config builds runs one window forward under torch's `FlopCounterMode`, every
+attention on its explicit path (attention.kernel=explicit): torch's counter
+sees the fused `scaled_dot_product_attention` as 0 FLOPs on the CPU, and an explicit path's
+products are all matrix products it counts. What is counted is what the counter counts: matrix
+products and convolutions, 2 FLOPs a multiply-add, every pair an explicit path multiplies
+(masked ones and a block window's padding included); elementwise work (norms, softmax,
+activations) and FFTs (Auto-Correlation's, Fourier's) are not, as in nanoGPT's
+`estimate_mfu`. No formula re-describes the model: a new backend or family is counted as it is
+built. Training is forward x 3 (the backward pass costs about twice the forward).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..attention import attention_schema
-from .options import ModelOptions, Site, attention_node
+import torch
+from torch.utils.flop_counter import FlopCounterMode
 
-PARTS = ("embeddings", "attention_projections", "attention_cores", "attention_side", "ffn",
-         "head", "linear_path")
+from .builder import build_model
 
 
-def forward_flops(cfg: Mapping, n_features: int = 1, n_targets: int = 1,
-                  pairs: str = "seen") -> dict[str, int]:
-    """Forward FLOPs of one window by part (PARTS) and their `total`, for a composed,
-    resolved config (plain values)."""
-    from .families import family_options
-
-    return family_options(cfg).forward_flops(cfg, n_features, n_targets, pairs)
+def forward_flops(cfg: Mapping, n_features: int = 1, n_targets: int = 1) -> dict[str, int]:
+    """Forward FLOPs of one window of `n_features` channels (`n_targets` forecast) of the
+    model a composed config builds: by the model's top-level part (its attribute names:
+    `encoder`, `decoder`, `head`, ...) and their `total`."""
+    explicit = {**cfg, **{key: {**cfg[key], "kernel": "explicit"}
+                          for key in ("attention", "variate_attention") if cfg.get(key)}}
+    model = build_model(explicit, n_features, n_targets).eval()
+    src = torch.zeros(1, model.in_len, n_features)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(src)
+    # module path ("<class>.encoder.0.ffn") -> its FLOPs, every op counted in each module
+    # around it; a part is its outermost modules that ran (a ModuleList never runs itself)
+    totals = {name: sum(counts.values()) for name, counts in counter.get_flop_counts().items()}
+    root = type(model).__name__
+    parts = {}
+    for part, _ in model.named_children():
+        prefix = f"{root}.{part}"
+        inside = [n for n in totals if n == prefix or n.startswith(prefix + ".")]
+        outermost = [n for n in inside
+                     if not any(n != m and n.startswith(m + ".") for m in inside)]
+        flops = sum(totals[n] for n in outermost)
+        if flops:
+            parts[part] = flops
+    return {**parts, "total": counter.get_total_flops()}
 
 
 def training_flops(cfg: Mapping, n_features: int = 1, n_targets: int = 1) -> int:
-    """One window's training step (forward + backward) by formula: forward x 3."""
+    """One window's training step (forward + backward): forward x 3."""
     return 3 * forward_flops(cfg, n_features, n_targets)["total"]
-
-
-def stack_flops(cfg: Mapping, options: ModelOptions, site: Site, pairs: str
-                ) -> tuple[int, int, int]:
-    """(attention projections, attention cores, FFN) of every layer at `site` (an FFN after
-    each self-attention; a cross-attention site's layers share their FFN with the self site's,
-    so it counts none). Under residual attention layer l scores with the l layers' q and k."""
-    _, node = attention_node(cfg, site)
-    attn = attention_schema(node["name"])(**node)
-    d, heads = options.d_model, options.n_heads
-    projections = cores = 0
-    for layer in range(1, site.layers + 1):
-        projections += attn.projection_flops(site.q_len, site.k_len, d, heads, site.cross)
-        carried = layer if site.residual else 1
-        cores += heads * attn.core_flops(site.q_len, site.k_len, d // heads, site.causal,
-                                         carried, pairs, cross=site.cross)
-    ffn = 0 if site.cross else site.layers * site.q_len * ffn_flops_per_token(cfg, d)
-    return projections, cores, ffn
-
-
-def ffn_flops_per_token(cfg: Mapping, d_model: int) -> int:
-    ffn = cfg["ffn"]
-    d_ff = ffn["d_ff"] or 4 * d_model
-    return 2 * d_model * d_ff * (3 if ffn["gated"] else 2)
-
-
-def linear_path_flops(options: ModelOptions, in_len: int, out_len: int, targets: int) -> int:
-    maps = {"none": 0, "nlinear": 1, "dlinear": 2}[str(options.linear_path)]
-    return 2 * maps * in_len * out_len * targets
-
-
-def count_parts(cfg: Mapping, options: ModelOptions, sites: list[Site], embeddings: int,
-                head: int, targets: int, windows: int, pairs: str,
-                series: tuple[int, int]) -> dict[str, int]:
-    """Every part of a model from its sites, its embeddings' and head's FLOPs and the target
-    channels its linear path forecasts, times the `windows` it runs per window of data
-    (channel independence: one per channel). `series`: (the window's series channels, the
-    encoder's tokens), what a backend's side inputs read and give (de-stationary factors)."""
-    parts = dict.fromkeys(PARTS, 0)
-    parts["embeddings"], parts["head"] = embeddings, head
-    attn = attention_schema(cfg["attention"]["name"])(**cfg["attention"])
-    parts["attention_side"] = attn.side_flops(series[0], cfg["data"]["in_len"], series[1])
-    for site in sites:
-        projections, cores, ffn = stack_flops(cfg, options, site, pairs)
-        parts["attention_projections"] += projections
-        parts["attention_cores"] += cores
-        parts["ffn"] += ffn
-    data = cfg["data"]
-    parts["linear_path"] = linear_path_flops(options, data["in_len"], data["out_len"], targets)
-    parts = {name: value * windows for name, value in parts.items()}
-    parts["total"] = sum(parts.values())
-    return parts

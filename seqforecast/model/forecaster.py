@@ -30,6 +30,7 @@ import torch
 from torch import Tensor, nn
 
 from ..attention import AttentionCall, ResidualQK
+from ..attention.site import conflict
 from .kit import Kit
 from .layers import EncoderLayer, make_norm
 from .linear_path import LinearPath
@@ -69,6 +70,16 @@ class WindowForecaster(nn.Module):
         n_features, n_targets = kit.n_features, kit.n_targets
         if not 1 <= n_targets <= n_features:
             raise ValueError(f"n_targets={n_targets} must be in [1, n_features={n_features}]")
+        if options.linear_init == "least_squares" and options.linear_path == "none":
+            raise conflict("model.linear_init", "least_squares", "model.linear_path", "none",
+                           "there is no linear path to fit; set model.linear_path=nlinear or "
+                           "dlinear")
+        if options.channel_independent and kit.covariates:
+            key, value = kit.covariates
+            raise conflict("model.channel_independent", "true", key, value,
+                           f"each channel is forecast from its own past, so covariates would "
+                           f"be ignored; drop {key} or set model.channel_independent=false")
+        self.family = options.name  # model=<name>: what a run says it trained
         self.n_features = n_features
         self.n_targets = n_targets
         self.channel_independent = options.channel_independent

@@ -40,10 +40,11 @@ def make_norm(kind: str, d_model: int) -> nn.Module:
 
 
 class Residual(nn.Module):
-    def __init__(self, d_model: int, dropout: float, norm_first: bool, norm: str):
+    def __init__(self, d_model: int, dropout: float | nn.Module, norm_first: bool, norm: str):
+        """`dropout` on the branch: a rate, or the module its kernel set built (parts.py)."""
         super().__init__()
         self.norm = make_norm(norm, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = dropout if isinstance(dropout, nn.Module) else nn.Dropout(dropout)
         self.norm_first = norm_first
 
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
@@ -62,13 +63,16 @@ class EncoderLayer(nn.Module):
         norm_first: bool,
         norm: str,
         attention_output_dropout: float = 0.0,
+        *,
+        parts,
     ):
+        """`parts`: the kernel set that builds its dropout and residual blocks (parts.py)."""
         super().__init__()
         self.self_attn = self_attn
         self.ffn = ffn
-        self.attn_output_dropout = nn.Dropout(attention_output_dropout)
-        self.attn_residual = Residual(d_model, dropout, norm_first, norm)
-        self.ffn_residual = Residual(d_model, dropout, norm_first, norm)
+        self.attn_output_dropout = parts.dropout(attention_output_dropout)
+        self.attn_residual = parts.residual(d_model, dropout, norm_first, norm)
+        self.ffn_residual = parts.residual(d_model, dropout, norm_first, norm)
 
     def forward(self, x: Tensor, call: AttentionCall = PLAIN) -> tuple[Tensor, Attended]:
         """x [B, L, d_model] -> (x, what its self-attention gave back: the weights when
@@ -93,14 +97,17 @@ class DecoderLayer(nn.Module):
         dropout: float,
         norm_first: bool,
         norm: str,
+        *,
+        parts,
     ):
+        """`parts`: the kernel set that builds its residual blocks (parts.py)."""
         super().__init__()
         self.self_attn = self_attn
         self.cross_attn = cross_attn
         self.ffn = ffn
-        self.self_residual = Residual(d_model, dropout, norm_first, norm)
-        self.cross_residual = Residual(d_model, dropout, norm_first, norm)
-        self.ffn_residual = Residual(d_model, dropout, norm_first, norm)
+        self.self_residual = parts.residual(d_model, dropout, norm_first, norm)
+        self.cross_residual = parts.residual(d_model, dropout, norm_first, norm)
+        self.ffn_residual = parts.residual(d_model, dropout, norm_first, norm)
 
     def forward(self, x: Tensor, memory: Tensor, self_call: AttentionCall,
                 cross_call: AttentionCall) -> tuple[Tensor, Attended, Attended]:

@@ -1,22 +1,12 @@
 """What every model family's options hold (`ModelOptions`, the `model` group's node: a family
-subclasses it with its own options and its published defaults), and what a family declares of
-itself, which the config's rules, the builder, the FLOP count, the probe and the figures read
-instead of naming the family:
-
-- `sites(cfg, n_features)`: its attention positions (`Site`): the stack each serves (the name
-  its maps and TensorBoard tags carry), the token axis (time or variate), the tokens its queries
-  and keys number, whether it masks the future or generates its queries step by step, whether
-  it carries residual attention;
-- `check(cfg)`: the rules between its options and the other groups', one line each;
-- `forward_flops(cfg, n_features, n_targets, pairs)`: its FLOPs by formula;
-- `position_tokens(cfg)`: the positions an added encoding's table must hold.
+subclasses it with its own options and its published defaults). Options are values only: what a
+family builds from them, and what it refuses, is said in its constructor (families/), so
+building the model is the check of its config.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple
 
 from omegaconf import MISSING
 
@@ -32,31 +22,6 @@ LinearPathInput = choice("LinearPathInput", LINEAR_PATH_INPUTS)
 LinearInit = choice("LinearInit", LINEAR_INITS)
 AttentionInit = choice("AttentionInit", ("mha", "linear"))  # the attention projections'
 FinalNorm = choice("FinalNorm", ("auto", "always", "never"))  # a norm after the encoder stack
-
-TIME, VARIATE = "time", "variate"  # the token axes an attention can serve
-
-
-class Site(NamedTuple):
-    """One attention position of a family's model (every layer of a stack shares it)."""
-
-    stack: str  # its stack's name: maps and TensorBoard tags (attention/<stack>/layer<i>)
-    axis: str  # TIME: tokens along time | VARIATE: a token per channel, in no order
-    q_len: int  # tokens its queries number
-    k_len: int  # and its keys
-    layers: int  # in the stack
-    cross: bool = False  # queries and keys from different sequences
-    causal: bool = False  # the future masked (a decoder generating step by step)
-    stepwise: str | None = None  # "key=value" of the option that generates its queries one
-    # step at a time (no query may read a later one), or None
-    residual: bool = False  # the stack carries residual attention (model.res_attention)
-    window_keys: bool = True  # its keys are the window's own tokens (the encoder's)
-
-
-def attention_node(cfg: Mapping, site: Site) -> tuple[str, Mapping]:
-    """(its config key, the node) of the backend serving `site`: `variate_attention` at a
-    variate-axis position where it is set, else the attention group's."""
-    node = cfg.get("variate_attention") if site.axis == VARIATE else None
-    return ("variate_attention", node) if node else ("attention", cfg["attention"])
 
 
 @dataclass
@@ -85,28 +50,6 @@ class ModelOptions:
     decomposition_kernel: int = option(25, positive)  # dlinear: the trend's moving average
     channel_independent: bool = False  # each channel forecast from its own past, shared
     # weights (PatchTST)
-
-    # The axis its tokens lie along (TIME or VARIATE): what its positions and its embedding
-    # group read, and which attention backends can serve it.
-    TOKEN_AXIS: ClassVar[str] = TIME
-
-    def sites(self, cfg: Mapping, n_features: int) -> list[Site]:
-        """Its attention positions, for a composed config and windows of `n_features`
-        channels."""
-        raise NotImplementedError
-
-    def check(self, cfg: Mapping) -> None:
-        """Refuse (ConfigError, one line naming both keys) a combination of its options and
-        the other groups' it cannot build."""
-
-    def position_tokens(self, cfg: Mapping) -> tuple[int, str]:
-        """(the positions an added encoding's table must hold, how that count is made)."""
-        raise NotImplementedError
-
-    def forward_flops(self, cfg: Mapping, n_features: int, n_targets: int,
-                      pairs: str = "seen") -> dict[str, int]:
-        """Forward FLOPs of one window by part and their `total` (model/flops.py)."""
-        raise NotImplementedError
 
 
 @dataclass

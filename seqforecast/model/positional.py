@@ -1,11 +1,13 @@
-"""Positional encodings, by name.
+"""Positional encodings, registered by name (`pos_encoding=<name>`): each one its options (the
+config's node) and what it puts in a model.
 
 Two kinds:
 - added to the embeddings before the first layer: `sinusoidal` (the original transformer's table),
-  `learned` (one trained vector per position), `none`;
+  `learned` (one trained vector per position), `none` (nothing);
 - acting inside every attention: `relative` (a per-head additive distance decay, ALiBi-style,
-  or the reciprocal one, and the past bias) and `rope` (rotary q/k). These give
-  the attention backends an `AttentionPosition` and add nothing to the embeddings.
+  or the reciprocal one, and the past bias) and `rope` (rotary q/k). These give each attention
+  backend an `AttentionPosition` (a backend that takes none refuses it when built) and add
+  nothing to the embeddings.
 
 Both kinds read one time axis: encoder steps 0..in_len-1, decoder steps from
 in_len - label_len (the added encodings through `offset`, attention through its starts).
@@ -14,17 +16,24 @@ in_len - label_len (the added encodings through `offset`, attention through its 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import Tensor, nn
 
-from ..attention.position import AttentionPosition, RelativePositionTerms, RotaryEmbedding
+from ..attention.position import (
+    AttentionPosition,
+    DecayForm,
+    RelativePositionTerms,
+    RotaryEmbedding,
+)
+from ..options import ConfigError, above, choice, option, positive, probability, refuse
+from .parts import Parts
 
-ADDED_TO_EMBEDDINGS = ("sinusoidal", "learned", "none")
-PLACES_NOTHING = ("none",)  # no positional information at all
-INSIDE_ATTENTION = ("relative", "rope")
-POSITIONAL_ENCODINGS = ADDED_TO_EMBEDDINGS + INSIDE_ATTENTION
+LEARNED_INITS = ("normal", "uniform")
+LearnedInit = choice("LearnedInit", LEARNED_INITS)
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
@@ -45,10 +54,10 @@ class _AddedEncoding(nn.Module):
     `in_len - label_len`, so encoder and decoder positions of one time step match.
     """
 
-    def __init__(self, max_len: int, dropout: float):
+    def __init__(self, max_len: int, dropout: float | nn.Module):
         super().__init__()
         self.max_len = max_len
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = dropout if isinstance(dropout, nn.Module) else nn.Dropout(dropout)
 
     def table(self, start: int, stop: int) -> Tensor:
         raise NotImplementedError
@@ -61,7 +70,7 @@ class _AddedEncoding(nn.Module):
 
 
 class SinusoidalEncoding(_AddedEncoding):
-    def __init__(self, d_model: int, max_len: int, dropout: float):
+    def __init__(self, d_model: int, max_len: int, dropout: float | nn.Module):
         super().__init__(max_len, dropout)
         self.register_buffer("encodings", sinusoidal_table(max_len, d_model), persistent=False)
 
@@ -69,14 +78,11 @@ class SinusoidalEncoding(_AddedEncoding):
         return self.encodings[start:stop]
 
 
-LEARNED_INITS = ("normal", "uniform")
-
-
 class LearnedEncoding(_AddedEncoding):
     """A trained table, initialised N(0, 0.02²) (`normal`) or U(-0.02, 0.02) (`uniform`: the
     published PatchTST's `pe='zeros'` table)."""
 
-    def __init__(self, d_model: int, max_len: int, dropout: float, init: str):
+    def __init__(self, d_model: int, max_len: int, dropout: float | nn.Module, init: str):
         super().__init__(max_len, dropout)
         if init == "normal":
             self.embedding = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
@@ -90,35 +96,160 @@ class LearnedEncoding(_AddedEncoding):
 class NoEncoding(nn.Module):
     """Nothing added (the inside-attention kinds and `none`); dropout only."""
 
-    def __init__(self, dropout: float):
+    def __init__(self, dropout: float | nn.Module):
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = dropout if isinstance(dropout, nn.Module) else nn.Dropout(dropout)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         return self.dropout(x)
 
 
-def build_input_encoding(pos_cfg: Mapping, d_model: int) -> nn.Module:
-    """The module applied to the embeddings: `forward(x, offset=0)`."""
-    name = pos_cfg["name"]
-    dropout = pos_cfg["dropout"]
-    if name == "sinusoidal":
-        return SinusoidalEncoding(d_model, pos_cfg["max_len"], dropout)
-    if name == "learned":
-        return LearnedEncoding(d_model, pos_cfg["max_len"], dropout, pos_cfg["init"])
-    return NoEncoding(dropout)  # none, or positions inside attention
+# ---------------------------------------------------------------- the registered options
 
 
-def attention_position_factory(
-    pos_cfg: Mapping, n_heads: int
-) -> Callable[[], AttentionPosition | None]:
-    """A factory giving each attention module its own position module (or None). Rotary
-    embeddings take their width from the q/k chunks the backend hands them."""
-    name = pos_cfg["name"]
-    if name == "relative":
-        return lambda: RelativePositionTerms(
-            pos_cfg["distance_decay"], pos_cfg["past_bias"], pos_cfg["decay_form"], n_heads
-        )
-    if name == "rope":
-        return lambda: RotaryEmbedding(base=pos_cfg["base"])
-    return lambda: None
+@dataclass
+class NoneOptions:  # pos_encoding=none: no positional information (attention is then
+    # permutation-equivariant)
+    name: str = "none"
+    dropout: float = option(0.0, probability)  # on the embeddings, after the encoding
+
+
+@dataclass
+class SinusoidalOptions(NoneOptions):  # sine/cosine table added to the embeddings
+    name: str = "sinusoidal"
+    max_len: int = option(5000, positive)  # positions the table holds
+
+
+@dataclass
+class LearnedOptions(SinusoidalOptions):  # one trained vector per position
+    name: str = "learned"
+    max_len: int = option(512, positive)
+    init: LearnedInit = LearnedInit.normal  # normal: N(0, 0.02^2) | uniform: U(-0.02, 0.02)
+    # (the published PatchTST's: pos_encoding=learned_uniform)
+
+
+@dataclass
+class RelativeOptions(NoneOptions):  # terms inside every attention, on one axis
+    name: str = "relative"
+    distance_decay: bool = True  # see decay_form
+    decay_form: DecayForm = DecayForm.alibi  # alibi: scores - m_h |i-j|, a learnable slope
+    # m_h >= 0 per head (from ALiBi's 2^(-8h/H)): a farther key never gains weight.
+    # reciprocal: scores / (1 + a|i-j|), which for a negative score raises distant keys
+    past_bias: bool = True  # scores - b where the key is before the query, b learnable (1)
+
+
+@dataclass
+class RopeOptions(NoneOptions):  # rotary embeddings on every attention's q and k
+    name: str = "rope"
+    base: float = option(10000.0, above(1))
+
+
+class Positions:
+    """What a pos_encoding option puts in a model: `none`'s nothing (the embeddings' dropout
+    only). A registered kind overrides what it places."""
+
+    places: ClassVar[str] = "nothing"  # embeddings (an added table) | attention (a module
+    # inside every attention) | nothing
+
+    def __init__(self, options):
+        self.options = options
+
+    @property
+    def name(self) -> str:
+        return self.options.name
+
+    def input_encoding(self, d_model: int, positions: int, what: str, parts: Parts
+                       ) -> nn.Module:
+        """The module applied to the embeddings, `forward(x, offset=0)`, for a model whose
+        tokens take `positions` positions (`what`: how that count is made, for the message)."""
+        return NoEncoding(parts.dropout(self.options.dropout))
+
+    def inside(self, n_heads: int) -> AttentionPosition | None:
+        """A new module for one attention layer, or None."""
+        return None
+
+
+_POSITIONS: dict[str, tuple[type[Positions], type]] = {}
+
+
+def register_position(name: str, options: type):
+    """Class decorator: make a Positions subclass `pos_encoding=<name>`, with `options`."""
+
+    def decorate(cls: type[Positions]) -> type[Positions]:
+        if name in _POSITIONS:
+            raise ValueError(f"positional encoding {name!r} is registered twice")
+        _POSITIONS[name] = (cls, options)
+        return cls
+
+    return decorate
+
+
+def available_positions() -> list[str]:
+    return sorted(_POSITIONS)
+
+
+def position_schema(name: str) -> type:
+    """The dataclass of pos_encoding=`name`'s options."""
+    return _lookup(name)[1]
+
+
+def build_positions(node: Mapping) -> Positions:
+    """A pos_encoding node (plain values) as what it places."""
+    cls, options = _lookup(node["name"])
+    return cls(options(**node))
+
+
+def _lookup(name: str):
+    try:
+        return _POSITIONS[name]
+    except KeyError:
+        raise ValueError(f"unknown pos_encoding {name!r}; allowed: "
+                         f"{', '.join(available_positions())}") from None
+
+
+register_position("none", NoneOptions)(Positions)
+
+
+class _Table(Positions):
+    places = "embeddings"
+
+    def _checked(self, positions: int, what: str) -> int:
+        max_len = self.options.max_len
+        if max_len < positions:
+            raise refuse("pos_encoding.max_len", max_len, f"must be >= {what} = {positions}")
+        return max_len
+
+
+@register_position("sinusoidal", SinusoidalOptions)
+class Sinusoidal(_Table):
+    def input_encoding(self, d_model, positions, what, parts):
+        return SinusoidalEncoding(d_model, self._checked(positions, what),
+                                  parts.dropout(self.options.dropout))
+
+
+@register_position("learned", LearnedOptions)
+class Learned(_Table):
+    def input_encoding(self, d_model, positions, what, parts):
+        return LearnedEncoding(d_model, self._checked(positions, what),
+                               parts.dropout(self.options.dropout), str(self.options.init))
+
+
+@register_position("relative", RelativeOptions)
+class Relative(Positions):
+    places = "attention"
+
+    def inside(self, n_heads):
+        o = self.options
+        if not (o.distance_decay or o.past_bias):
+            raise ConfigError("pos_encoding=relative with distance_decay=false and "
+                              "past_bias=false places nothing: set one true, or "
+                              "pos_encoding=none")
+        return RelativePositionTerms(o.distance_decay, o.past_bias, str(o.decay_form), n_heads)
+
+
+@register_position("rope", RopeOptions)
+class Rope(Positions):
+    places = "attention"
+
+    def inside(self, n_heads):
+        return RotaryEmbedding(base=self.options.base)

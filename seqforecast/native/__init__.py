@@ -3,11 +3,12 @@
 - `torch`: stock PyTorch only: nn.Dropout, torch's fused attention or the backends' explicit
   paths, the FFN's nn.Linear layers, op-by-op norms. No project C code runs, on any device.
 - `native`: small C kernels for the CPU (this folder), built for this machine's CPU on first
-  use (build.py). The builder's `install` swaps three stock pieces for theirs, each computing
-  the same function (dropout: the same distribution from another random stream):
-    nn.Dropout                               -> HashDropout (dropout.py)
-    a plain FeedForward                      -> SlicedFeedForward (ffn.py)
-    a post-norm Residual with TokenBatchNorm -> BatchNormResidual (residual_norm.py)
+  use (build.py). Its kernel set (`NativeParts`, registered with model/parts.py) builds three
+  pieces of its own where they take the piece, each computing the same function (dropout: the
+  same distribution from another random stream):
+    dropout                                   HashDropout (dropout.py)
+    a plain FFN                               SlicedFeedForward (ffn.py)
+    a post-norm residual block on BatchNorm   BatchNormResidual (residual_norm.py)
   and each attention, told the set when it is built, takes the short-sequence kernel
   (attention.py) where attention/kernels.py finds it serves and pays (residual attention).
   They hold the same parameters (the state dict is the same), so a checkpoint loads under
@@ -16,8 +17,8 @@
   `torch`.
 
 `resolve` turns the choice into the set a run uses, or refuses `native` in one line where it
-cannot run; the builder hands the set to every attention and calls `install` for `native`, once,
-when the model is built. The generic layers never look at the device.
+cannot run; the builder builds every piece from that set. The generic layers never look at the
+device.
 """
 
 from __future__ import annotations
@@ -29,7 +30,11 @@ from torch import nn
 
 from ..model.ffn import FeedForward
 from ..model.layers import Residual
+from ..model.parts import Parts, register_parts
 from . import build
+from .dropout import HashDropout
+from .ffn import SlicedFeedForward
+from .residual_norm import BatchNormResidual
 
 log = logging.getLogger(__name__)
 
@@ -61,19 +66,23 @@ def resolve(choice: str, device: torch.device | str, precision: str = "fp32") ->
     return "torch"
 
 
-def install(model: nn.Module) -> nn.Module:
-    """Swap `model`'s stock pieces for the native kernels' (see above), in place; returns it.
-    Each replacement is a subclass holding the same submodules and parameters: only its
-    forward differs, so the module's class is changed rather than the module rebuilt."""
-    from .dropout import HashDropout
-    from .ffn import SlicedFeedForward
-    from .residual_norm import BatchNormResidual
+class NativeParts(Parts):
+    """The native set's pieces: its own where they take the piece, stock PyTorch's elsewhere."""
 
-    for module in model.modules():
-        if type(module) is nn.Dropout:
-            module.__class__ = HashDropout
-        elif type(module) is FeedForward and SlicedFeedForward.takes(module):
-            module.__class__ = SlicedFeedForward
-        elif type(module) is Residual and BatchNormResidual.takes(module):
-            module.__class__ = BatchNormResidual
-    return model
+    name = "native"
+
+    def dropout(self, p: float) -> nn.Module:
+        return HashDropout(p)
+
+    def ffn(self, d_model, d_ff, *, activation, gated, bias, bias_gate, dropout):
+        # a plain FFN of an activation it computes: sliced; a gated one stays op by op
+        cls = SlicedFeedForward if SlicedFeedForward.takes(gated, activation) else FeedForward
+        return cls(d_model, d_ff, activation=activation, gated=gated, bias=bias,
+                   bias_gate=bias_gate, dropout=self.dropout(dropout))
+
+    def residual(self, d_model, dropout, norm_first, norm):
+        cls = BatchNormResidual if BatchNormResidual.takes(norm_first, norm) else Residual
+        return cls(d_model, self.dropout(dropout), norm_first, norm)
+
+
+register_parts(NativeParts())

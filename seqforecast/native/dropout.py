@@ -1,5 +1,5 @@
 """Dropout with a counter-based mask drawn by the C kernel `dropout.c` (`HashDropout`, the
-native kernels' replacement for nn.Dropout; __init__.py installs it).
+native kernel set's dropout, built by __init__.py's NativeParts).
 
 torch's CPU dropout draws one Bernoulli sample per element from its Mersenne Twister and then
 multiplies by the mask in further passes: the largest single cost of a published-PatchTST

@@ -1,6 +1,6 @@
 """The plain FFN on the CPU, a cache-sized slice of the tokens at a time, forward and backward
-(`SlicedFeedForward`, the native kernels' replacement for a plain FeedForward; __init__.py
-installs it).
+(`SlicedFeedForward`, the native kernel set's plain FeedForward; __init__.py
+builds it).
 
     y = down(dropout(act(up(x))))        x [T, d_model] -> y [T, d_model], hidden d_ff wide
 
@@ -47,8 +47,9 @@ class SlicedFeedForward(FeedForward):
     the same parameters and state dict, the same function."""
 
     @staticmethod
-    def takes(ffn: FeedForward) -> bool:
-        return ffn.gate is None and ffn.activation_name in ACTIVATIONS
+    def takes(gated: bool, activation: str) -> bool:
+        """Whether it computes an FFN of these options (a plain one of its activations)."""
+        return not gated and activation in ACTIVATIONS
 
     def forward(self, x: Tensor) -> Tensor:
         if x.numel() // x.shape[-1] * self.up.out_features <= WHOLE_FLOATS:

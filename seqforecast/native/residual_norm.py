@@ -1,6 +1,6 @@
 """A post-norm residual with BatchNorm over tokens, norm(x + dropout(y)) in training, forward and
-backward, by the C kernel `residual_norm.c` (`BatchNormResidual`, the native kernels'
-replacement for such a Residual; __init__.py installs it).
+backward, by the C kernel `residual_norm.c` (`BatchNormResidual`, the native kernel set's
+residual block where it takes one, built by __init__.py's NativeParts).
 
 Op by op (the published PatchTST's residuals: 6 a step), the dropout, the sum and BatchNorm's
 statistics, normalisation and backward each stream the [tokens, d_model] tensors through
@@ -21,7 +21,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from ..model.layers import Residual, TokenBatchNorm
+from ..model.layers import Residual, TokenBatchNorm, make_norm
 from . import build
 from .build import Signature, pointer
 from .dropout import KeepMask, keep_mask
@@ -44,10 +44,10 @@ class BatchNormResidual(Residual):
     statistics with a momentum): the kernel in training, op by op in eval mode."""
 
     @staticmethod
-    def takes(residual: Residual) -> bool:
-        norm = residual.norm
-        return (not residual.norm_first and isinstance(norm, TokenBatchNorm) and norm.affine
-                and norm.track_running_stats and norm.momentum is not None)
+    def takes(norm_first: bool, norm: str) -> bool:
+        """Whether it computes a residual block of these options (post-norm, its norm a
+        TokenBatchNorm: affine, tracking running statistics with a momentum, as built)."""
+        return not norm_first and make_norm(norm, 1).__class__ is TokenBatchNorm
 
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
         if not self.norm.training:

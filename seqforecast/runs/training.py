@@ -21,9 +21,9 @@ from ..config.saved import migrated
 from ..data import DataError, ForecastData, build_data
 from ..datasets import require as require_dataset
 from ..model import build_model
-from ..model.official import OfficialWeightsError, load_official_weights, published_model
 from ..options import ConfigError
 from ..probabilistic.bands import write_bands
+from ..published import OfficialWeightsError, describe, load_official_weights, official_for
 from ..training.baselines import FIT_WINDOWS
 from ..training.checkpoint import RunError, error_line
 from ..training.distributed import SINGLE, Distributed, parameter_digest, wrap
@@ -74,7 +74,34 @@ def load_official_checkpoint(model, path: str) -> None:
         load_official_weights(model, state)
     except OfficialWeightsError as err:
         raise RunError(f"model.official_weights={path}: {err}") from None
-    log.info("started from the official %s weights in %s", published_model(model), path)
+    log.info("started from the official %s weights in %s", official_for(model).title, path)
+
+
+def describe_model(model, data: ForecastData, plain: Mapping) -> dict:
+    """What a run trains, as its first lines and metrics.json say it: the family, each attention
+    stack's backend and kernel per layer, the columns forecast and the covariates read, and the
+    published setting it took (or why none)."""
+    state = data.state or {}
+    columns = list(state.get("columns") or [])
+    targets = columns[: data.n_targets] or [f"{plain['data']['name']} series"]
+    covariates = columns[data.n_targets:] + list(state.get("time_features") or [])
+    stacks = {stack: [f"{layer.options.name}/{layer.kernel.name}" for layer in layers]
+              for stack, layers in model.attention_stacks().items()}
+    return {"family": model.family, "attention": stacks, "targets": targets,
+            "covariates": covariates, "published": describe(plain)}
+
+
+def model_lines(described: Mapping, n_params: int, device, kernels: str) -> list[str]:
+    """The run's first lines on its model (describe_model)."""
+    stacks = "; ".join(f"{stack}: " + ", ".join(layers)
+                       for stack, layers in described["attention"].items())
+    lines = [f"model: model={described['family']}, {n_params} parameters, on {device}, "
+             f"{kernels} kernels; attention (backend/kernel a layer) {stacks}",
+             f"forecasts {', '.join(described['targets'])}; covariates: "
+             f"{', '.join(described['covariates']) or 'none'}"]
+    if described["published"]:
+        lines.insert(0, described["published"])
+    return lines
 
 
 @dataclass
@@ -190,6 +217,8 @@ def prepare_run(
         raise DataError(problem)
     n_params = sum(p.numel() for p in model.parameters())
     configure_threads(trainer_cfg["num_threads"], n_params)
+    for line in model_lines(describe_model(model, data, plain), n_params, device, kernels):
+        log.info(line)
     official = plain["model"].get("official_weights")  # a family that publishes weights
     if official and resume is None:
         load_official_checkpoint(model, official)
@@ -205,16 +234,6 @@ def prepare_run(
         log.info(note)
     for split, info in data.info.items():
         log.info("%s split: %s", split, describe_split(info))
-    variate = plain.get("variate_attention")
-    log.info(
-        "model: %s attention%s, %s positions, %s FFN, %d parameters, on %s, %s kernels",
-        plain["attention"]["name"],
-        f" ({variate['name']} at the variate-axis positions)" if variate else "",
-        plain["pos_encoding"]["name"],
-        plain["ffn"]["activation"] + (" gated" if plain["ffn"]["gated"] else ""),
-        n_params, device, kernels,
-    )
-
     config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
     if resume is not None and current_config(resume["config"]) != config_yaml:
         raise RunError(
@@ -257,6 +276,7 @@ def finish_run(run: PreparedRun, result: TrainResult, placement: dict) -> None:
         "parameters": run.n_params,
         "device": str(run.device),
         "kernels": run.kernels,
+        "model": describe_model(model, data, plain),
         **placement,
         **run.memory.report(),
     }

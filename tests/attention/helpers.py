@@ -56,7 +56,7 @@ def dense_diff_reference(
     i = torch.arange(q_len)[:, None]
     j = torch.arange(k_len)[None, :]
     allowed = torch.ones(q_len, k_len, dtype=torch.bool)
-    if attn.block_size and not attn.cross_attention:
+    if attn.block_size and not attn.site.cross:
         bs = attn.block_size
         allowed &= (i // bs - j // bs).abs() <= 1
     if causal:

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from seqforecast.attention import AttentionCall, block_local, build_attention
-from seqforecast.attention.band_flex import flex_band_attention
+from seqforecast.attention.band_flex import FlexBand, flex_band_attention
 from seqforecast.attention.band_triton import band_attention, unavailable
 from seqforecast.options import ConfigError
 
@@ -106,9 +106,14 @@ def test_diff_block_local_on_the_triton_kernel_is_the_explicit_path(options, cau
 @pytest.mark.parametrize("length", [40, 13])
 def test_diff_block_local_on_flexattention_is_the_explicit_path_forward(length, causal):
     """The compiled forward (a GPU's backward too, where there is one); lengths whose unpadded
-    compiled CPU forward was wrong in torch 2.13 (40) among them."""
-    fast, explicit = _pair("flex")
-    assert fast.kernel.name == "flex"
+    compiled CPU forward was wrong in torch 2.13 (40) among them. Without a GPU the kernel is
+    refused when built (no CPU backward), so its forward is checked by calling it itself."""
+    if torch.cuda.is_available():
+        fast, explicit = _pair("flex")
+        assert fast.kernel.name == "flex"
+    else:
+        fast, explicit = _pair("explicit")
+        fast.kernel = FlexBand(fast.kernel_facts())
     x = torch.randn(2, length, 16, device=DEVICE)
     with torch.no_grad():
         got = fast.attend(x, x, AttentionCall(causal=causal)).out
@@ -119,13 +124,22 @@ def test_diff_block_local_on_flexattention_is_the_explicit_path_forward(length, 
                                dense_band(q, k, v, 0.3, 4, causal), rtol=1e-5, atol=1e-5)
 
 
-def test_flex_on_the_cpu_trains_on_the_explicit_path():
-    """FlexAttention has no CPU backward: a call that needs gradients there runs the explicit
-    path (the same function), so training on the CPU with kernel=flex still learns."""
-    fast, explicit = _pair("flex")
-    x = torch.randn(2, 12, 16, requires_grad=True)
-    fast.cpu().attend(x, x, AttentionCall()).out.sum().backward()
-    assert all(p.grad is not None for p in fast.parameters() if p.requires_grad)
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU-only refusal")
+def test_flex_without_a_gpu_is_refused_when_built_not_run_explicitly():
+    """FlexAttention has no CPU backward: on a machine without CUDA the kernel is refused in one
+    line when the layer is built (a run on it would not train), never skipped call by call."""
+    with pytest.raises(ConfigError, match="attention.kernel=flex cannot serve diff attention "
+                                          "here: it trains on a GPU") as err:
+        _pair("flex")
+    assert "\n" not in str(err.value)
+
+
+def test_a_padded_call_is_refused_by_a_kernel_without_padding():
+    fast, _ = _pair("explicit")
+    fast.kernel = FlexBand(fast.kernel_facts())
+    x = torch.randn(2, 12, 16, device=DEVICE)
+    with pytest.raises(ValueError, match="attention.kernel=flex takes no key padding mask"):
+        fast.attend(x, x, AttentionCall(), torch.zeros(2, 12, dtype=torch.bool, device=DEVICE))
 
 
 @pytest.mark.parametrize("kernel", ["triton", "flex"])

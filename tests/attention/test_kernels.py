@@ -9,7 +9,6 @@ from seqforecast.attention import (
     AttentionCall,
     ResidualQK,
     RotaryEmbedding,
-    attention_context,
     available_attention,
     build_attention,
     kernel_names,
@@ -31,7 +30,7 @@ def _pair(name, kernel, kernels="torch", residual=False, **options):
     torch.manual_seed(0)
     fast = randomize_(build_attention(name, E, H, kernel=kernel, kernels=kernels,
                                       residual=residual, **options), 0.2)
-    explicit = build_attention(name, E, H, kernel="explicit", **options)
+    explicit = build_attention(name, E, H, kernel="explicit", residual=residual, **options)
     explicit.load_state_dict(fast.state_dict())
     return fast, explicit
 
@@ -62,6 +61,10 @@ def test_each_kernel_equals_the_explicit_path(name, options, kernel, kernels, ca
         padding = torch.zeros(B, memory.shape[1], dtype=torch.bool)
         padding[0, -3:] = True
     call = AttentionCall(causal=causal)
+    if padded and kernel == "native":  # it has no use for one (a model never passes one)
+        with pytest.raises(ValueError, match="attention.kernel=native takes no key padding"):
+            fast.attend(x, memory, call, padding)
+        return
     got = _outputs_and_grads(fast, x, memory, call, padding)
     want = _outputs_and_grads(explicit, x, memory, call, padding)
     for g, w in zip(got, want, strict=True):
@@ -120,7 +123,7 @@ def test_weights_asked_for_take_the_explicit_path():
     ("vanilla", {}, "native", "torch", "this run's set is stock PyTorch (trainer.kernels)"),
     ("vanilla", {"dropout": 0.1}, "native", "native", "it has no dropout on the weights"),
     ("vanilla", {}, "flash", "torch", "kernel='flash' is not allowed: choose one of "
-                                      "auto, explicit, sdpa, native, triton, flex"),
+                                      "auto, explicit, sdpa, native, flex, triton"),
 ])
 def test_a_kernel_that_cannot_serve_is_refused_in_one_line(name, options, kernel, kernels,
                                                            message):
@@ -132,8 +135,7 @@ def test_a_kernel_that_cannot_serve_is_refused_in_one_line(name, options, kernel
 def test_every_backend_takes_the_kernel_option():
     assert kernel_names()[:2] == ("auto", "explicit")
     for name in available_attention():
-        options = {"lengths": (L, L)} if "lengths" in attention_context(name) else {}
-        assert build_attention(name, E, H, kernel="explicit", **options).kernel.name == \
+        assert build_attention(name, E, H, kernel="explicit", lengths=(L, L)).kernel.name == \
             "explicit"
 
 
@@ -148,3 +150,70 @@ def test_on_a_gpu_each_layer_equals_its_cpu_explicit_path(name, options):
     call = AttentionCall(causal=True)
     got = fast.attend(x.cuda(), x.cuda(), call).out.cpu()
     torch.testing.assert_close(got, explicit.attend(x, x, call).out, rtol=1e-4, atol=1e-4)
+
+
+def test_a_registered_kernel_is_selectable_by_name_in_python_and_in_a_config():
+    """register_kernel opens the names attention.kernel accepts (they are read when a value is
+    checked, not frozen at import)."""
+    from seqforecast.attention.kernels import KERNELS, Explicit, register_kernel
+    from seqforecast.config import compose_config, validate_config
+
+    @register_kernel
+    class Mine(Explicit):  # the explicit path under another name
+        name = "mine_in_process"
+
+    try:
+        assert "mine_in_process" in kernel_names()
+        attn = build_attention("vanilla", E, H, kernel="mine_in_process")
+        assert type(attn.kernel) is Mine
+        validate_config(compose_config(["experiment=quick", "attention.kernel=mine_in_process"]))
+    finally:
+        del KERNELS["mine_in_process"]
+    with pytest.raises(ConfigError, match="attention.kernel='mine_in_process' is not allowed: "
+                                          "choose one of auto, explicit"):
+        validate_config(compose_config(["experiment=quick", "attention.kernel=mine_in_process"]))
+
+
+PLUGIN_KERNEL = '''
+"""A package's kernel: the explicit path, marking the file $MARK when it first runs."""
+import os
+from pathlib import Path
+
+from seqforecast.attention.kernels import Explicit, register_kernel
+
+
+@register_kernel
+class Marked(Explicit):
+    name = "marked"
+
+    def __call__(self, attn, q, k, v, residual, call, key_padding_mask):
+        Path(os.environ["MARK"]).write_text("ran")
+        return super().__call__(attn, q, k, v, residual, call, key_padding_mask)
+'''
+
+
+@pytest.mark.slow
+def test_a_kernel_from_a_package_registers_through_its_entry_point_and_runs(tmp_path):
+    """A package of one's own declares a kernel under the entry-point group
+    `seqforecast.kernels`; `attention.kernel=<its name>` then trains on it, end to end."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.cli_helpers import REPO
+
+    (tmp_path / "marked_kernel.py").write_text(PLUGIN_KERNEL)
+    info = tmp_path / "seqforecast_marked-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: seqforecast-marked\nVersion: 0\n")
+    (info / "entry_points.txt").write_text("[seqforecast.kernels]\nmarked = marked_kernel\n")
+    env = dict(os.environ, PYTHONPATH=f"{REPO}{os.pathsep}{tmp_path}",
+               MARK=str(tmp_path / "mark"))
+    env.pop("HYDRA_FULL_ERROR", None)
+    done = subprocess.run([sys.executable, "-m", "seqforecast.train", "experiment=quick",
+                           "attention.kernel=marked", "data.train_size=64", "data.val_size=16",
+                           "log.figures=false", "epochs=1", "hydra.run.dir=run"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "mark").read_text() == "ran"
+    assert (tmp_path / "run" / "metrics.json").exists()

@@ -285,7 +285,7 @@ def test_padding_and_residual_scores_are_refused(name):
     x = torch.randn(1, 8, 8)
     with pytest.raises(ValueError, match=f"{name} attention takes no key padding mask"):
         attn(x, x, key_padding_mask=torch.zeros(1, 8, dtype=torch.bool))
-    with pytest.raises(ValueError, match="cannot carry residual scores"):
+    with pytest.raises(ValueError, match="built for a stack without residual attention"):
         attn.attend(x, x, AttentionCall(residual=ResidualQK()))
 
 

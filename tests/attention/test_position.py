@@ -121,7 +121,7 @@ def test_relative_terms_change_the_function():
 
 
 def test_diff_position_shorthand_conflicts_with_a_module():
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(ValueError, match="both would put a position module inside diff attention"):
         build_attention("diff", 16, 4, distance_decay=True,
                         position=RotaryEmbedding(4, base=10000.0))
 

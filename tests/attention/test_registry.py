@@ -9,10 +9,10 @@ from seqforecast.attention import (
     DifferentialAttention,
     EinsumAttention,
     VanillaAttention,
-    attention_context,
     attention_schema,
     available_attention,
     build_attention,
+    takes_position,
 )
 
 
@@ -52,13 +52,13 @@ def test_bad_options_name_the_key_and_what_is_allowed(name, d_model, heads, opti
         build_attention(name, d_model, heads, **options)
 
 
-def test_options_are_the_backends_dataclass_and_context_its_signature():
+def test_options_are_the_backends_dataclass_and_positions_its_signature():
     diff = {f.name for f in fields(attention_schema("diff"))}
     assert {"block_size", "talking_heads", "dropout", "bias"} <= diff
     assert [f.name for f in fields(attention_schema("vanilla"))] == ["name", "dropout", "bias",
                                                                      "kernel", "gate"]
-    assert attention_context("vanilla") == ["position"]
-    assert attention_context("diff") == ["layer", "cross_attention", "position"]
+    takes = {name for name in available_attention() if takes_position(name)}
+    assert takes == {"vanilla", "einsum", "sigmoid", "diff"}
 
 
 def test_the_python_api_defaults_are_the_configs():

@@ -8,15 +8,13 @@ import torch
 
 from seqforecast.attention import (
     AttentionCall,
-    AttentionOptions,
-    DiffOptions,
     ResidualQK,
     block_local,
     build_attention,
-    carries_residual,
 )
 from seqforecast.attention.position import RelativePositionTerms, RotaryEmbedding
 from seqforecast.native import attention as native_attention
+from seqforecast.options import ConfigError
 
 from ..native.helpers import WHY
 from .helpers import randomize_
@@ -186,17 +184,25 @@ def test_block_windows_as_a_dense_mask(lookahead):
     assert torch.equal(block_local.outside_windows(length, bs, lookahead, "cpu"), ~inside)
 
 
-def test_what_cannot_be_carried_is_refused_in_one_line():
-    vanilla, diff = AttentionOptions("vanilla"), DiffOptions("diff")
-    assert carries_residual(vanilla, "rope") is None and carries_residual(diff, "rope") is None
-    assert "pos_encoding=relative" in carries_residual(vanilla, "relative")
+def test_what_cannot_be_carried_is_refused_when_built_in_one_line():
+    relative = RelativePositionTerms(True, True, "alibi", 1)
+    for name in ("vanilla", "diff"):  # rope acts on q and k: carried
+        build_attention(name, E, H, residual=True, position=RotaryEmbedding(base=100.0))
+        with pytest.raises(ConfigError, match="pos_encoding=relative adds its terms to the "
+                                              "scores, which residual attention cannot carry"):
+            build_attention(name, E, H, residual=True,
+                            position=RelativePositionTerms(True, True, "alibi", 1))
     for key in ("talking_heads", "distance_decay", "past_bias"):
-        options = DiffOptions("diff", **{key: True})
-        assert f"attention.{key}=true acts on the scores" in carries_residual(options, "none")
-    attn = build_attention("vanilla", E, H, position=RelativePositionTerms(True, True, "alibi", 1))
+        with pytest.raises(ConfigError, match=f"attention.{key}=true acts on the scores"):
+            build_attention("diff", E, H, residual=True, **{key: True})
+    for name in ("flow", "probsparse", "autocorrelation", "fourier", "destationary", "normlin",
+                 "learned_mixing", "no_mixing"):
+        with pytest.raises(ConfigError, match="model.res_attention=true conflicts: .*; set "
+                                              "model.res_attention=false") as err:
+            build_attention(name, E, H, residual=True, lengths=(L, L))
+        assert "\n" not in str(err.value)
+    # a layer built without residual attention refuses a call that carries it
+    attn = build_attention("vanilla", E, H, position=relative)
     x = torch.randn(B, L, E)
-    with pytest.raises(ValueError, match="cannot carry"):
+    with pytest.raises(ValueError, match="built for a stack without residual attention"):
         attn.attend(x, x, AttentionCall(residual=ResidualQK()))
-    talking = build_attention("diff", E, H, talking_heads=True)
-    with pytest.raises(ValueError, match="cannot carry"):
-        talking.attend(x, x, AttentionCall(residual=ResidualQK()))

@@ -14,7 +14,7 @@ import torch
 from seqforecast import build_model
 from seqforecast.attention import RelativePositionTerms, build_attention
 from seqforecast.config import compose_config
-from seqforecast.model.positional import attention_position_factory
+from seqforecast.model.positional import build_positions
 
 from .helpers import randomize_
 
@@ -140,9 +140,10 @@ def test_self_attention_is_the_same_wherever_it_sits_in_time(name):
     """Scores depend on time differences only: shifting queries and keys together changes
     nothing (rope and relative terms alike); shifting one of them does."""
     for position in ("relative", "rope"):
-        cfg = {"name": position, "distance_decay": True, "past_bias": True,
-               "decay_form": "alibi", "base": 100.0}
-        attn = build_attention(name, 16, 4, position=attention_position_factory(cfg, 4)())
+        cfg = ({"name": position, "distance_decay": True, "past_bias": True,
+                "decay_form": "alibi"} if position == "relative" else
+               {"name": position, "base": 100.0})
+        attn = build_attention(name, 16, 4, position=build_positions(cfg).inside(4))
         attn = randomize_(attn).eval()
         x = torch.randn(2, 7, 16)
         at_zero, _ = attn(x, x, need_weights=True)

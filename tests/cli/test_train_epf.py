@@ -56,6 +56,33 @@ def test_an_epf_market_trains_by_name_as_timexer_ms(tmp_path):
     assert run.model.reads_targets is False  # features MS: the exogenous tokens are the others
 
 
+def test_timexer_on_your_own_file_needs_no_dataset_entry_and_says_what_it_trained(tmp_path):
+    """experiment=timexer on a price file of one's own: no dataset entry inherited (no ETTh1
+    borders or targets=all), and the run's first lines and metrics.json name the family, its
+    backends, the target and the covariates."""
+    write_like(tmp_path / "market.csv", 1200, ["load", "wind", "price"], "2020-01-01", "h")
+    run_dir = tmp_path / "run"
+    done = run_cli(["experiment=timexer", "data=csv", "data.path=market.csv",
+                    "data.targets=[price]", "data.features=[load,wind]", "data.time_column=date",
+                    "in_len=48", "out_len=24", "embedding.patch_len=24", "embedding.stride=24",
+                    "d_model=16", "n_heads=2", "ffn.d_ff=16", "epochs=1", "log.figures=false",
+                    "trainer.num_threads=1", f"hydra.run.dir={run_dir}"], cwd=tmp_path)
+    log = (run_dir / "train.log").read_text()
+    first = log[: log.index("train split")]  # before the data's split lines
+    assert "the published TimeXer, experiment=timexer's preset" in first
+    assert "no dataset entry, so no published cell" in first
+    assert "model: model=timexer" in first
+    assert "encoder: vanilla/" in first and "exogenous: vanilla/" in first
+    assert "forecasts price; covariates: load, wind, time:hour" in first
+    described = json.loads((run_dir / "metrics.json").read_text())["run"]["model"]
+    assert described["family"] == "timexer" and described["targets"] == ["price"]
+    assert described["covariates"][:2] == ["load", "wind"]
+    assert set(described["attention"]) == {"encoder", "exogenous"}
+    saved = (run_dir / ".hydra" / "config.yaml").read_text()
+    assert "ETTh1" not in saved and "dataset: null" in saved
+    assert "model.linear_path" not in done.stderr
+
+
 def test_exchange_as_the_archive_writes_it_reads(tmp_path):
     exchange = entry("exchange")
     write_like(tmp_path / exchange.file, exchange.rows, [*map(str, range(7)), "OT"],

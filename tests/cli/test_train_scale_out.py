@@ -157,7 +157,7 @@ def test_joblib_runs_jobs_in_parallel_with_a_line_each_and_no_bars(tmp_path):
     for job, attention in (("0", "vanilla"), ("1", "diff")):
         job_dir = next(sweep.glob(f"{job}_*"))
         log = (job_dir / "train.log").read_text()
-        assert f"model: {attention} attention" in log and "epoch 2/2" in log
+        assert f"encoder: {attention}/" in log and "epoch 2/2" in log
         assert (job_dir / "metrics.json").is_file()
     # The same run alone, on a terminal, does show its bars: the check above can fail.
     code, terminal = _run_on_a_terminal([*TINY, f"hydra.run.dir={tmp_path / 'one'}"], tmp_path)

@@ -66,7 +66,7 @@ def test_the_console_scripts_train_evaluate_predict_and_compare_from_an_empty_fo
     assert ("attention: autocorrelation, destationary, diff, einsum, flow, fourier, "
             "learned_mixing, no_mixing, normlin, probsparse, sigmoid, vanilla") in help_text
     job = _run([str(installed / "seqforecast-train"), "experiment=patchtst", "data.path=x.csv",
-                "--cfg", "job"], cwd=tmp_path).stdout
+                "--cfg", "job", "--resolve"], cwd=tmp_path).stdout
     assert "patch_len: 16" in job
     train = str(installed / "seqforecast-train")
     _run([train, "experiment=quick", "log.figures=false", "hydra.run.dir=quick"], cwd=tmp_path)

@@ -60,3 +60,72 @@ def _ett_like_file(tmp_path: Path) -> Path:
     """Hourly rows in ETT's layout, as many as the hourly ETT borders need (14,400)."""
     return load_script("bench_longhorizon.py").write_smoke_file(tmp_path / "ett.csv", rows=14_400)
 
+
+
+@pytest.mark.parametrize("overrides,expected", [
+    # Exchange's script: d_model and d_ff 128 (the preset's ETTh1 256), its 336 one epoch
+    (["experiment=itransformer", "dataset=exchange"],
+     {"d_model": 128, "ffn.d_ff": 128, "epochs": 10, "model.encoder_layers": 2}),
+    (["experiment=itransformer", "dataset=exchange", "out_len=336"],
+     {"d_model": 128, "epochs": 1}),
+    (["experiment=itransformer", "dataset=weather"],
+     {"d_model": 512, "ffn.d_ff": 512, "model.encoder_layers": 3}),
+    (["experiment=patchtst", "dataset=ettm1", "out_len=192"],
+     {"d_model": 128, "n_heads": 16, "ffn.d_ff": 256, "model.dropout": 0.2,
+      "trainer.schedule": "onecycle", "trainer.pct_start": 0.4, "trainer.patience": 20}),
+    (["experiment=patchtst", "dataset=illness", "out_len=24"],
+     {"in_len": 104, "embedding.patch_len": 24, "embedding.stride": 2}),
+    (["experiment=timexer", "dataset=np", "out_len=24"],
+     {"in_len": 168, "embedding.patch_len": 24, "d_model": 512, "model.encoder_layers": 3}),
+    # a key given is the user's; a cell with no setting keeps the preset's values
+    (["experiment=itransformer", "dataset=exchange", "d_model=64"], {"d_model": 64,
+                                                                     "ffn.d_ff": 128}),
+    (["experiment=itransformer", "dataset=etth1", "out_len=48"], {"d_model": 256}),
+])
+def test_a_published_experiment_on_a_named_dataset_takes_that_cells_setting(overrides,
+                                                                          expected):
+    """`experiment=<published> dataset=<name> out_len=<h>` composes the published setting of
+    that cell (seqforecast/published/), and the model built has its sizes."""
+    cfg = compose_config(overrides)
+    validate_config(cfg)
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    for key, value in expected.items():
+        node = plain
+        for part in key.split("."):
+            node = node[part]
+        assert node == value, key
+    if "d_model" in expected:
+        model = build_model(plain, 8 + 4, 8)  # the built model is that size
+        assert model.encoder[0].self_attn.d_model == expected["d_model"]
+
+
+def test_the_published_setting_is_the_leaderboards():
+    """The same settings the leaderboard and the studies apply by hand, one table."""
+    from seqforecast.published import published_overrides
+
+    given = published_overrides("itransformer", "exchange", 336)
+    composed = OmegaConf.to_container(compose_config(
+        ["experiment=itransformer", "dataset=exchange", "out_len=336"]), resolve=True)
+    by_hand = OmegaConf.to_container(compose_config(
+        ["experiment=itransformer", "dataset=exchange", "out_len=336", *given]), resolve=True)
+    assert composed == by_hand
+
+
+def test_your_own_file_needs_no_dataset_entry_and_a_named_model_is_the_model():
+    """data=csv on the command line replaces a preset's dataset entry; dataset=null or none
+    drops it; a published family takes no real-series recipe (no linear path it was not
+    named with)."""
+    own = ["data.path=market.csv", "data.targets=[price]", "data.features=[load,wind]",
+           "data.time_column=date"]
+    for overrides in (["experiment=timexer", "data=csv", *own],
+                      ["experiment=timexer", "dataset=null", *own],
+                      ["experiment=timexer", "dataset=none", *own]):
+        cfg = compose_config(overrides)
+        validate_config(cfg)
+        assert cfg.dataset is None and cfg.data.test_end is None and cfg.data.targets == ["price"]
+    for family in ("timexer", "itransformer"):
+        cfg = compose_config([f"model={family}", "data=csv", *own])
+        assert cfg.model.linear_path == "none" and cfg.trainer.validate_initial is False
+    for family in ("transformer", "encoder"):  # the project's own: the recipe
+        cfg = compose_config([f"model={family}", "data=csv", "data.path=x.csv", "data.target=y"])
+        assert cfg.model.linear_path == "nlinear" and cfg.model.linear_init == "least_squares"

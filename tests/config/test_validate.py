@@ -14,7 +14,13 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
     (["block_size=-1"], "block_size=-1 is not allowed: must be >= 0"),
     (["attention=diff", "attention.block_size=-2"], "attention.block_size=-2"),
     (["attention=diff", "attention.lambda_mode=exp"], "attention.lambda_mode='exp'"),
-    (["in_len=0"], "model.label_len=8 is not allowed: must be in [0, data.in_len=0]"),
+    (["in_len=0"], "data.in_len=0 is not allowed: must be >= 1"),
+    (["in_len=-5", "embedding=patch"], "data.in_len=-5 is not allowed: must be >= 1"),
+    (["experiment=timexer", "data.path=x.csv", "in_len=168"],
+     "data.in_len=168 conflicts with embedding.patch_len=16: model=timexer cuts the window into "
+     "whole patches (the published code drops the last 8 steps unread); set "
+     "embedding.patch_len and embedding.stride to a divisor of 168 (12, 14 or 21: "
+     "embedding.patch_len=14 embedding.stride=14), or make data.in_len a multiple of 16"),
     (["out_len=0"], "data.out_len=0"),
     (["model.label_len=30"], "model.label_len=30"),
     (
@@ -172,8 +178,8 @@ BAD_VALUES = [  # (overrides, text the one-line message must contain)
      "attention.block_size is not allowed: attention has no key block_size (its keys: "
      "dropout, bias, kernel, gate, eps, source_clamp)"),
     (["attention=flow", "pos_encoding=rope"],
-     "pos_encoding=rope conflicts with attention=flow: flow attention has no q.k scores for "
-     "rope to act in"),
+     "pos_encoding=rope conflicts with attention=flow: flow attention takes no position module "
+     "inside it, so rope would act nowhere"),
     (["attention=autocorrelation", "pos_encoding=relative"],
      "pos_encoding=relative conflicts with attention=autocorrelation"),
     (["model=encoder", "model.res_attention=true", "attention=flow"],

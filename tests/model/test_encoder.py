@@ -5,13 +5,11 @@ head, the linear path, BatchNorm."""
 
 import pytest
 import torch
-from omegaconf import OmegaConf
 from torch import nn
 
 from seqforecast import build_model
 from seqforecast.config import compose_config
 from seqforecast.model import EncoderForecaster
-from seqforecast.model.flops import forward_flops
 
 from .helpers import combination, every_combination, forward_backward, validated
 
@@ -156,17 +154,6 @@ def test_batch_norm_uses_the_batch_in_training_and_running_stats_in_evaluation()
     model.eval()
     with torch.no_grad():
         torch.testing.assert_close(model(src[:1])[0], model(src)[0])  # evaluation: they do not
-
-
-def test_flops_by_formula_equal_the_counter():
-    from torch.utils.flop_counter import FlopCounterMode
-
-    for extra in ([], ["attention=diff", "block_size=0"], ["model.linear_path=nlinear"]):
-        cfg = OmegaConf.to_container(tiny(*extra), resolve=True)
-        model = build_model(cfg).eval()
-        with torch.no_grad(), FlopCounterMode(display=False) as counter:
-            model(torch.randn(3, IN, 1), return_attention=True)
-        assert forward_flops(cfg, pairs="computed")["total"] == counter.get_total_flops() // 3
 
 
 def test_decoder_keys_are_not_patchtst_keys():

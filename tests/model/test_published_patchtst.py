@@ -10,7 +10,7 @@ from seqforecast import build_model
 from seqforecast.config import compose_config, validate_config
 from seqforecast.model.embedding import Tokenizer
 from seqforecast.model.normalization import RevIN
-from seqforecast.model.official import (
+from seqforecast.published import (
     OfficialWeightsError,
     load_official_patchtst,
     load_official_weights,

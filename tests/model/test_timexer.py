@@ -5,18 +5,15 @@ refused in one line, and its FLOPs are counted as the explicit path computes the
 
 import pytest
 import torch
-from omegaconf import OmegaConf
-from torch.utils.flop_counter import FlopCounterMode
 
 from seqforecast import build_model
-from seqforecast.attention import attention_schema, available_attention
-from seqforecast.model.flops import forward_flops
-from seqforecast.model.official import (
+from seqforecast.attention import available_attention
+from seqforecast.options import ConfigError
+from seqforecast.published import (
     OfficialWeightsError,
     load_official_timexer,
     load_official_weights,
 )
-from seqforecast.options import ConfigError
 
 from .helpers import forward_backward, validated
 from .timexer_reference import official_forward, official_state_dict
@@ -35,6 +32,14 @@ def _window(batch, series, marks=True):
     x = 4 * torch.sin(steps / 5 + torch.rand(batch, 1, series) * 6) + torch.randn(
         batch, 48, series) + 2
     return x, (torch.rand(batch, 48, MARKS) - 0.5 if marks else None)
+
+
+def test_calendar_features_the_config_does_not_give_are_refused_when_loading():
+    state = official_state_dict(48, 12, 8, 16, 32, 2, n_vars=5)
+    with pytest.raises(OfficialWeightsError, match="4 calendar features asked for, and the "
+                                                   "config's data gives 0") as err:
+        load_official_timexer(state, preset("data.time_features=false"), 5, 5, MARKS)
+    assert "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize("features", ["M", "MS"])
@@ -85,14 +90,14 @@ def test_a_state_dict_that_does_not_fit_is_one_line_and_nothing_is_copied(change
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
 
 
-VARIATE = [n for n in available_attention() if not attention_schema(n).TIME_AXIS]
+VARIATE = [n for n in available_attention() if n not in ("autocorrelation", "fourier")]
 
 
 @pytest.mark.parametrize("attention", available_attention())
 def test_every_backend_serves_both_positions_or_is_refused_in_one_line(attention):
     """One backend at both positions (the attention group alone), where it can serve both."""
     overrides = [f"attention={attention}"]
-    if attention_schema(attention).CROSS:  # the exogenous position is cross-attention
+    if attention == "no_mixing":  # the exogenous position is cross-attention
         with pytest.raises(ConfigError, match=f"attention={attention} conflicts with "
                                               f"model=timexer: its exogenous position is "
                                               f"cross-attention"):
@@ -149,14 +154,15 @@ def test_a_backend_of_its_own_at_the_variate_position_has_the_published_dropout(
             for layer in stack} == {published}
 
 
-def test_variate_attention_where_it_cannot_apply_is_one_line():
+def test_variate_attention_where_it_cannot_apply_is_one_line_and_factors_serve_it_alone():
     with pytest.raises(ConfigError, match="variate_attention=einsum conflicts with "
                                           "model=transformer: its attention has no variate-axis "
                                           "position; drop variate_attention"):
         validated("attention@variate_attention=einsum")
-    with pytest.raises(ConfigError, match="variate_attention=destationary conflicts with "
-                                          "attention=vanilla"):
-        preset("attention@variate_attention=destationary")
+    # a backend that reads per-window factors at the variate position alone gets them
+    model = build_model(preset("attention@variate_attention=destationary"), 3 + MARKS, 3)
+    assert model.side_name == "destationary"
+    forward_backward(model, features=3 + MARKS)
 
 
 def test_one_target_reads_the_others_and_the_targets_are_never_exogenous_then():
@@ -191,21 +197,12 @@ def test_what_it_cannot_take_is_one_line(overrides, message):
 
 
 def test_no_exogenous_token_is_one_line():
-    cfg = preset("model.exogenous=others", "data.time_features=false")
+    with pytest.raises(ConfigError, match="model=timexer has no exogenous token to read"):
+        preset("model.exogenous=others", "data.time_features=false", "data.targets=[OT]")
+    cfg = preset()  # the data's own channels (here two targets, nothing else) refused so too
+    cfg.model.exogenous, cfg.data.time_features = "others", False
     with pytest.raises(ConfigError, match="model=timexer has no exogenous token to read"):
         build_model(cfg, 2, 2)
-
-
-@pytest.mark.parametrize("features,targets", [("M", 5), ("MS", 1)])
-@pytest.mark.parametrize("variate", [[], ["attention@variate_attention=einsum",
-                                          "variate_attention.bias=false"]])
-def test_flops_equal_the_counter_on_the_explicit_path(features, targets, variate):
-    cfg = OmegaConf.to_container(preset(*variate), resolve=True)
-    model = build_model(cfg, 5 + MARKS, targets).eval()
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        model(torch.randn(3, 48, 5 + MARKS), return_attention=True)
-    flops = forward_flops(cfg, 5 + MARKS, targets, pairs="computed")
-    assert flops["total"] == counter.get_total_flops() // 3
 
 
 def test_maps_name_both_stacks_with_their_tokens():

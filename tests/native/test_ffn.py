@@ -4,9 +4,10 @@ dropout, mask included, forward and backward; and where it applies."""
 import pytest
 import torch
 
+from seqforecast.model import kernel_set
 from seqforecast.model.ffn import FeedForward
 from seqforecast.native import ffn as native_ffn
-from seqforecast.native import install
+from seqforecast.native.dropout import HashDropout
 
 from .helpers import needs_kernels
 
@@ -14,15 +15,15 @@ pytestmark = needs_kernels
 
 
 def _ffn(activation="gelu", p=0.3, bias=True, gated=False) -> FeedForward:
-    return FeedForward(8, 32, activation=activation, gated=gated, bias=bias, bias_gate=bias,
-                       dropout=p)
+    """What the native kernel set builds for these options."""
+    return kernel_set("native").ffn(8, 32, activation=activation, gated=gated, bias=bias,
+                                    bias_gate=bias, dropout=p)
 
 
-def _layer_by_layer(ffn: FeedForward) -> FeedForward:
-    """The same module with its stock forward over the kernels' dropout."""
-    install(ffn)  # nn.Dropout -> HashDropout, and the FFN itself sliced
-    ffn.__class__ = FeedForward
-    return ffn
+def _layer_by_layer(activation="gelu", p=0.3, bias=True) -> FeedForward:
+    """The stock FFN over the kernels' dropout."""
+    return FeedForward(8, 32, activation=activation, gated=False, bias=bias, bias_gate=bias,
+                       dropout=HashDropout(p))
 
 
 def _run(ffn, x, grad, seed=5):
@@ -43,9 +44,9 @@ def test_sliced_ffn_equals_the_layer_by_layer_one(activation, p, bias, whole, mo
     monkeypatch.setattr(native_ffn, "HIDDEN_FLOATS", 32 * 50)  # slices of 50 rows: 7 of them + 1
     monkeypatch.setattr(native_ffn, "WHOLE_FLOATS", whole)
     torch.manual_seed(0)
-    sliced = install(_ffn(activation, p, bias)).train()
+    sliced = _ffn(activation, p, bias).train()
     assert type(sliced) is native_ffn.SlicedFeedForward
-    plain = _layer_by_layer(_ffn(activation, p, bias))
+    plain = _layer_by_layer(activation, p, bias)
     plain.load_state_dict(sliced.state_dict())
     x, grad = torch.randn(3, 121, 8), torch.randn(3, 121, 8)
     out, grads = _run(sliced, x, grad)
@@ -60,8 +61,8 @@ def test_sliced_ffn_equals_the_layer_by_layer_one(activation, p, bias, whole, mo
 def test_without_a_backward_and_in_eval_mode_it_is_the_same_function(monkeypatch):
     monkeypatch.setattr(native_ffn, "HIDDEN_FLOATS", 32 * 50)
     monkeypatch.setattr(native_ffn, "WHOLE_FLOATS", 0)
-    sliced = install(_ffn())
-    plain = _layer_by_layer(_ffn())
+    sliced = _ffn()
+    plain = _layer_by_layer()
     plain.load_state_dict(sliced.state_dict())
     x = torch.randn(2, 77, 8)
     with torch.no_grad():
@@ -75,5 +76,7 @@ def test_without_a_backward_and_in_eval_mode_it_is_the_same_function(monkeypatch
 
 
 def test_what_it_does_not_cover_keeps_the_stock_ffn():
-    assert type(install(_ffn(gated=True))) is FeedForward  # GLU, GEGLU, SwiGLU
-    assert type(install(_ffn())) is native_ffn.SlicedFeedForward
+    gated = _ffn(gated=True)
+    assert type(gated) is FeedForward  # GLU, GEGLU, SwiGLU
+    assert type(gated.dropout) is HashDropout  # the set's dropout all the same
+    assert type(_ffn()) is native_ffn.SlicedFeedForward

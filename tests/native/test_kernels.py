@@ -1,5 +1,5 @@
 """trainer.kernels, the one seam between stock PyTorch and the C kernels: what each choice
-resolves to, what `install` swaps and which attention kernel each layer is built with (and
+resolves to, what its kernel set builds and which attention kernel each layer is built with (and
 what `torch` leaves stock), and, end to end, that a
 torch-kernels run repeats bit for bit where no compiler exists, that `native` is refused there
 in one line, and that a resume under another set says so."""

@@ -4,8 +4,9 @@ layers op by op: outputs, gradients and running statistics, with and without dro
 import pytest
 import torch
 
+from seqforecast.model import kernel_set
 from seqforecast.model.layers import Residual
-from seqforecast.native import install
+from seqforecast.native.dropout import HashDropout
 from seqforecast.native.residual_norm import BatchNormResidual
 
 from .helpers import needs_kernels
@@ -15,10 +16,11 @@ pytestmark = needs_kernels
 
 def _run(fused: bool, p: float):
     torch.manual_seed(1)
-    residual = install(Residual(16, p, norm_first=False, norm="batch")).train()
-    assert type(residual) is BatchNormResidual
-    if not fused:  # op by op, over the same (kernel-drawn) dropout
-        residual.__class__ = Residual
+    if fused:
+        residual = kernel_set("native").residual(16, p, norm_first=False, norm="batch").train()
+        assert type(residual) is BatchNormResidual
+    else:  # op by op, over the same (kernel-drawn) dropout
+        residual = Residual(16, HashDropout(p), norm_first=False, norm="batch").train()
     with torch.no_grad():  # away from the init's ones and zeros, so that both act
         residual.norm.weight.uniform_(0.5, 1.5)
         residual.norm.bias.uniform_(-0.5, 0.5)
@@ -44,9 +46,10 @@ def test_equals_the_layers_op_by_op(p):
 
 
 def test_it_covers_post_norm_batchnorm_and_runs_op_by_op_in_eval_mode():
-    assert type(install(Residual(16, 0.1, norm_first=True, norm="batch"))) is Residual
-    assert type(install(Residual(16, 0.1, norm_first=False, norm="layer"))) is Residual
-    residual = install(Residual(16, 0.1, norm_first=False, norm="batch")).eval()
+    native = kernel_set("native")
+    assert type(native.residual(16, 0.1, norm_first=True, norm="batch")) is Residual
+    assert type(native.residual(16, 0.1, norm_first=False, norm="layer")) is Residual
+    residual = native.residual(16, 0.1, norm_first=False, norm="batch").eval()
     x, sublayer = torch.randn(4, 5, 16), torch.nn.Linear(16, 16)
     expected = residual.norm(x + sublayer(x))  # eval: no dropout, the running statistics
     torch.testing.assert_close(residual(x, sublayer), expected)

@@ -66,9 +66,9 @@ def test_bench_train_runs_the_reference_and_a_backend_through_the_loop(tmp_path)
 
 
 def test_bench_attention_times_the_gpu_kernels_and_says_why_one_cannot_run(tmp_path):
-    """The band kernels' rows (Triton under its interpreter here, FlexAttention's layer on the
-    explicit path for its CPU backward), the two-call FlexAttention reference refused on the
-    CPU in its row, and the device and dtype in the report."""
+    """The band kernels' rows (Triton under its interpreter here; FlexAttention's layer refused
+    where there is no GPU, in its row), the two-call FlexAttention reference refused on the CPU
+    in its row, and the device and dtype in the report."""
     out = tmp_path / "attention.json"
     run_script(
         "bench_attention.py", "--lengths", "32", "--cases", "diff_block16_triton",
@@ -79,11 +79,14 @@ def test_bench_attention_times_the_gpu_kernels_and_says_why_one_cannot_run(tmp_p
     report = json.loads(out.read_text())
     assert report["config"]["device"] == "cpu" and report["config"]["dtype"] == "fp32"
     rows = {r["case"]: r for r in report["results"]}
-    assert rows["diff_block16_flex"]["status"] == "ok"
     if importlib.util.find_spec("triton") is not None:
         assert rows["diff_block16_triton"]["status"] == "ok"
     if not torch.cuda.is_available():
         assert "backward on CPU" in rows["flex_diff_block16"]["status"]
+        assert "attention.kernel=flex cannot serve diff attention here: it trains on a GPU" \
+            in rows["diff_block16_flex"]["status"]
+    else:
+        assert rows["diff_block16_flex"]["status"] == "ok"
 
 
 def test_bench_attention_has_the_banded_reference(tmp_path):

@@ -18,7 +18,7 @@ CONFIGS = {
     "diff_block": ["attention=diff", "block_size=4", "in_len=16"],
     "gaussian": ["loss=gaussian"],
     "dropout": ["model.dropout=0.1"],
-    "itransformer": ["model=itransformer"],
+    "itransformer": ["model=itransformer", "pos_encoding=none"],
     "patch_batchnorm": ["model=encoder", "embedding=patch", "embedding.patch_len=4",
                         "embedding.stride=4", "in_len=16", "model.norm=batch"],
 }

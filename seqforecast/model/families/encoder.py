@@ -13,22 +13,21 @@ attention backend and FFN) and after it (the linear path, channel independence) 
 with every family (forecaster.py). PatchTST's own setting is channel independence (each
 channel its own window: `model.channel_independent=true`, or a wide CSV panel whose columns are
 independent series), RevIN, patches 16/8 and BatchNorm (`model.norm=batch`). Its one attention
-stack, `encoder`, runs along time; official PatchTST checkpoints load (official/patchtst.py).
+stack, `encoder`, runs along time; official PatchTST checkpoints load
+(seqforecast/published/patchtst.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from torch import Tensor, nn
 
-from ...data.time_features import calendar_features
+from ...attention import TIME, Site
 from ..embedding import Tokenizer, patch_shape
-from ..flops import count_parts
 from ..forecaster import ENCODER, WindowForecaster
 from ..kit import Kit
-from ..options import EncoderOptions, Site
+from ..options import EncoderOptions
 from .registry import register_family
 
 # model.final_norm: a norm after the encoder stack; auto: after a pre-norm stack only
@@ -42,52 +41,34 @@ class FlattenOptions(EncoderOptions):
     res_attention: bool = False  # residual attention (RealFormer): each encoder layer adds the
     # previous one's pre-softmax scores to its own (the published PatchTST: true)
 
-    def tokenizer(self, cfg: Mapping, n_features: int):
+
+@register_family("encoder", FlattenOptions)
+class EncoderForecaster(WindowForecaster):
+    TOKEN_AXIS = TIME  # the axis its tokens lie along (what its attention serves)
+
+    @staticmethod
+    def tokenizer(options: FlattenOptions, kit: Kit, channels: int) -> Tokenizer:
+        """Its tokens: the window's patches (or steps) along time."""
+        cfg = kit.cfg
         data, embedding = cfg["data"], cfg["embedding"]
         return Tokenizer(data["in_len"], 0, data["out_len"], *patch_shape(cfg),
                          embedding["padding"])
 
-    def sites(self, cfg, n_features):
-        tokens = self.tokenizer(cfg, n_features).encoder_tokens
-        return [Site(ENCODER, self.TOKEN_AXIS, tokens, tokens, self.encoder_layers,
-                     residual=self.res_attention)]
-
-    def position_tokens(self, cfg) -> tuple[int, str]:
-        return self.tokenizer(cfg, 1).encoder_tokens, "the encoder's tokens"
-
-    def head_flops(self, tokens: int, inner_t: int, out_len: int) -> int:
-        """Every encoder token's output flattened, projected to the horizon."""
-        return 2 * tokens * self.d_model * out_len * inner_t
-
-    def forward_flops(self, cfg, n_features, n_targets, pairs="seen"):
-        inner_f, inner_t = (1, 1) if self.channel_independent else (n_features, n_targets)
-        tokens = self.tokenizer(cfg, inner_f)
-        n = tokens.encoder_tokens
-        embeddings = 2 * self.d_model * n * tokens.token_width(inner_f)
-        head = self.head_flops(n, inner_t, cfg["data"]["out_len"])
-        windows = n_targets if self.channel_independent else 1
-        series = (inner_f - len(calendar_features(cfg["data"])), n)
-        return count_parts(cfg, self, self.sites(cfg, n_features), embeddings, head, inner_t,
-                           windows, pairs, series)
-
-
-@register_family("encoder", FlattenOptions)
-class EncoderForecaster(WindowForecaster):
-    # Whose official checkpoints load into it (model.official_weights): official/__init__.py
-    PUBLISHED = "PatchTST"
-
     def __init__(self, options: FlattenOptions, kit: Kit):
-        site = options.sites(kit.cfg, kit.n_features)[0]
+        inner = 1 if options.channel_independent else kit.n_features
+        tokens = self.tokenizer(options, kit, inner)
+        n = tokens.encoder_tokens
+        site = Site(ENCODER, self.TOKEN_AXIS, n, n, options.encoder_layers,
+                    residual=options.res_attention)
         # `linear`: every attention projection keeps nn.Linear's own initialisation, as the
         # published models' do.
         layers = kit.encoder_layers(site, linear_init=options.attention_init == "linear",
                                     attention_output_dropout=options.attention_output_dropout)
-        inner = 1 if options.channel_independent else kit.n_features
-        super().__init__(options, kit, tokens=options.tokenizer(kit.cfg, inner),
-                         encoder_layers=layers, input_encoding=kit.input_encoding(),
+        super().__init__(options, kit, tokens=tokens, encoder_layers=layers,
+                         input_encoding=kit.input_encoding(n, "the encoder's tokens"),
                          final_norm=FINAL_NORM[str(options.final_norm)],
                          res_attention=site.residual)
-        self.head_dropout = nn.Dropout(options.head_dropout)
+        self.head_dropout = kit.dropout(options.head_dropout)
         self.head = self._make_head(options.d_model)
         self.attach_linear_path(self.head)
 
@@ -103,10 +84,3 @@ class EncoderForecaster(WindowForecaster):
     def _read_out(self, memory: Tensor) -> Tensor:
         flat = memory.flatten(1)  # [B, N * d_model]
         return self.head(flat).view(len(memory), self.out_len, self.inner_outputs)
-
-    def load_official(self, state_dict: Mapping) -> None:
-        """An official PatchTST state dict into this model, or OfficialWeightsError."""
-        from ..official.patchtst import load_patchtst_weights
-
-        load_patchtst_weights(self, state_dict)
-

@@ -9,7 +9,7 @@ no patches, no time-axis options of a backend (each refused in one line); every 
 serves tokens in no order can attend across them. The options default to the published model's
 (its encoder, norms and initialisation); `experiment=itransformer` adds its recipe and a
 dataset's published sizes (docs/itransformer.md). Official checkpoints load
-(official/itransformer.py).
+(seqforecast/published/itransformer.py).
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from dataclasses import dataclass
 
 from torch import Tensor, nn
 
+from ...attention import VARIATE
+from ...attention.site import conflict
 from ...options import ConfigError, option, positive, probability
 from ..embedding import VariateTokens, patch_shape
-from ..forecaster import ENCODER
-from ..options import VARIATE, AttentionInit, FinalNorm, InstanceNorm, Norm, Site
-from ..positional import PLACES_NOTHING
+from ..kit import Kit
+from ..options import AttentionInit, FinalNorm, InstanceNorm, Norm
 from .encoder import EncoderForecaster, FlattenOptions
 from .registry import register_family
 
@@ -42,40 +43,26 @@ class ItransformerOptions(FlattenOptions):
     attention_init: AttentionInit = AttentionInit.linear  # the projections keep nn.Linear's
     # own initialisation
 
-    TOKEN_AXIS = VARIATE
-
-    def tokenizer(self, cfg, n_features: int) -> VariateTokens:
-        return VariateTokens(cfg["data"]["in_len"], n_features)
-
-    def sites(self, cfg, n_features):
-        return [Site(ENCODER, VARIATE, n_features, n_features, self.encoder_layers,
-                     residual=self.res_attention)]
-
-    def check(self, cfg) -> None:
-        pos = cfg["pos_encoding"]["name"]
-        if pos not in PLACES_NOTHING:
-            raise ConfigError(
-                f"model=itransformer conflicts with pos_encoding={pos}: its tokens are the "
-                f"channels, whose order means nothing; use pos_encoding=none")
-        if patch_shape(cfg) != (1, 1):
-            raise ConfigError(
-                f"model=itransformer conflicts with embedding={cfg['embedding']['name']}: "
-                f"its tokens are the channels' whole windows; use embedding=point")
-        if self.channel_independent:
-            raise ConfigError("model=itransformer conflicts with model.channel_independent="
-                              "true: channel tokens mix the channels")
-
-    def position_tokens(self, cfg) -> tuple[int, str]:
-        return 0, "no positions"  # refused by `check`
-
-    def head_flops(self, tokens: int, inner_t: int, out_len: int) -> int:
-        """Each target channel's token to its horizon."""
-        return 2 * inner_t * self.d_model * out_len
-
 
 @register_family("itransformer", ItransformerOptions)
 class Itransformer(EncoderForecaster):
-    PUBLISHED = "iTransformer"
+    TOKEN_AXIS = VARIATE
+
+    @staticmethod
+    def tokenizer(options: ItransformerOptions, kit: Kit, channels: int) -> VariateTokens:
+        """A token per channel: refused, in one line, with what would order them."""
+        positions = kit.positions
+        if positions.places != "nothing":
+            raise conflict("model", "itransformer", "pos_encoding", positions.name,
+                           "its tokens are the channels, whose order means nothing; use "
+                           "pos_encoding=none")
+        if patch_shape(kit.cfg) != (1, 1):
+            raise conflict("model", "itransformer", "embedding", kit.cfg["embedding"]["name"],
+                           "its tokens are the channels' whole windows; use embedding=point")
+        if options.channel_independent:
+            raise ConfigError("model=itransformer conflicts with model.channel_independent="
+                              "true: channel tokens mix the channels")
+        return VariateTokens(kit.in_len, channels)
 
     def _make_head(self, d_model: int) -> nn.Linear:
         # each target channel's token -> its horizon (K values a step for a probabilistic
@@ -87,9 +74,3 @@ class Itransformer(EncoderForecaster):
         out = self.head(memory[:, : self.inner_targets])
         out = out.unflatten(-1, (self.out_len, self.output.n_params))  # [B, T, out_len, K]
         return out.transpose(1, 2).flatten(2)  # [B, out_len, T * K]
-
-    def load_official(self, state_dict) -> None:
-        """An official iTransformer state dict into this model, or OfficialWeightsError."""
-        from ..official.itransformer import load_itransformer_weights
-
-        load_itransformer_weights(self, state_dict)

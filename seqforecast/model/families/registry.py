@@ -3,8 +3,9 @@
 A family is a `WindowForecaster` subclass (model/forecaster.py) registered with the dataclass of
 its options (a `ModelOptions` subclass: their types, defaults and checks, the options' one home,
 which the config's `model=<name>` node is too). It is built as `cls(options, kit)`, from the
-shared layers (model/kit.py). A published model is a family whose options default to
-the published ones.
+shared layers (model/kit.py). A published model (seqforecast/published/) is a family whose
+options default to the published ones, with its experiment's recipe and its settings per
+dataset and horizon.
 """
 
 from __future__ import annotations

@@ -20,36 +20,22 @@ Which series are exogenous (`model.exogenous`): `others`, the input channels not
 (the published `features=MS`: one target, the rest exogenous); `all`, every series channel,
 the targets too (the published `features=M`: every channel a target, each also an exogenous
 token for the others); `auto`, `all` when every series channel is a target, else `others`.
-Official checkpoints load (official/timexer.py).
+Official checkpoints load (seqforecast/published/timexer.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
-from ...attention import AttentionCall, attention_schema, repeat_side
-from ...data.time_features import calendar_features
+from ...attention import TIME, VARIATE, AttentionCall, Site, repeat_side
 from ...options import ConfigError, choice, option, positive, probability
 from ..embedding import Tokenizer, patch_shape
-from ..flops import PARTS, ffn_flops_per_token, linear_path_flops
 from ..forecaster import ENCODER, WindowForecaster
 from ..kit import Kit
-from ..layers import Residual
-from ..options import (
-    TIME,
-    VARIATE,
-    AttentionInit,
-    InstanceNorm,
-    ModelOptions,
-    Norm,
-    Site,
-    attention_node,
-)
-from ..positional import INSIDE_ATTENTION
+from ..options import AttentionInit, InstanceNorm, ModelOptions, Norm
 from .registry import register_family
 
 EXOGENOUS = "exogenous"  # its cross-attention stack's name
@@ -73,76 +59,6 @@ class TimexerOptions(ModelOptions):
     # all (M: the targets too) | auto (all when every series is a target)
     official_weights: str | None = None  # an official TimeXer checkpoint.pth to start from
 
-    def tokenizer(self, cfg: Mapping) -> Tokenizer:
-        data = cfg["data"]
-        patch_len, stride = patch_shape(cfg)
-        return Tokenizer(data["in_len"], 0, data["out_len"], patch_len, stride, "start")
-
-    def sites(self, cfg, n_features, n_targets=None):
-        """`n_targets`: the data's (the global tokens a window's cross-attention asks with),
-        None before the data (one of each then)."""
-        patches = self.tokenizer(cfg).encoder_tokens + 1  # and the global token
-        targets, exogenous = 1, max(n_features, 1)
-        if n_targets is not None:  # the exogenous tokens as _forecast reads them
-            marks = len(calendar_features(cfg["data"]))
-            targets = n_targets
-            exogenous = exogenous_channels(self, n_features - marks, n_targets) + marks
-        return [Site(ENCODER, TIME, patches, patches, self.encoder_layers),
-                Site(EXOGENOUS, VARIATE, targets, exogenous, self.encoder_layers, cross=True,
-                     window_keys=False)]
-
-    def check(self, cfg) -> None:
-        patch_len, stride = patch_shape(cfg)
-        in_len = cfg["data"]["in_len"]
-        if stride != patch_len:
-            raise ConfigError(f"embedding.stride={stride} conflicts with model=timexer: its "
-                              f"patches do not overlap; set embedding.stride={patch_len}")
-        if in_len % patch_len:
-            raise ConfigError(
-                f"data.in_len={in_len} conflicts with embedding.patch_len={patch_len}: "
-                f"model=timexer cuts the window into whole patches (the published code drops "
-                f"the last {in_len % patch_len} steps unread); choose an in_len that is a "
-                f"multiple of the patch length")
-        pos = cfg["pos_encoding"]["name"]
-        if pos in INSIDE_ATTENTION:
-            raise ConfigError(f"model=timexer conflicts with pos_encoding={pos}: its global "
-                              f"token has no time step; use sinusoidal, learned or none")
-        if self.channel_independent:
-            raise ConfigError("model=timexer conflicts with model.channel_independent=true: "
-                              "its exogenous tokens are the other channels")
-
-    def position_tokens(self, cfg) -> tuple[int, str]:
-        return self.tokenizer(cfg).encoder_tokens, "the target's patches"
-
-    def forward_flops(self, cfg, n_features, n_targets, pairs="seen"):
-        own_site, cross_site = self.sites(cfg, n_features)
-        attn, cross_attn = (attention_schema(node["name"])(**node) for node in
-                            (attention_node(cfg, own_site)[1], attention_node(cfg, cross_site)[1]))
-        data, marks = cfg["data"], len(calendar_features(cfg["data"]))
-        tokens = self.tokenizer(cfg)
-        d, heads, patches = self.d_model, self.n_heads, tokens.encoder_tokens
-        own = patches + 1  # a target series' tokens: its patches and its global token
-        exogenous = exogenous_channels(self, n_features - marks, n_targets) + marks
-        parts = dict.fromkeys(PARTS, 0)
-        # per target series its patches, per window the exogenous tokens
-        parts["embeddings"] = 2 * d * (n_targets * patches * tokens.patch_len
-                                       + exogenous * data["in_len"])
-        for _ in range(self.encoder_layers):
-            parts["attention_projections"] += (
-                n_targets * attn.projection_flops(own, own, d, heads)
-                + cross_attn.projection_flops(n_targets, exogenous, d, heads, cross=True))
-            parts["attention_cores"] += heads * (
-                n_targets * attn.core_flops(own, own, d // heads, False, 1, pairs)
-                + cross_attn.core_flops(n_targets, exogenous, d // heads, False, 1, pairs,
-                                        cross=True))
-            parts["ffn"] += n_targets * own * ffn_flops_per_token(cfg, d)
-        parts["attention_side"] = attn.side_flops(n_features - marks, data["in_len"], own)
-        parts["head"] = 2 * n_targets * own * d * data["out_len"]
-        parts["linear_path"] = linear_path_flops(self, data["in_len"], data["out_len"],
-                                                 n_targets)
-        parts["total"] = sum(parts.values())
-        return parts
-
 
 def exogenous_channels(options: TimexerOptions, series: int, targets: int) -> int:
     """How many series channels are exogenous tokens (calendar features aside)."""
@@ -161,12 +77,12 @@ class TimexerLayer(nn.Module):
     window's global tokens to the exogenous tokens, the FFN; each post-norm."""
 
     def __init__(self, self_attn: nn.Module, cross_attn: nn.Module, ffn: nn.Module,
-                 d_model: int, dropout: float, norm: str):
+                 kit: Kit, dropout: float, norm: str):
         super().__init__()
         self.self_attn, self.cross_attn, self.ffn = self_attn, cross_attn, ffn
-        self.self_residual = Residual(d_model, dropout, False, norm)
-        self.cross_residual = Residual(d_model, dropout, False, norm)
-        self.ffn_residual = Residual(d_model, dropout, False, norm)
+        self.self_residual = kit.residual(dropout, False, norm)
+        self.cross_residual = kit.residual(dropout, False, norm)
+        self.ffn_residual = kit.residual(dropout, False, norm)
 
     def forward(self, x: Tensor, exogenous: Tensor, own_call, cross_call):
         """x [B * T, N + 1, d] (each target series' patches, then its global token), exogenous
@@ -191,32 +107,68 @@ class TimexerLayer(nn.Module):
         return self.ffn_residual(x, self.ffn), attended[0], attended[1]
 
 
+def _tokenizer(options: TimexerOptions, kit: Kit) -> Tokenizer:
+    """Its target's non-overlapping patches; ConfigError in one line for what it cannot read."""
+    cfg = kit.cfg
+    patch_len, stride = patch_shape(cfg)
+    in_len = kit.in_len
+    if stride != patch_len:
+        raise ConfigError(f"embedding.stride={stride} conflicts with model=timexer: its "
+                          f"patches do not overlap; set embedding.stride={patch_len}")
+    if in_len % patch_len:
+        # the divisors of in_len nearest the patch length asked for
+        nearest = sorted((n for n in range(2, in_len) if in_len % n == 0),
+                         key=lambda n: abs(n - patch_len))[:3] or [in_len]
+        near = sorted(nearest)
+        raise ConfigError(
+            f"data.in_len={in_len} conflicts with embedding.patch_len={patch_len}: "
+            f"model=timexer cuts the window into whole patches (the published code drops the "
+            f"last {in_len % patch_len} steps unread); set embedding.patch_len and "
+            f"embedding.stride to a divisor of {in_len} ("
+            + (f"{', '.join(map(str, near[:-1]))} or " if len(near) > 1 else "")
+            + f"{near[-1]}: embedding.patch_len={nearest[0]} embedding.stride={nearest[0]}), or "
+            f"make data.in_len a multiple of {patch_len}")
+    if kit.positions.places == "attention":
+        raise ConfigError(f"model=timexer conflicts with pos_encoding={kit.positions.name}: its "
+                          f"global token has no time step; use sinusoidal, learned or none")
+    if options.channel_independent:
+        raise ConfigError("model=timexer conflicts with model.channel_independent=true: its "
+                          "exogenous tokens are the other channels")
+    return Tokenizer(in_len, 0, kit.out_len, patch_len, stride, "start")
+
+
 @register_family("timexer", TimexerOptions)
 class Timexer(WindowForecaster):
-    PUBLISHED = "TimeXer"
-
     def __init__(self, options: TimexerOptions, kit: Kit):
-        own, cross = options.sites(kit.cfg, kit.n_features, kit.n_targets)
-        linear = options.attention_init == "linear"
-        layers = [TimexerLayer(kit.attention(own, i, linear), kit.attention(cross, i, linear),
-                               kit.ffn(), options.d_model, options.dropout, options.norm)
-                  for i in range(1, options.encoder_layers + 1)]
-        tokens = options.tokenizer(kit.cfg)
-        super().__init__(options, kit, tokens=tokens, encoder_layers=layers,
-                         input_encoding=kit.input_encoding(), final_norm=True,
-                         src_embed=nn.Linear(tokens.patch_len, options.d_model, bias=False),
-                         window_tokens=own.k_len)
+        tokens = _tokenizer(options, kit)
         series = kit.n_features - kit.n_marks
-        self.reads_targets = reads_targets(options, series, kit.n_targets)
-        if cross.k_len < 1:  # the exogenous tokens: those series, then the calendar's
+        targets_too = reads_targets(options, series, kit.n_targets)
+        # the exogenous tokens: those series, then the calendar's
+        exogenous = exogenous_channels(options, series, kit.n_targets) + kit.n_marks
+        if exogenous < 1:
             raise ConfigError("model=timexer has no exogenous token to read: give the data "
                               "covariates (data.features), calendar features "
                               "(data.time_features=true) or model.exogenous=all")
+        patches = tokens.encoder_tokens + 1  # and the global token
+        own = Site(ENCODER, TIME, patches, patches, options.encoder_layers)
+        cross = Site(EXOGENOUS, VARIATE, kit.n_targets, exogenous, options.encoder_layers,
+                     cross=True, window_keys=False)
+        linear = options.attention_init == "linear"
+        layers = [TimexerLayer(kit.attention(own, i, linear), kit.attention(cross, i, linear),
+                               kit.ffn(), kit, options.dropout, options.norm)
+                  for i in range(1, options.encoder_layers + 1)]
+        super().__init__(options, kit, tokens=tokens, encoder_layers=layers,
+                         input_encoding=kit.input_encoding(tokens.encoder_tokens,
+                                                           "the target's patches"),
+                         final_norm=True,
+                         src_embed=nn.Linear(tokens.patch_len, options.d_model, bias=False),
+                         window_tokens=own.k_len)
+        self.reads_targets = targets_too
         d_model = options.d_model
         self.global_tokens = nn.Parameter(torch.randn(self.inner_targets, d_model))
-        self.embedding_dropout = nn.Dropout(options.dropout)
+        self.embedding_dropout = kit.dropout(options.dropout)
         self.exogenous_embed = nn.Linear(self.in_len, d_model)
-        self.head_dropout = nn.Dropout(options.head_dropout)
+        self.head_dropout = kit.dropout(options.head_dropout)
         self.head = nn.Linear((tokens.encoder_tokens + 1) * d_model,
                               self.out_len * self.output.n_params)
         self.attach_linear_path(self.head)
@@ -254,10 +206,3 @@ class Timexer(WindowForecaster):
             spans = [*self.tokens.encoder_spans(), window]
             return spans[:q_tokens], spans[:k_tokens]
         return [window] * q_tokens, [window] * k_tokens
-
-    def load_official(self, state_dict) -> None:
-        """An official TimeXer state dict into this model, or OfficialWeightsError."""
-        from ..official.timexer import load_timexer_weights
-
-        load_timexer_weights(self, state_dict)
-

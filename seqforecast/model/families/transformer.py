@@ -25,15 +25,13 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from ...attention import AttentionCall
-from ...data.time_features import calendar_features
-from ...options import ConfigError, choice, count, option, positive
-from ..embedding import Tokenizer, patch_shape
-from ..flops import count_parts
+from ...attention import TIME, AttentionCall, Site
+from ...options import ConfigError, choice, count, option, positive, refuse
+from ..embedding import Tokenizer, check_patches, patch_shape
 from ..forecaster import ENCODER, WindowForecaster
 from ..kit import Kit
 from ..layers import make_norm
-from ..options import TIME, ModelOptions, Site
+from ..options import ModelOptions
 from .registry import register_family
 
 DECODER_SELF, CROSS = "decoder_self", "cross"  # its decoder's stacks
@@ -48,77 +46,54 @@ class TransformerOptions(ModelOptions):
     decoding: Decoding = Decoding.oneshot  # oneshot | autoregressive
     label_len: int = option(8, count)  # observed steps the decoder starts from (<= in_len)
 
-    def tokenizer(self, cfg) -> Tokenizer:
-        data, embedding = cfg["data"], cfg["embedding"]
-        return Tokenizer(data["in_len"], self.label_len, data["out_len"], *patch_shape(cfg),
-                         embedding["padding"])
 
-    def sites(self, cfg, n_features: int) -> list[Site]:
-        tokens = self.tokenizer(cfg)
-        enc, dec = tokens.encoder_tokens, tokens.label_tokens + tokens.output_tokens  # one-shot
-        # Generating step by step, a decoder step may read only the steps before it.
-        stepwise = ("model.decoding=autoregressive" if self.decoding == "autoregressive"
-                    else None)
-        return [Site(ENCODER, TIME, enc, enc, self.encoder_layers),
-                Site(DECODER_SELF, TIME, dec, dec, self.decoder_layers, causal=bool(stepwise),
-                     stepwise=stepwise, window_keys=False),
-                Site(CROSS, TIME, dec, enc, self.decoder_layers, cross=True,
-                     stepwise=stepwise)]
-
-    def check(self, cfg) -> None:
-        in_len, embedding = cfg["data"]["in_len"], cfg["embedding"]
-        low = 1 if self.decoding == "autoregressive" else 0
-        if not low <= self.label_len <= in_len:
-            raise ConfigError(
-                f"model.label_len={self.label_len!r} is not allowed: must be in [{low}, "
-                f"data.in_len={in_len}]" + (" for autoregressive decoding" if low else ""))
-        if embedding["padding"] == "end" and patch_shape(cfg) != (1, 1):
-            raise ConfigError(
-                "embedding.padding=end conflicts with model.name=transformer: patches past the "
-                "window's end are PatchTST's; the encoder-decoder's time axis needs patches "
-                "ending at in_len (embedding.padding=start)")
-        stride = patch_shape(cfg)[1]
-        if self.label_len % stride:
-            raise ConfigError(
-                f"model.label_len={self.label_len} conflicts with embedding.stride={stride}: "
-                f"the decoder reads the last label_len steps in chunks of stride steps; make "
-                f"label_len a multiple of stride")
-
-    def position_tokens(self, cfg) -> tuple[int, str]:
-        data = cfg["data"]
-        return data["in_len"] + data["out_len"], "data.in_len + data.out_len"
-
-    def forward_flops(self, cfg, n_features, n_targets, pairs="seen"):
-        if self.decoding != "oneshot":
-            raise ValueError("forward_flops counts one-shot decoding (model.decoding=oneshot)")
-        tokens = self.tokenizer(cfg)
-        inner_f, inner_t = (1, 1) if self.channel_independent else (n_features, n_targets)
-        d, patch_len, stride = self.d_model, tokens.patch_len, tokens.stride
-        dec = tokens.label_tokens + tokens.output_tokens
-        # The decoder embeds its known (label) tokens; the output tokens are learned
-        # placeholders; one-shot decoding, so its self-attention sees every token.
-        embeddings = 2 * d * (tokens.encoder_tokens * patch_len * inner_f
-                              + tokens.label_tokens * stride * inner_t)
-        head = 2 * dec * d * stride * inner_t
-        windows = n_targets if self.channel_independent else 1
-        series = (inner_f - len(calendar_features(cfg["data"])), tokens.encoder_tokens)
-        return count_parts(cfg, self, self.sites(cfg, n_features), embeddings, head, inner_t,
-                           windows, pairs, series)
+def _tokenizer(options: TransformerOptions, kit: Kit) -> Tokenizer:
+    """The encoder's tokens and the decoder's chunks; ConfigError in one line for a label_len
+    or patches the decoder cannot read."""
+    cfg = kit.cfg
+    in_len, embedding = cfg["data"]["in_len"], cfg["embedding"]
+    low = 1 if options.decoding == "autoregressive" else 0
+    if not low <= options.label_len <= in_len:
+        raise refuse("model.label_len", options.label_len,
+                     f"must be in [{low}, data.in_len={in_len}]"
+                     + (" for autoregressive decoding" if low else ""))
+    patch_len, stride = patch_shape(cfg)
+    check_patches(patch_len, stride, in_len)
+    if embedding["padding"] == "end" and (patch_len, stride) != (1, 1):
+        raise ConfigError(
+            "embedding.padding=end conflicts with model.name=transformer: patches past the "
+            "window's end are PatchTST's; the encoder-decoder's time axis needs patches "
+            "ending at in_len (embedding.padding=start)")
+    if options.label_len % stride:
+        raise ConfigError(
+            f"model.label_len={options.label_len} conflicts with embedding.stride={stride}: "
+            f"the decoder reads the last label_len steps in chunks of stride steps; make "
+            f"label_len a multiple of stride")
+    return Tokenizer(in_len, options.label_len, cfg["data"]["out_len"], patch_len, stride,
+                     embedding["padding"])
 
 
 @register_family("transformer", TransformerOptions)
 class ForecastTransformer(WindowForecaster):
     def __init__(self, options: TransformerOptions, kit: Kit):
-        sites = {site.stack: site for site in options.sites(kit.cfg, kit.n_features)}
-        encoder_layers = kit.encoder_layers(sites[ENCODER])
+        tokens = _tokenizer(options, kit)
+        enc, dec = tokens.encoder_tokens, tokens.label_tokens + tokens.output_tokens  # one-shot
+        # Generating step by step, a decoder step may read only the steps before it.
+        stepwise = ("model.decoding=autoregressive" if options.decoding == "autoregressive"
+                    else None)
+        encoder_layers = kit.encoder_layers(Site(ENCODER, TIME, enc, enc,
+                                                 options.encoder_layers))
         # The decoder's layers are drawn before the input encoding (a learned one draws too): a
         # seed gives the weights it gave before the encoder-only model shared this builder.
-        decoder_layers = kit.decoder_layers(sites[DECODER_SELF], sites[CROSS])
-        super().__init__(options, kit, tokens=options.tokenizer(kit.cfg),
-                         encoder_layers=encoder_layers, input_encoding=kit.input_encoding())
-        d_model, label_len = options.d_model, self.label_len
-        if options.decoding == "autoregressive" and label_len < 1:
-            raise ValueError("autoregressive decoding needs label_len >= 1")
+        decoder_layers = kit.decoder_layers(
+            Site(DECODER_SELF, TIME, dec, dec, options.decoder_layers, causal=bool(stepwise),
+                 stepwise=stepwise, window_keys=False),
+            Site(CROSS, TIME, dec, enc, options.decoder_layers, cross=True, stepwise=stepwise))
+        data = kit.cfg["data"]
+        super().__init__(options, kit, tokens=tokens, encoder_layers=encoder_layers,
+                         input_encoding=kit.input_encoding(data["in_len"] + data["out_len"],
+                                                           "data.in_len + data.out_len"))
+        d_model = options.d_model
         self.decoding = str(options.decoding)
         stride, inner_targets = self.tokens.stride, self.inner_targets
         self.tgt_embed = nn.Linear(stride * inner_targets, d_model)

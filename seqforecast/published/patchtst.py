@@ -24,11 +24,12 @@ from collections.abc import Mapping
 import torch
 from torch import Tensor
 
-from ...attention.scored import ScoredAttention
-from ..builder import build_model
-from ..families.encoder import EncoderForecaster
-from ..positional import LearnedEncoding
+from ..attention.scored import ScoredAttention
+from ..model.builder import build_model
+from ..model.families.encoder import EncoderForecaster
+from ..model.positional import LearnedEncoding
 from .common import OfficialWeightsError, Plan, Reshaped, copy_weights, stripped, weight_and_bias
+from .registry import HORIZONS, Published, register_published
 
 
 def load_official_patchtst(
@@ -129,3 +130,28 @@ def _plan(model: EncoderForecaster) -> Plan:
     return plan
 
 
+# PatchTST (yuqinie98/PatchTST, PatchTST_supervised/scripts/PatchTST/<dataset>.sh, input 336;
+# docs/patchtst.md): dataset -> overrides at every horizon (illness: its weekly horizons); the
+# preset is ETTh1's and ETTh2's.
+_WIDE = ("d_model=128", "n_heads=16", "ffn.d_ff=256", "model.dropout=0.2")
+_BY_DATASET: dict[str, tuple[str, ...]] = {
+    "etth1": (),
+    "etth2": (),
+    **dict.fromkeys(("ettm1", "ettm2"), (
+        *_WIDE, "trainer.schedule=onecycle", "trainer.pct_start=0.4", "trainer.patience=20")),
+    "weather": (*_WIDE, "trainer.patience=20"),
+    "electricity": (*_WIDE, "batch_size=32", "trainer.schedule=onecycle",
+                    "trainer.pct_start=0.2", "trainer.patience=10"),
+    "traffic": (*_WIDE, "batch_size=24", "trainer.schedule=onecycle", "trainer.pct_start=0.2",
+                "trainer.patience=10"),
+    "illness": ("in_len=104", "embedding.patch_len=24", "embedding.stride=2", "batch_size=16",
+                "lr=0.0025", "trainer.schedule=constant"),
+}
+HORIZONS_WEEKLY = (24, 36, 48, 60)  # illness: weekly rows, input 104
+SETTINGS = {dataset: dict.fromkeys(HORIZONS_WEEKLY if dataset == "illness" else HORIZONS, found)
+            for dataset, found in _BY_DATASET.items()}
+
+
+register_published(Published("patchtst", "PatchTST", "encoder", SETTINGS,
+                             lambda model, state: load_patchtst_weights(model, state),
+                             "etth1-96"))

@@ -20,9 +20,10 @@ from collections.abc import Mapping
 import torch
 from torch import Tensor, nn
 
-from ..builder import build_model
-from ..families.timexer import Timexer
-from ..positional import SinusoidalEncoding, sinusoidal_table
+from ..data.time_features import calendar_features
+from ..model.builder import build_model
+from ..model.families.timexer import Timexer
+from ..model.positional import SinusoidalEncoding, sinusoidal_table
 from .common import (
     OfficialWeightsError,
     Plan,
@@ -33,15 +34,24 @@ from .common import (
     tslib_conv_ffn,
     weight_and_bias,
 )
+from .registry import Published, register_published
 
 POSITIONS = "en_embedding.position_embedding.pe"
 
 
 def load_official_timexer(state_dict: Mapping[str, Tensor], cfg, n_series: int,
-                          n_targets: int, n_marks: int = 4) -> Timexer:
+                          n_targets: int, n_marks: int | None = None) -> Timexer:
     """The TimeXer built from `cfg` for `n_series` series (the first `n_targets` forecast),
-    then cfg's calendar features (`n_marks`: 4 at --freq h), holding the official weights."""
-    model = build_model(cfg, n_features=n_series + n_marks, n_targets=n_targets)
+    then cfg's calendar features (`data.time_features`: 4 at --freq h), holding the official
+    weights. `n_marks`, if given, must be the calendar features cfg gives (refused in one line
+    otherwise: a model built for features its data will not have)."""
+    marks = len(calendar_features(cfg["data"]))
+    if n_marks is not None and n_marks != marks:
+        raise OfficialWeightsError(
+            f"{n_marks} calendar features asked for, and the config's data gives {marks} "
+            f"(data.time_features, data.time_freq): a TimeXer loaded so would be built for "
+            f"features its windows do not have")
+    model = build_model(cfg, n_features=n_series + marks, n_targets=n_targets)
     load_timexer_weights(model, state_dict)
     return model
 
@@ -104,3 +114,50 @@ def timexer_plan(model: Timexer, state: Mapping[str, Tensor]) -> Plan:
                  .reshape(horizon, tokens * d_model)))
     plan["head.linear.bias"] = (model.head.bias, None)
     return plan
+
+
+def _timexer(d_model=512, d_ff=2048, layers=2, batch=32, lr=0.0001, patch=16) -> tuple[str, ...]:
+    """A TimeXer script's arguments (run.py's defaults where it gives none) as the overrides of
+    experiment=timexer, whose preset is ETTh1-96's: d_model 256, layers 1, batches of 4."""
+    found = {"d_model": (d_model, 256), "ffn.d_ff": (d_ff, 2048),
+             "model.encoder_layers": (layers, 1), "batch_size": (batch, 4), "lr": (lr, 0.0001),
+             "embedding.patch_len": (patch, 16), "embedding.stride": (patch, 16)}
+    return tuple(f"{key}={value}" for key, (value, preset) in found.items() if value != preset)
+
+
+# TimeXer (thuml/TimeXer, scripts/multivariate/, features M, input 96): dataset -> horizon ->
+# overrides; the preset (experiment=timexer) is ETTh1's setting at 96.
+SETTINGS: dict[str, dict[int, tuple[str, ...]]] = {
+    "etth1": {96: _timexer(256, layers=1, batch=4), 192: _timexer(128, batch=4),
+              336: _timexer(512, 1024, 1, 16), 720: _timexer(256, 1024, 1, 16)},
+    "etth2": {96: _timexer(256, 1024, 1, 16), 192: _timexer(256, 1024, 1),
+              336: _timexer(512, 1024, 2, 4), 720: _timexer(256, 1024, 2, 16)},
+    "ettm1": {96: _timexer(256, layers=1, batch=4), 192: _timexer(256, 256, 1, 4),
+              336: _timexer(256, 1024, 1, 4), 720: _timexer(256, 512, 1, 4)},
+    "ettm2": {96: _timexer(256, layers=1), 192: _timexer(256, 1024, 1, 16),
+              336: _timexer(512, 1024, 1), 720: _timexer(512, layers=1)},
+    "weather": {96: _timexer(256, 512, 1, 4), 192: _timexer(128, 1024, 3, 4),
+                336: _timexer(256, layers=1, batch=4), 720: _timexer(128, layers=1, batch=4)},
+    "electricity": {96: _timexer(d_ff=512, layers=4, batch=4), 192: _timexer(layers=3, batch=4),
+                    336: _timexer(layers=4, batch=4), 720: _timexer(layers=3, batch=4)},
+    "traffic": {96: _timexer(512, 512, 3, 16, 0.001), 192: _timexer(512, 512, 3, 16, 0.001),
+                336: _timexer(512, 512, 2, 16, 0.001), 720: _timexer(512, 512, 2, 16, 0.001)},
+}
+
+
+def _epf(d_ff: int, layers: int, batch: int) -> tuple[str, ...]:
+    """TimeXer's EPF script (scripts/forecast_exogenous/EPF/TimeXer.sh: features MS, input
+    168, horizon 24, patches of 24, d_model 512) for one market."""
+    return ("in_len=168", *_timexer(512, d_ff, layers, batch, patch=24))
+
+
+# The EPF markets (dataset=np|pjm|be|fr|de: the price OT from its own past and the market's
+# two exogenous series, features MS), at their one horizon: the next day.
+SETTINGS.update({"np": {24: _epf(512, 3, 4)}, "pjm": {24: _epf(2048, 3, 16)},
+                "be": {24: _epf(512, 2, 16)}, "fr": {24: _epf(2048, 2, 16)},
+                "de": {24: _epf(2048, 1, 4)}})
+
+
+register_published(Published("timexer", "TimeXer", "timexer", SETTINGS,
+                             lambda model, state: load_timexer_weights(model, state),
+                             "etth1-96"))

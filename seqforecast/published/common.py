@@ -9,6 +9,8 @@ from collections.abc import Callable, Mapping
 import torch
 from torch import Tensor, nn
 
+from ..attention.scored import ScoredAttention
+
 Rearrange = Callable[[Tensor], Tensor]
 
 
@@ -41,8 +43,6 @@ def weight_and_bias(plan: Plan, prefix: str, layer: nn.Module) -> None:
 def tslib_attention(plan: Plan, prefix: str, attn, model: str) -> None:
     """The Time-Series-Library's `AttentionLayer` (query/key/value/out_projection, with biases)
     under `prefix`, into a vanilla or einsum backend's projections."""
-    from ...attention.scored import ScoredAttention
-
     if not isinstance(attn, ScoredAttention):
         raise OfficialWeightsError(f"official {model} weights load into attention=vanilla or "
                                    f"einsum (the published attention), not this backend")
