@@ -47,10 +47,6 @@ class StackedModel:
         """The stacked parameters, in the members' parameters() order."""
         return list(self.params.values())
 
-    def member_parameters(self) -> list[Tensor]:
-        """One member's parameters, in the same order (the shapes without the member axis)."""
-        return list(self.members[0].parameters())
-
     def train(self, mode: bool = True) -> StackedModel:
         self.template.train(mode)
         return self

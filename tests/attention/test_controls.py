@@ -43,6 +43,38 @@ def test_normlin_equals_olinears_definition(lengths):
         attn(key_value, key_value, causal=True)
 
 
+def test_normlin_drops_its_matrix_in_training_only():
+    """Dropout on the mixing matrix: eval is the function without it (two calls equal, and
+    equal to the definition), training draws a mask a call."""
+    torch.manual_seed(3)
+    attn = build_attention("normlin", D, H, lengths=(9, 9), dropout=0.5)
+    x = torch.randn(3, 9, D)
+    with torch.no_grad():
+        ref = normlin_reference(attn, 9, x)
+        first, second = attn.eval()(x, x)[0], attn(x, x)[0]
+        torch.testing.assert_close(first, ref, rtol=1e-5, atol=1e-6,
+                                   msg="eval mode must be the function without dropout")
+        assert torch.equal(first, second), "eval mode must apply no dropout"
+        dropped, again = attn.train()(x, x)[0], attn(x, x)[0]
+    assert not torch.allclose(dropped, ref), "training mode drops"
+    assert not torch.allclose(dropped, again), "a fresh mask a call"
+
+
+def test_normlin_starts_at_the_identity_plus_standard_normal_noise():
+    """OLinear's start, W = I + N(0, 1): over a 200 x 300 matrix, the diagonal's mean is 1 and
+    the rest's 0 (within 4 standard errors), and W - I has a standard deviation of 1."""
+    torch.manual_seed(4)
+    q_len, k_len = 200, 300
+    weight = build_attention("normlin", D, H, lengths=(q_len, k_len)).weight.detach()
+    assert weight.shape == (q_len, k_len)
+    eye = torch.eye(q_len, k_len, dtype=torch.bool)
+    diagonal, rest = weight[eye], weight[~eye]
+    assert abs(diagonal.mean().item() - 1) < 4 / q_len**0.5, f"diagonal mean {diagonal.mean()}"
+    assert abs(rest.mean().item()) < 4 / rest.numel()**0.5, f"off-diagonal mean {rest.mean()}"
+    noise = weight - torch.eye(q_len, k_len)
+    assert abs(noise.std().item() - 1) < 0.02, f"std of W - I {noise.std()}"
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_learned_mixing_is_a_parameter_matrix_a_head(causal):
     torch.manual_seed(1)

@@ -17,19 +17,21 @@ from seqforecast.options import ConfigError
 D, H = 16, 4
 
 
-def gated_reference(attn, x, causal):
-    """Softmax attention per head, each head's output times sigmoid(x W_g + b_g) (one gate a
-    head, or one a value), then the output projection: the paper's G1 position."""
+def gated_reference(attn, x, causal, key_value=None):
+    """Softmax attention per head, each head's output times sigmoid(x W_g + b_g) with x the
+    query input (one gate a head, or one a value), then the output projection: the paper's
+    G1 position. key_value: x (self-attention) unless given."""
+    kv = x if key_value is None else key_value
     batch, length, _ = x.shape
     d = D // H
     q = attn.q_proj(x).view(batch, length, H, d).transpose(1, 2)
-    k = attn.k_proj(x).view(batch, length, H, d).transpose(1, 2)
-    v = attn.v_proj(x).view(batch, length, H, d).transpose(1, 2)
+    k = attn.k_proj(kv).view(batch, kv.shape[1], H, d).transpose(1, 2)
+    v = attn.v_proj(kv).view(batch, kv.shape[1], H, d).transpose(1, 2)
     scores = q @ k.transpose(-2, -1) / math.sqrt(d)
     if causal:
         scores = scores.masked_fill(torch.ones(length, length).triu(1).bool(), -math.inf)
-    heads = (scores.softmax(-1) @ v).transpose(1, 2)  # [B, L, H, d]
-    gate = torch.sigmoid(attn.output_gate.proj(x))  # [B, L, H] or [B, L, D]
+    heads = (scores.softmax(-1) @ v).transpose(1, 2)  # [B, Lq, H, d]
+    gate = torch.sigmoid(attn.output_gate.proj(x))  # [B, Lq, H] or [B, Lq, D]
     gate = gate.view(batch, length, H, -1)  # one a head broadcasts over its d values
     return attn.out_proj((heads * gate).reshape(batch, length, D))
 
@@ -50,6 +52,22 @@ def test_the_gate_equals_the_papers_equations(name, gate, causal):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
     width = {"headwise": H, "elementwise": D}[gate]
     assert attn.output_gate.proj.weight.shape == (width, D)
+
+
+@pytest.mark.parametrize("lengths", [(7, 7), (5, 9)], ids=["same_length", "other_length"])
+@pytest.mark.parametrize("gate", ["headwise", "elementwise"])
+@pytest.mark.parametrize("name", ["vanilla", "einsum"])
+def test_the_gate_reads_the_query_in_cross_attention(name, gate, lengths):
+    """Query and key_value apart (a decoder's cross-attention): the gate is computed from the
+    queries, one per query position, never from the keys."""
+    torch.manual_seed(2)
+    attn = build_attention(name, D, H, gate=gate)
+    q_len, k_len = lengths
+    query, key_value = torch.randn(3, q_len, D), torch.randn(3, k_len, D)
+    out, _ = attn(query, key_value)
+    assert out.shape == (3, q_len, D)
+    torch.testing.assert_close(out, gated_reference(attn, query, False, key_value),
+                               rtol=1e-5, atol=1e-6)
 
 
 def per_head_backends():

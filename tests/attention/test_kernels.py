@@ -106,6 +106,27 @@ def test_auto_chooses_once_by_what_the_layer_declares():
         assert build_attention("vanilla", E, H, kernels="native").kernel.name == "sdpa"
 
 
+@pytest.mark.parametrize("name", ["vanilla", "einsum"])
+def test_the_fused_kernels_dropout_acts_in_training_only(name):
+    """Attention dropout on the sdpa kernel: eval is deterministic and equals the explicit path
+    (no dropout there either); training drops, a fresh mask a call."""
+    fast, explicit = _pair(name, "sdpa", dropout=0.5)
+    assert fast.kernel.name == "sdpa"
+    x, memory = torch.randn(B, L, E), torch.randn(B, 7, E)
+    call = AttentionCall()
+    with torch.no_grad():
+        fast.eval()
+        explicit.eval()
+        first, second = (fast.attend(x, memory, call).out for _ in range(2))
+        assert torch.equal(first, second), "eval mode must apply no dropout"
+        torch.testing.assert_close(first, explicit.attend(x, memory, call).out, rtol=1e-5,
+                                   atol=1e-6, msg="eval mode must equal the explicit path")
+        fast.train()
+        dropped, again = (fast.attend(x, memory, call).out for _ in range(2))
+    assert not torch.allclose(dropped, first), "training mode drops"
+    assert not torch.allclose(dropped, again), "a fresh mask a call"
+
+
 def test_weights_asked_for_take_the_explicit_path():
     fast, explicit = _pair("vanilla", "sdpa")
     x = torch.randn(B, L, E)

@@ -14,6 +14,7 @@ from seqforecast.config import compose_config
 from seqforecast.stats import paired_ratio
 from seqforecast.studies.grid import STUDIES, StudyError, load_study
 from seqforecast.studies.launch import multirun_command, sweeps
+from seqforecast.studies.report import build_report, markdown
 
 from ..cli_helpers import TINY, run_cli
 
@@ -335,6 +336,58 @@ def test_a_study_run_from_its_report_trains_only_the_jobs_the_report_lacks(ran, 
     rows = {row["value"]: row for row in grown["cells"][0]["rows"]}
     assert rows["einsum"]["seeds"] == [0, 1] and rows["vanilla"]["seeds"] == [0, 1]
     assert rows["einsum"]["ratio"]["n"] == 2
+
+
+KNOWN_GRID = """
+sweep: {group: attention}
+seeds: [0, 1, 2]
+models:
+  tiny:
+    overrides: [out_len=4]
+    values: [vanilla, einsum, diff]
+    cells:
+      h4: []
+"""
+
+
+def test_a_report_says_lower_and_higher_as_the_runs_mses_are(tmp_path):
+    """Runs of known test MSEs (an earlier report's, as a study that outlived its run dirs):
+    each value's ratio is its MSE over the reference's, below 1 where its MSE is lower, and the
+    verdicts, the sign test and the page say lower and higher as the MSEs are."""
+    (tmp_path / "grid.yaml").write_text(KNOWN_GRID)
+    grid = load_study(str(tmp_path / "grid.yaml"))
+    # einsum's MSE below vanilla's on every seed, diff's above
+    mse = {"vanilla": [1.0, 2.0, 4.0], "einsum": [0.5, 1.2, 2.2], "diff": [1.4, 3.2, 6.0]}
+    kept = {"best_epoch": 1, "epochs_run": 1, "train_seconds": 1.0, "peak_rss_mib": None,
+            "rss_at_start_mib": None}
+    rows = [{"value": value,
+             "runs": {str(seed): {"mse": m, "mae": m, "run_dir": f"{value}-{seed}", **kept}
+                      for seed, m in enumerate(values)}}
+            for value, values in mse.items()]
+    cell = {"model": "tiny", "cell": "h4", "overrides": ["out_len=4"], "rows": rows,
+            "test_windows": 100, "test_fingerprint": "f", "extra_overrides": []}
+    earlier = {"group": "attention", "failed": [], "cells": [cell]}
+    (tmp_path / "earlier.json").write_text(json.dumps(earlier))
+    report = build_report(grid, tmp_path / "none", [tmp_path / "earlier.json"], "made here")
+    found = {row["value"]: row for row in report["cells"][0]["rows"]}
+    signs = {s["value"]: s for s in report["sign_tests"]}
+    page = markdown(report)
+    for value in ("einsum", "diff"):
+        ratios = [m / r for m, r in zip(mse[value], mse["vanilla"], strict=True)]
+        lower = all(m < r for m, r in zip(mse[value], mse["vanilla"], strict=True))
+        row = found[value]
+        assert row["pair_ratios"] == pytest.approx(dict(enumerate(ratios))), (
+            f"{value}'s pair ratios must be its MSE over vanilla's: {row['pair_ratios']}")
+        assert row["ratio"]["ratio"] == pytest.approx(math.prod(ratios) ** (1 / 3)), (
+            f"{value}'s ratio must be the geometric mean of its pairs': {row['ratio']}")
+        assert (row["ratio"]["ratio"] < 1) == lower, (value, row["ratio"])
+        word = "lower" if lower else "higher"
+        assert row["ratio"]["verdict"] == f"{word} (beyond noise)", (value, row["ratio"])
+        below, above = (3, 0) if lower else (0, 3)
+        assert (signs[value]["below"], signs[value]["above"]) == (below, above), signs[value]
+        # the page's columns: lower error, higher error
+        assert f"| {value} | 3 | {below} | {above} | 0 |" in page, page
+        assert f"| tiny | h4 | {value} | 3 |" in page and f"| {word} (beyond noise) |" in page
 
 
 def test_bad_study_arguments_are_one_line(tmp_path):

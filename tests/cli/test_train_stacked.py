@@ -3,6 +3,7 @@ job's run dir as its solo run leaves it. The signal test stops a subprocess of i
 the rest run through run_cli."""
 
 import json
+import re
 import signal
 
 import pytest
@@ -17,6 +18,9 @@ from .test_train_resume_and_failures import start, wait_for
 pytestmark = pytest.mark.slow  # trains: make test-fast skips it
 
 STACKED = ["--multirun", "hydra/launcher=stacked"]
+# Several steps an epoch (64 windows, 4 batches): each member's own batch order (its seed's
+# generator) then matters, which one batch of every window would not show.
+BATCHES = [*TINY, "batch_size=16"]
 
 
 def job_dirs(sweep):
@@ -28,7 +32,7 @@ def metrics(run_dir):
 
 
 def test_stacked_seeds_equal_their_solo_runs_and_leave_solo_run_dirs(tmp_path):
-    args = [*TINY, "epochs=2", "seed=0,1"]
+    args = [*BATCHES, "epochs=2", "seed=0,1"]
     run_cli([*STACKED, *args, f"hydra.sweep.dir={tmp_path / 'stacked'}"], tmp_path)
     # the stack runs torch's kernels (vmap batches them): the solo runs beside it too
     run_cli(["--multirun", *args, "trainer.kernels=torch", f"hydra.sweep.dir={tmp_path / 'solo'}"],
@@ -80,25 +84,26 @@ def test_stacked_seeds_equal_their_solo_runs_and_leave_solo_run_dirs(tmp_path):
 
 
 def test_members_that_stop_early_leave_the_stack_and_the_rest_equal_their_solo_runs(tmp_path):
-    # with patience 1 these seeds' solo runs stop after 3, 5 and 2 epochs: the stack drops
-    # seed 3 after epoch 2 and seed 0 after epoch 3 (its slot mapping and sliced optimizer
+    # with patience 1 these seeds' solo runs stop after 5, 4 and 2 epochs: the stack drops
+    # seed 5 after epoch 2 and seed 1 after epoch 4 (its slot mapping and sliced optimizer
     # state are what the later epochs' equality checks)
-    args = [*TINY, "epochs=5", "trainer.patience=1", "seed=0,2,3"]
+    args = [*BATCHES, "epochs=5", "trainer.patience=1", "seed=0,1,5"]
     out = run_cli([*STACKED, *args, f"hydra.sweep.dir={tmp_path / 'stacked'}"], tmp_path)
     run_cli(["--multirun", *args, "trainer.kernels=torch", f"hydra.sweep.dir={tmp_path / 'solo'}"],
             tmp_path)
     stacked, solo = job_dirs(tmp_path / "stacked"), job_dirs(tmp_path / "solo")
     epochs = [metrics(d)["run"]["epochs_run"] for d in solo]
     assert len(set(epochs)) == 3, f"the members must stop at different epochs: {epochs}"
-    streams = out.stdout + out.stderr
-    assert "after epoch 2, 2 of the stack's 3 members train on" in streams, streams
-    assert "after epoch 3, 1 of the stack's 2 members train on" in streams, streams
     for mine, theirs in zip(stacked, solo, strict=True):
         ours, own = metrics(mine), metrics(theirs)
-        assert ours["run"]["epochs_run"] == own["run"]["epochs_run"]
+        assert ours["run"]["epochs_run"] == own["run"]["epochs_run"], (
+            mine.name, ours["run"]["epochs_run"], own["run"]["epochs_run"])
         for split in ("val", "test"):
             a, b = ours[split]["model"]["mse"], own[split]["model"]["mse"]
             assert abs(a - b) <= 1e-5 * b, (mine.name, split, a, b)
+    streams = out.stdout + out.stderr
+    assert "after epoch 2, 2 of the stack's 3 members train on" in streams, streams
+    assert "after epoch 4, 1 of the stack's 2 members train on" in streams, streams
 
 
 def test_jobs_stack_by_config_and_the_rest_run_alone(tmp_path):
@@ -114,6 +119,47 @@ def test_jobs_stack_by_config_and_the_rest_run_alone(tmp_path):
     assert stack_refusal(compose_config(TINY)) is None
     assert group_key(compose_config([*TINY, "seed=1"])) == group_key(compose_config(TINY))
     assert group_key(compose_config([*TINY, "lr=0.01"])) != group_key(compose_config(TINY))
+
+
+def test_a_stack_whose_first_job_was_skipped_logs_each_member_into_its_own_run_dir(tmp_path):
+    # job 0 completed before: skip_completed=true skips it, so the stack trains jobs 1 and 2
+    # (stack position 0 is job 1): each member's epoch lines go to its own job's train.log
+    sweep = tmp_path / "sweep"
+    args = [*BATCHES, "epochs=1"]
+    run_cli([*STACKED, *args, "seed=0", f"hydra.sweep.dir={sweep}"], tmp_path)
+    out = run_cli([*STACKED, *args, "seed=0,1,2", "skip_completed=true",
+                   f"hydra.sweep.dir={sweep}"], tmp_path)
+    streams = out.stdout + out.stderr
+    assert streams.count("skipped (skip_completed=true)") == 1, streams
+    assert "training 2 runs as one stack" in streams, streams
+    runs = job_dirs(sweep)
+    assert len(runs) == 3
+    for run_dir in runs:
+        log = (run_dir / "train.log").read_text()
+        epochs = [line for line in log.splitlines() if "epoch 1/1" in line]
+        assert len(epochs) == 1, f"{run_dir.name}: one epoch line expected, got {epochs}"
+        # the line is this job's own: its validation MSE is the one its metrics.json holds
+        logged = float(re.search(r"val_mse (\S+)", epochs[0]).group(1))
+        own = metrics(run_dir)["val"]["model"]["mse"]
+        assert abs(logged - own) <= 1e-4 * own, (run_dir.name, logged, own)
+
+
+def test_the_stacked_launcher_runs_a_resume_sweep_alone_and_it_is_refused(tmp_path):
+    # resume= cannot stack (stack_refusal): the launcher runs each job alone, where the task
+    # refuses to sweep a resume, instead of training every seed afresh in a stack
+    run_dir, args = tmp_path / "run", [*TINY, "epochs=1"]  # (a stack would train them fast)
+    run_cli([*args, f"hydra.run.dir={run_dir}"], tmp_path)
+    sweep = tmp_path / "sweep"
+    out = run_cli([*STACKED, *args, f"resume={run_dir}", "seed=0,1", f"hydra.sweep.dir={sweep}"],
+                  tmp_path, check=False)
+    streams = out.stdout + out.stderr
+    assert out.returncode == 2, streams
+    assert streams.count("runs alone: resume= continues one run\n") == 2, streams
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: a sweep job failed: "), out.stderr
+    assert "continues one run; it cannot be swept" in last, out.stderr
+    assert "Traceback" not in out.stderr
+    assert not list(sweep.glob("*/checkpoints")), "nothing trained"
 
 
 RUN = ["experiment=quick", "epochs=12", "data.train_size=1024", "log.figures=false"]

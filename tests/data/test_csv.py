@@ -97,6 +97,25 @@ def test_extreme_later_rows_do_not_move_the_scaler(tmp_path):
     assert torch.equal(calm.train.src, wild.train.src)
 
 
+def test_targets_all_forecasts_every_column_but_the_time_and_the_exogenous_ones(tmp_path):
+    """data.targets=all with data.features: the exogenous columns are read as inputs after the
+    targets, never forecast. Each column's value says its row: a = i, x = 2i, b = 3i."""
+    path = write_csv(tmp_path / "wide.csv", ["date", "a", "x", "b"],
+                     [(f"2024-01-{1 + i // 24:02d} {i % 24:02d}:00", i, 2 * i, 3 * i)
+                      for i in range(100)])
+    data = csv_data(csv_cfg(path, target=None, targets="all", features=["x"],
+                            columns="channels", time_column="date"), torch.device("cpu"))
+    assert data.state["columns"] == ["a", "b", "x"], data.state["columns"]
+    assert (data.n_targets, data.n_features) == (2, 3)
+    for name in ("train", "val", "test"):
+        split = getattr(data, name)
+        target = data.to_raw(split.target.double()).round().long()  # [N, out_len, 2]: a, b
+        assert target.shape[-1] == 2, name
+        assert torch.equal(target[..., 1], 3 * target[..., 0]), f"{name}: targets are a and b"
+        src = (split.src.double() * data.scaler.scale + data.scaler.shift).round().long()
+        assert torch.equal(src[..., 2], 2 * src[..., 0]), f"{name}: x is the third input"
+
+
 def test_window_counts_and_strides():
     # standard: forecasts start at the split point (training: after in_len rows of inputs)
     assert forecast_starts(range(0, 20), 6, 3, 1) == list(range(6, 18))

@@ -38,6 +38,13 @@ def test_an_order_given_reads_every_row_that_way():
     (["1/2/2013", "3/4/2013"], "auto", "f.csv: column 'date': dates like '1/2/2013' are ambiguous "
      "(no day above 12 shows whether the day or the month comes first); set "
      "data.date_order=dayfirst or data.date_order=monthfirst"),
+    # a 12 is a day or a month: it shows neither order (first field, then second)
+    pytest.param(["12/1/2013", "3/4/2013"], "auto", "f.csv: column 'date': dates like "
+                 "'12/1/2013' are ambiguous (no day above 12 shows whether the day or the "
+                 "month comes first)", id="a-12-first-is-ambiguous"),
+    pytest.param(["1/12/2013", "3/4/2013"], "auto", "f.csv: column 'date': dates like "
+                 "'1/12/2013' are ambiguous (no day above 12 shows whether the day or the "
+                 "month comes first)", id="a-12-second-is-ambiguous"),
     (["13/1/2013", "1/14/2013"], "auto", "f.csv: column 'date' reads neither day-first nor "
      "month-first: line 2 has '13/1/2013' (day first), line 3 '1/14/2013' (month first)"),
     (["13/1/2013"], "monthfirst", "f.csv: line 2, column 'date': '13/1/2013' is no such time"),

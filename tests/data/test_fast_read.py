@@ -1,6 +1,7 @@
 """A clean file read by numpy's parser is the cell-by-cell reader's result, and every file that
 parser cannot vouch for goes to the cell-by-cell reader (csv_series.read_clean)."""
 
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -8,8 +9,6 @@ import pytest
 
 from seqforecast.data import DataError, csv_series, read_series
 from seqforecast.data.csv_series import read_clean, read_table
-
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def _slow(path, columns, time_column, monkeypatch):
@@ -40,11 +39,56 @@ def test_a_clean_file_reads_the_same_either_way(tmp_path, monkeypatch):
     _same(path, ["b"], None, monkeypatch)
 
 
-@pytest.mark.parametrize("name", ["ETTh1.csv", "weather.csv", "EPF/NP.csv"])
-def test_the_benchmark_files_read_the_same_either_way(name, monkeypatch):
-    path = SHARED / name
-    if not path.is_file():
-        pytest.skip(f"{path} is not here")
+def _ett(rng, rows):
+    """ETTh1's layout: ISO hours, LF, seven columns of float32 values written as float64."""
+    header = "date,HUFL,HULL,MUFL,MULL,LUFL,LULL,OT"
+    start = datetime(2016, 7, 1)
+    values = rng.normal(5, 10, size=(rows, 7)).astype(np.float32)
+    lines = [f"{start + timedelta(hours=i):%Y-%m-%d %H:%M:%S},"
+             + ",".join(repr(float(v)) for v in row) for i, row in enumerate(values)]
+    return "\n".join([header, *lines]) + "\n"
+
+
+def _weather(rng, rows):
+    """weather.csv's layout: CRLF, 21 columns whose names hold spaces, brackets, '%', '**' and
+    non-ASCII characters, 10-minute ISO times across a new year with one time repeated (the
+    file's own quirk), values of two decimals, negative and zero ones among them."""
+    names = ["p (mbar)", "T (degC)", "Tpot (K)", "Tdew (degC)", "rh (%)", "VPmax (mbar)",
+             "VPact (mbar)", "VPdef (mbar)", "sh (g/kg)", "H2OC (mmol/mol)", "rho (g/m**3)",
+             "wv (m/s)", "max. wv (m/s)", "wd (deg)", "rain (mm)", "raining (s)",
+             "SWDR (W/m\ufffd)", "PAR (\ufffdmol/m\ufffd/s)", "max. PAR (\ufffdmol/m\ufffd/s)",
+             "Tlog (degC)", "OT"]
+    start = datetime(2020, 12, 31, 23, 50) - timedelta(minutes=10 * (rows // 2))
+    times = [start + timedelta(minutes=10 * i) for i in range(rows)]
+    times[rows // 3] = times[rows // 3 - 1]  # one repeated time
+    values = np.round(rng.normal(0, 300, size=(rows, len(names))), 2)
+    values[:, 14:16] = 0.0
+    lines = [f"{t:%Y-%m-%d %H:%M:%S}," + ",".join(str(v) for v in row)
+             for t, row in zip(times, values, strict=True)]
+    return "\r\n".join([",".join(["date", *names]), *lines]) + "\r\n"
+
+
+def _np_market(rng, rows):
+    """EPF's NP.csv layout: header cells after a space, unpadded year-first dates
+    (2013/1/1 0:00) across a month's end, integer loads and decimal prices."""
+    start = datetime(2013, 1, 31)
+    lines = [f"{t.year}/{t.month}/{t.day} {t.hour}:{t.minute:02d},{load},{wind},{price}"
+             for t, load, wind, price in zip(
+                 (start + timedelta(hours=i) for i in range(rows)),
+                 rng.integers(30000, 60000, rows), rng.integers(0, 5000, rows),
+                 np.round(rng.uniform(-5, 200, rows), 2), strict=True)]
+    header = "date, Grid load forecast, Wind power forecast,OT"
+    return "\n".join([header, *lines]) + "\n"
+
+
+@pytest.mark.parametrize("layout", [_ett, _weather, _np_market],
+                         ids=["ETTh1", "weather", "EPF-NP"])
+def test_the_benchmark_layouts_read_the_same_either_way(layout, tmp_path, monkeypatch):
+    """Files written in the benchmark files' layouts (their header, line ends, time forms and
+    number forms), small: numpy's reader takes them, and reads what the cell-by-cell one
+    does."""
+    path = tmp_path / "layout.csv"
+    path.write_bytes(layout(np.random.default_rng(0), 400).encode())
     header, _ = read_table(path)
     _same(path, header[1:], "date", monkeypatch)
 

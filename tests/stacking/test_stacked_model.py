@@ -1,6 +1,8 @@
 """The stacked model against its members: the vmapped forward equals each member's own, the
 gradients and clipping are each member's, one optimizer over the stack is each member's."""
 
+import copy
+
 import pytest
 import torch
 from omegaconf import OmegaConf
@@ -68,6 +70,27 @@ def test_members_differ_and_sync_hands_back_a_members_weights():
         torch.testing.assert_close(p, first[name] + 1.0)
     name = next(iter(stack.params))  # built from their own seeds: the members differ
     assert not torch.equal(stack.params[name][0], stack.params[name][1])
+
+
+def test_members_with_dropout_draw_their_own_masks():
+    # identical members on identical windows: in training only their dropout masks can tell
+    # them apart, so each member's own draw (vmap's randomness="different") shows as outputs
+    # that differ; in eval (no dropout) they are one
+    (model,), data = members(CONFIGS["dropout"], k=1)
+    k = 3
+    stack = StackedModel([copy.deepcopy(model) for _ in range(k)])
+    src, target = windows(data, 1)
+    src, target = src.expand(k, *src.shape[1:]), target.expand(k, *target.shape[1:])
+    torch.manual_seed(0)
+    with torch.no_grad():
+        trained = stack.train(True)(src, target)
+        evaluated = stack.train(False)(src, target)
+    for m in range(1, k):
+        torch.testing.assert_close(evaluated[m], evaluated[0], rtol=0, atol=0)
+        assert not torch.allclose(trained[m], trained[0]), (
+            f"members 0 and {m} drew one dropout mask")
+    assert not torch.allclose(trained[0], evaluated[0]), "no dropout in training"
+
 
 def test_batchnorm_running_statistics_are_each_members():
     models, data = members(CONFIGS["patch_batchnorm"])
