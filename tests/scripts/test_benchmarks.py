@@ -213,6 +213,15 @@ def test_bench_leaderboard_scores_every_model_beside_the_linear_fits_and_merges(
     first = next(r for r in cell["runs"] if r["model"] == "timexer")
     assert rerun["reused"] and not first["reused"] and rerun["mse"] == first["mse"]
     assert kept.stat().st_mtime_ns == before
+    # run again into the table's report: merged into it, the same run met again no repeat
+    run_script("bench_leaderboard.py", "--smoke", "--models", "timexer", "--runs-dir",
+               str(tmp_path / "runs"), "--out", str(out), cwd=tmp_path)
+    grown = json.loads(out.read_text())
+    assert [r["model"] for r in grown["cells"]["etth1-24"]["runs"]] == [
+        "itransformer", "patchtst", "timexer"]
+    assert grown["repeats"] == [] and [s["file"] for s in grown["merged_from"]] == [str(out), None]
+    assert all(r["report"]["command"].endswith(f"--out {out}") and "--models" not in
+               r["report"]["command"] for r in grown["cells"]["etth1-24"]["runs"])
 
 
 def test_an_official_runs_epochs_count_once_across_a_stop():

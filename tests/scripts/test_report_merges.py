@@ -1,0 +1,108 @@
+"""One report per table: the benchmark scripts merge the reports of a table's runs (a seed a
+session, the official code's run, a rerun) into one, keeping every measurement and where it
+came from. Reports made up here; nothing trains."""
+
+import json
+
+from ..cli_helpers import load_script, run_script
+
+MACHINE_A = {"platform": "Linux-a", "cpus": 2, "python": "3.11.7"}
+MACHINE_B = {"platform": "Linux-b", "cpus": 2, "python": "3.11.7"}
+
+
+def _write(path, report):
+    path.write_text(json.dumps(report))
+    return path
+
+
+# ---------------------------------------------------------------- bench_leaderboard.py
+
+
+def _lb_run(seed, mse, **more):
+    return {"dataset": "etth1", "horizon": 96, "model": "itransformer", "variant": "",
+            "seed": seed, "status": "ok", "mse": mse, "mae": mse + 0.02, "paper_mse": mse,
+            "paper_mae": mse + 0.02, "best_epoch": 3, "epochs_run": 6, "train_seconds": 60.0,
+            "wall_seconds": 70.0, "reused": False, "test_windows": 2785,
+            "run_dir": f"runs/seed{seed}",
+            "linear": {"nlinear": {"mse": 0.383, "mae": 0.392},
+                       "dlinear": {"mse": 0.3815, "mae": 0.393}}, **more}
+
+
+def _lb_speed(steps_ratio, rounds):
+    return {"model": "timexer", "variant": "", "set": [], "dataset": "etth1", "horizon": 96,
+            "threads": 1, "batch": 4, "steps": 2113, "rounds": rounds,
+            "best": {"official": {"train_seconds": 100.0 * steps_ratio, "epoch_seconds": 130.0},
+                     "seqforecast": {"train_seconds": 100.0, "epoch_seconds": 110.0}},
+            "speedup_train": steps_ratio, "speedup_epoch": 130.0 / 110.0}
+
+
+def _lb_report(command, machine, runs, speed=(), official=None):
+    return {"command": command, "machine": machine,
+            "protocol": {"in_len": 96, "units": "z (training rows)", "paper_batch": 128},
+            "cells": {"etth1-96": {"runs": runs}}, "official": official or {},
+            "speed": list(speed)}
+
+
+def test_the_leaderboard_merge_keeps_every_run_and_where_each_came_from(tmp_path):
+    official = {"etth1-96": {"itransformer": {"2023": {"mse": 0.3858, "mae": 0.40,
+                                                       "epochs": 10}}}}
+    first = _write(tmp_path / "seed01.json", _lb_report(
+        "python scripts/bench_leaderboard.py --seeds 0 1", MACHINE_A,
+        [_lb_run(0, 0.3870), _lb_run(1, 0.3890)],
+        speed=[_lb_speed(1.44, [{"a": 1}, {"a": 2}])], official=official))
+    # a later session: seed 0 read again from its run dir (the same run), seed 1 trained anew
+    # with other numbers, seed 2 new; the epoch timed again
+    second = _write(tmp_path / "later.json", _lb_report(
+        "python scripts/bench_leaderboard.py --seeds 0 1 2", MACHINE_B,
+        [_lb_run(0, 0.3870, reused=True, wall_seconds=1.0), _lb_run(1, 0.3880),
+         _lb_run(2, 0.3860)], speed=[_lb_speed(1.42, [{"a": 3}])]))
+    out = tmp_path / "leaderboard.json"
+    run_script("bench_leaderboard.py", "--merge", str(first), str(second), "--out", str(out),
+               cwd=tmp_path)
+    report = json.loads(out.read_text())
+    runs = {r["seed"]: r for r in report["cells"]["etth1-96"]["runs"]}
+    assert {s: r["mse"] for s, r in runs.items()} == {0: 0.3870, 1: 0.3880, 2: 0.3860}
+    # seed 0 is one run met twice: not a repeat, and the report that measured it first
+    assert runs[0]["report"]["machine"] == MACHINE_A and not runs[0]["reused"]
+    assert runs[1]["report"] == {"command": "python scripts/bench_leaderboard.py --seeds 0 1 2",
+                                 "machine": MACHINE_B}
+    # the earlier measurements the table does not show are kept, with where they came from
+    (again,) = [r for r in report["repeats"] if r["kind"] == "run"]
+    assert (again["seed"], again["mse"], again["report"]["machine"]) == (1, 0.3890, MACHINE_A)
+    (speed,) = report["speed"]
+    (earlier,) = [r for r in report["repeats"] if r["kind"] == "speed"]
+    assert speed["speedup_train"] == 1.42 and earlier["speedup_train"] == 1.44
+    assert report["official"]["etth1-96"]["itransformer"]["2023"]["report"]["machine"] == \
+        MACHINE_A
+    assert [(s["file"], s["command"]) for s in report["merged_from"]] == [
+        (str(first), "python scripts/bench_leaderboard.py --seeds 0 1"),
+        (str(second), "python scripts/bench_leaderboard.py --seeds 0 1 2")]
+    text = out.with_suffix(".md").read_text()
+    assert "| etth1-96 | iTransformer (3 seeds) | 0.3870 ± 0.0010 |" in text
+    assert "kept in the report beside the table's (test MSE): etth1-96 itransformer seed 1: " \
+           "0.3890." in text
+    assert "training steps / whole epoch): 1.44x / 1.18x (best of 2 rounds)." in text
+
+    # merged again with its own parts: the same table, nothing added twice
+    twice = tmp_path / "twice.json"
+    run_script("bench_leaderboard.py", "--merge", str(out), str(first), str(second), "--out",
+               str(twice), cwd=tmp_path)
+    merged = json.loads(twice.read_text())
+    assert merged["cells"] == report["cells"] and merged["speed"] == report["speed"]
+    assert sorted(map(json.dumps, merged["repeats"])) == sorted(
+        map(json.dumps, report["repeats"]))
+    assert merged["merged_from"][0]["merged_from"] == report["merged_from"]
+
+
+def test_the_leaderboard_orders_its_cells_and_speed_tables_whatever_the_merge_order():
+    leaderboard = load_script("bench_leaderboard.py")
+    runs = [{**_lb_run(0, 0.1), "dataset": d, "horizon": h}
+            for d, h in (("be", 24), ("weather", 96), ("etth1", 96), ("np", 24))]
+    assert list(leaderboard.cells(runs)) == ["etth1-96", "weather-96", "np-24", "be-24"]
+    itransformer = {**_lb_speed(0.96, [{}]), "model": "itransformer"}
+    bf16 = {**itransformer, "variant": "bf16", "set": ["trainer.precision=bf16"]}
+    merged = leaderboard.merge_reports([
+        (None, _lb_report("a", MACHINE_A, [], speed=[_lb_speed(1.4, [{}])])),
+        (None, _lb_report("b", MACHINE_A, [], speed=[bf16, itransformer]))])
+    assert [(s["model"], s["variant"]) for s in merged["speed"]] == [
+        ("itransformer", ""), ("itransformer", "bf16"), ("timexer", "")]
