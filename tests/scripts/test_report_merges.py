@@ -153,3 +153,48 @@ def test_the_long_horizon_merge_keeps_a_rerun_beside_the_table(tmp_path):
     assert ("kept in the report beside the table's (test MSE, every window / the papers' "
             "count): 96 patchtst seed 0: 0.3799 / 0.3759 (epoch 20).") in \
         out.with_suffix(".md").read_text()
+
+
+# ---------------------------------------------------------------- bench_realdata.py
+
+
+def _rd_run(variant, seed, mse):
+    row = {"mse": mse, "mae": mse / 2, "coverage_80": 0.8, "width_80": 1.0, "crps": 0.3}
+    return {"variant": variant, "seed": seed, "status": "ok",
+            "test": {"model": row, "nlinear": {**row, "mse": 0.5649},
+                     "last_value": {"mse": 10.86, "mae": 2.66}},
+            "val_mse": 0.1, "best_epoch": 0, "epochs_run": 9, "train_seconds": 10.0 + mse,
+            "wall_seconds": 12.0, "reused": False, "test_windows": 291, "test_rows": 342,
+            "run_dir": "x", "val_curve": [0.2, 0.1]}
+
+
+def _rd_report(command, runs, peers=()):
+    entry = {"about": "Mauna Loa CO2", "in_len": 104, "out_len": 52, "seasons": [52],
+             "rows": 2284, "test_windows": 291,
+             "table": [*peers, {"forecaster": "nlinear", "mse": 0.5649, "mae": 0.5657}],
+             "intervals": [], "summary": {}, "runs": runs, "alignment_problems": []}
+    return {"command": command, "machine": MACHINE_A, "protocol": {"split": [0.7, 0.15, 0.15]},
+            "co2": entry}
+
+
+def test_the_real_data_merge_shows_a_rerun_and_keeps_the_run_it_replaced(tmp_path):
+    mstl = {"forecaster": "statsforecast MSTL", "mse": 0.5513, "mae": 0.5603,
+            "fit_seconds": 24.5}
+    full = _write(tmp_path / "full.json", _rd_report(
+        "full", [_rd_run("preset", 0, 0.5533), _rd_run("ablate_point", 0, 0.5532)], [mstl]))
+    rerun = _write(tmp_path / "rerun.json", _rd_report("rerun", [_rd_run("preset", 0, 0.5415)]))
+    out = tmp_path / "realdata.json"
+    run_script("bench_realdata.py", "--merge", str(full), str(rerun), "--out", str(out),
+               cwd=tmp_path)
+    co2 = json.loads(out.read_text())["co2"]
+    rows = {r["forecaster"]: r for r in co2["table"]}
+    assert rows["seqforecast preset"]["mse"] == 0.5415  # the rerun's
+    assert rows["seqforecast ablate_point"]["mse"] == 0.5532  # the full run's, not rerun
+    assert rows["statsforecast MSTL"]["report"]["command"] == "full"
+    assert rows["nlinear"]["mse"] == 0.5649
+    assert [r["report"]["command"] for r in co2["runs"]] == ["rerun", "full"]
+    (again,) = json.loads(out.read_text())["repeats"]
+    assert (again["dataset"], again["variant"], again["test"]["model"]["mse"]) == (
+        "co2", "preset", 0.5533)
+    assert "beside the table's (test MSE): seqforecast preset 0.5533 ± 0 (n=1)." in \
+        out.with_suffix(".md").read_text()
