@@ -198,3 +198,24 @@ def test_the_real_data_merge_shows_a_rerun_and_keeps_the_run_it_replaced(tmp_pat
         "co2", "preset", 0.5533)
     assert "beside the table's (test MSE): seqforecast preset 0.5533 ± 0 (n=1)." in \
         out.with_suffix(".md").read_text()
+
+
+# ---------------------------------------------------------------- reports of entries
+
+
+def test_a_report_of_entries_adds_each_run_and_takes_in_a_single_runs_report(tmp_path):
+    common = load_script("bench_common.py")
+    out = _write(tmp_path / "profile_step_default.json",
+                 {"command": "python scripts/profile_step.py", "machine": MACHINE_A,
+                  "found": {"step_ms": 37.7}})
+    entry = common.add_entry(out, "scripts/profile_step.py", ["--name", "x"], "x",
+                             found={"step_ms": 33.5})
+    entries = json.loads(out.read_text())["entries"]
+    assert entries == [{"name": "profile_step_default", "command": "python scripts/profile_step.py",
+                        "machine": MACHINE_A, "found": {"step_ms": 37.7}}, entry]
+    assert entry["command"] == "python scripts/profile_step.py --name x" and entry["machine"]
+    single = _write(tmp_path / "profile_step_timexer.json",
+                    {"command": "python scripts/profile_step.py experiment=timexer",
+                     "machine": MACHINE_B, "found": {"step_ms": 33.5}})
+    merged = common.merge_entries([out, single, out], prefix="profile_step_")
+    assert merged["entries"] == [*entries, {"name": "timexer", **json.loads(single.read_text())}]
