@@ -227,24 +227,116 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def write_report(out: Path, script: str, argv: list[str] | None, **fields) -> None:
-    """Write the report to `out` with the command and machine it came from: the machine's
-    CPU and the instruction set torch uses on it, since the same session's machine is not
-    always the same CPU (an AVX2 one runs bf16 products many times slower than fp32)."""
+def stamp(script: str, argv: list[str] | None) -> dict:
+    """The command and machine a report records: the machine's CPU and the instruction set
+    torch uses on it, since the same session's machine is not always the same CPU (an AVX2
+    one runs bf16 products many times slower than fp32)."""
     import torch
 
-    report = dict(
+    return dict(
         command=" ".join(["python", f"scripts/{Path(script).name}", *(argv or sys.argv[1:])]),
         machine=dict(
             platform=platform.platform(), cpus=os.cpu_count(), python=sys.version.split()[0],
             cpu=cpu_model(), torch=torch.__version__,
             torch_cpu_capability=torch.backends.cpu.get_cpu_capability(),
         ),
-        **fields,
     )
+
+
+def write_report(out: Path, script: str, argv: list[str] | None, **fields) -> None:
+    """Write the report to `out` with the command and machine it came from (`stamp`)."""
+    save_report(out, {**stamp(script, argv), **fields})
+
+
+def save_report(out: Path, report: dict) -> None:
+    """Write a report built whole (its `stamp` in it) to `out`."""
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"\nwrote {out}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------- one report per table
+# A table's runs may come from several commands, machines and days (a seed a session, the
+# official code's run, a rerun): each script merges them into the table's one report (its
+# `--merge`, and its `--out` where that report exists already), and these keep, in the merged
+# report, where each measurement came from and every measurement that the table does not show.
+
+
+def source(path: str | Path | None, report: dict) -> dict:
+    """What a merged report keeps (`merged_from`) of a report it merged: its file (None: the
+    command's own runs, merged into its --out), command and machine, and what that one had
+    merged in turn."""
+    found = {"file": None if path is None else str(path), "command": report.get("command"),
+             "machine": report.get("machine")}
+    if report.get("merged_from"):
+        found["merged_from"] = report["merged_from"]
+    return found
+
+
+def measured_in(report: dict) -> dict | None:
+    """The command and machine that measured a report's runs, for a report that measured them
+    itself (not a merge, whose own command is the merge's): merging sets it on each of its
+    measurements as `report`, which stays with the measurement through later merges."""
+    if report.get("merged_from") or "command" not in report:
+        return None
+    return {"command": report["command"], "machine": report.get("machine")}
+
+
+def keep_latest(kept: dict, key, found: dict, repeats: list, same: Callable[[dict, dict], bool],
+                tag: dict | None = None, case: dict | None = None) -> None:
+    """Put `found`, a measurement of case `key`, in `kept` (the table's, one per case). Where
+    the case is there already: a measurement equal to it (`same`: the same run met again in
+    another report) only lends it the `report` it may lack; a different one (a rerun, a later
+    session's measurement) takes its place and the earlier one goes to `repeats` (with `case`,
+    the fields that name the case where the measurement lacks them), so that nothing measured
+    is lost. `tag`: the report's `measured_in`, set on `found` where it has none."""
+    if tag and "report" not in found:
+        found = {**found, "report": tag}
+    before = kept.get(key)
+    if before is not None and same(before, found):
+        if "report" not in before and "report" in found:
+            kept[key] = {**before, "report": found["report"]}
+        return
+    def of_case(r: dict) -> bool:
+        return all(r.get(k) == v for k, v in (case or {}).items())
+
+    if before is not None and not any(same(before, r) and of_case(r) for r in repeats):
+        repeats.append({**(case or {}), **before})
+    # a measurement back in the table (met again in a later report) is no repeat
+    repeats[:] = [r for r in repeats if not (same(r, found) and of_case(r))]
+    kept.pop(key, None)  # the latest last, where order matters
+    kept[key] = found
+
+
+def add_entry(out: Path, script: str, argv: list[str] | None, name: str, **fields) -> dict:
+    """Add one measurement (`name`, the command and machine it came from, `fields`) to `out`,
+    the report of a script whose every run measures one case of its table (a config's step
+    profile, a sweep stacked and one after another): `{"entries": [...]}`, in the order they
+    were measured, none replaced. Returns the entry."""
+    entry = {"name": name, **stamp(script, argv), **fields}
+    report = merge_entries([out]) if out.is_file() else {"entries": []}
+    report["entries"].append(entry)
+    save_report(out, report)
+    return entry
+
+
+def merge_entries(paths: list[Path], prefix: str = "") -> dict:
+    """Reports of entries (add_entry's), or of one measurement each as write_report wrote them
+    (an entry, named by its file's stem less `prefix`), as one report of entries, each entry
+    once."""
+    entries: list[dict] = []
+    for path in paths:
+        report = json.loads(Path(path).read_text())
+        found = report["entries"] if "entries" in report else [
+            {"name": Path(path).stem.removeprefix(prefix), **report}]
+        entries += [e for e in found if e not in entries]
+    return {"entries": entries}
+
+
+def same_fields(*names: str) -> Callable[[dict, dict], bool]:
+    """`same` for keep_latest: two measurements are one where these fields are equal (what a
+    run measured, not where or when it was read: `reused`, `wall_seconds` and paths left out)."""
+    return lambda a, b: all(a.get(n) == b.get(n) for n in names)
 
 
 def timed_official(module: str, experiment: str, run_file: str, resumable: bool = False) -> str:

@@ -39,8 +39,13 @@ torch thread each, alternating for `--rounds` rounds: the training steps, and th
 each runs it (seqforecast: steps and a validation pass; the official loop: steps, then a
 validation pass and a pass over the test windows one at a time).
 
-Reports merge (`--merge`): cells can run on several machines or at different times. Output:
-benchmarks/leaderboard.json and .md.
+One report for the table, benchmarks/leaderboard.json and .md: a run merges into its `--out`
+where that exists, as `--merge` joins reports made elsewhere (cells run on several machines or
+at different times). Each case's latest measurement is in the table (a run by cell, model,
+variant and seed; the official code's by cell, model and seed; an epoch's speed by model and
+variant), the earlier ones that differ are kept in `repeats` (named under the tables), every
+measurement keeps the command and machine that measured it (`report`), and every merged
+report's are in `merged_from`.
 """
 
 from __future__ import annotations
@@ -60,7 +65,18 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import REPO, run_facts, timed_official, train_run, write_report  # noqa: E402
+from bench_common import (  # noqa: E402
+    REPO,
+    keep_latest,
+    measured_in,
+    run_facts,
+    same_fields,
+    source,
+    stamp,
+    timed_official,
+    train_run,
+    write_report,
+)
 from bench_longhorizon import paper_count, write_smoke_file  # noqa: E402
 
 from seqforecast.datasets import entry  # noqa: E402
@@ -374,10 +390,17 @@ def summarise(runs: list[dict], linear: dict) -> dict:
     return out
 
 
+def _cell_order(key: str) -> tuple:
+    """The table's order of cells: the published datasets', then the EPF markets', by horizon."""
+    dataset, _, horizon = key.partition("-")
+    known = [*PUBLISHED, *EPF]
+    return known.index(dataset) if dataset in known else len(known), int(horizon)
+
+
 def cells(runs: list[dict]) -> dict:
-    """(dataset-horizon) -> its runs, linear fits and summary."""
+    """(dataset-horizon) -> its runs, linear fits and summary, in the table's order."""
     found: dict = {}
-    for r in runs:
+    for r in sorted(runs, key=lambda r: _cell_order(f"{r['dataset']}-{r['horizon']}")):
         found.setdefault(f"{r['dataset']}-{r['horizon']}", {"runs": []})["runs"].append(r)
     for cell in found.values():
         ok = [r for r in cell["runs"] if r["status"] == "ok"]
@@ -441,8 +464,24 @@ def markdown(report: dict) -> str:
             f"every one; PatchTST's published "
             f"loader scores those filling whole batches of {report['protocol']['paper_batch']} "
             f"(the paper's count)."]
+    repeats = report.get("repeats") or []
+    again = [f"{r['dataset']}-{r['horizon']} {_name(r)} seed {r['seed']}: {r['mse']:.4f}"
+             for r in repeats if r["kind"] == "run" and r["status"] == "ok"]
+    again += [f"{r['cell']} official {OFFICIAL_CODE[r['model']][0]} seed {r['seed']}: "
+              f"{r['mse']:.4f}" for r in repeats if r["kind"] == "official"]
+    if again:
+        out += ["", "Other runs of these cases, kept in the report beside the table's (test "
+                f"MSE): {'; '.join(again)}."]
     for found in report.get("speed") or []:
         out += ["", speed_markdown(found)]
+        key = (found.get("model", "itransformer"), found.get("variant", ""))
+        earlier = [f"{r['speedup_train']:.2f}x / {r['speedup_epoch']:.2f}x (best of "
+                   f"{len(r['rounds'])} round{'s' if len(r['rounds']) > 1 else ''})"
+                   for r in repeats if r["kind"] == "speed"
+                   and (r.get("model", "itransformer"), r.get("variant", "")) == key]
+        if earlier:
+            out += ["", "Other runs of this epoch, kept in the report beside the table's (official "
+                    f"÷ seqforecast, training steps / whole epoch): {', '.join(earlier)}."]
     return "\n".join(out) + "\n"
 
 
@@ -464,12 +503,17 @@ def speed_markdown(s: dict) -> str:
     ])
 
 
-def finish(report: dict, out: Path, argv) -> int:
-    report["cells"] = cells([r for c in report.get("cells", {}).values() for r in c["runs"]]
-                            + report.pop("new_runs", []))
-    for cell in report["cells"].values():  # keep the fits so merges need no run dirs
+def with_fits(found: dict) -> dict:
+    """`cells`' cells, each run keeping its cell's linear fits (so merges need no run dirs)."""
+    for cell in found.values():
         for r in cell["runs"]:
             r.setdefault("linear", cell.get("linear"))
+    return found
+
+
+def finish(report: dict, out: Path, argv) -> int:
+    report["cells"] = with_fits(cells([r for c in report.get("cells", {}).values()
+                                       for r in c["runs"]] + report.pop("new_runs", [])))
     write_report(out, "scripts/bench_leaderboard.py", argv, **report)
     text = markdown(report)
     out.with_suffix(".md").write_text(text)
@@ -477,29 +521,56 @@ def finish(report: dict, out: Path, argv) -> int:
     return 0
 
 
-def merge(paths: list[Path], out: Path, argv) -> int:
+# What a measurement measured: two records of a case equal in these are one run met again (in
+# another report, or read again from its run dir: `reused`, `wall_seconds` differ), not a repeat.
+SAME_RUN = same_fields("status", "mse", "mae", "paper_mse", "paper_mae", "best_epoch",
+                       "epochs_run", "train_seconds", "test_windows")
+SAME_OFFICIAL = same_fields("mse", "mae", "epochs", "train_seconds", "vali_seconds",
+                            "train_call_seconds")
+SAME_SPEED = same_fields("rounds", "set")
+
+
+def merge_reports(reports: list[tuple[Path | None, dict]]) -> dict:
+    """One report from several ((file, report), in the order they were measured): each case's
+    latest measurement in the table (a run by cell, model, variant and seed; an official run by
+    cell, model and seed; a speed table by model and variant), the earlier ones that differ
+    kept in `repeats`, each measurement with the command and machine of the report that
+    measured it (`report`), and every merged report's in `merged_from`."""
     merged: dict = {"protocol": None, "cells": {}, "official": {}, "speed": [],
-                    "merged_from": [str(p) for p in paths], "new_runs": []}
-    seen = set()
-    for path in paths:
-        report = json.loads(path.read_text())
+                    "merged_from": [], "repeats": []}
+    runs: dict = {}
+    official: dict = {}
+    speeds: dict = {}
+    repeats = merged["repeats"]
+    for path, report in reports:
         merged["protocol"] = merged["protocol"] or report.get("protocol")
+        merged["merged_from"].append(source(path, report))
+        tag = measured_in(report)
+        repeats += [r for r in report.get("repeats", []) if r not in repeats]
         for key, found in (report.get("official") or {}).items():
-            cell = merged["official"].setdefault(key, {})
             for model, seeds in official_models(found).items():
-                cell.setdefault(model, {}).update(seeds)
+                for seed, run in seeds.items():
+                    keep_latest(official, (key, model, seed), run, repeats, SAME_OFFICIAL, tag,
+                                case={"kind": "official", "cell": key, "model": model,
+                                      "seed": seed})
         found = report.get("speed") or []
-        for one in [found] if isinstance(found, dict) else found:  # one per variant, the latest
-            merged["speed"] = [s for s in merged["speed"] if (
-                s.get("model", "itransformer"), s.get("variant", "")) != (
-                one.get("model", "itransformer"), one.get("variant", ""))] + [one]
+        for one in [found] if isinstance(found, dict) else found:  # one per variant
+            keep_latest(speeds, (one.get("model", "itransformer"), one.get("variant", "")), one,
+                        repeats, SAME_SPEED, tag, case={"kind": "speed"})
         for cell in report.get("cells", {}).values():
             for r in cell["runs"]:
-                key = (r["dataset"], r["horizon"], r["model"], r.get("variant", ""), r["seed"])
-                if key not in seen:  # a later report's run of the same case is a repeat
-                    seen.add(key)
-                    merged["new_runs"].append(r)
-    return finish(merged, out, argv)
+                keep_latest(runs, (r["dataset"], r["horizon"], r["model"], r.get("variant", ""),
+                                   r["seed"]), r, repeats, SAME_RUN, tag, case={"kind": "run"})
+    for (key, model, seed), run in official.items():
+        merged["official"].setdefault(key, {}).setdefault(model, {})[seed] = run
+    merged["speed"] = [speeds[k] for k in sorted(speeds, key=lambda k: (MODELS.index(k[0]),
+                                                                         k[1]))]
+    merged["new_runs"] = list(runs.values())
+    return merged
+
+
+def merge(paths: list[Path], out: Path, argv) -> int:
+    return finish(merge_reports([(p, json.loads(p.read_text())) for p in paths]), out, argv)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -569,6 +640,11 @@ def main(argv: list[str] | None = None) -> int:
                  for m in args.models for s in args.seeds]
         with ThreadPoolExecutor(args.jobs) as pool:
             report["new_runs"] = list(pool.map(lambda c: run_one(*c, args), cases))
+    if args.out.is_file():  # the table's report: these runs merged into it
+        print(f"merging into {args.out}", file=sys.stderr)
+        report["cells"] = with_fits(cells(report.pop("new_runs")))
+        report = merge_reports([(args.out, json.loads(args.out.read_text())),
+                                (None, {**stamp(__file__, argv), **report})])
     return finish(report, args.out, argv)
 
 

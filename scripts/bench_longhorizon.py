@@ -44,7 +44,12 @@ code's own "cost time": its loader and steps) and the whole epoch as each runs i
 steps + a validation pass; the official loop: steps + validation and test passes).
 
 Output: a Markdown table per file (benchmarks/longhorizon.md) and every run's numbers
-(benchmarks/longhorizon.json).
+(benchmarks/longhorizon.json). One report per table: a run merges into its `--out` where that
+exists (its reference variant kept), as `--merge` joins reports (a seed a session, a study of
+variants run later): a case (file, horizon, variant, seed) measured twice keeps its latest run
+in the table and the earlier, where it differs, in `repeats` (named under the table), each run
+with the command and machine that measured it (`report`), every merged report in
+`merged_from`.
 """
 
 from __future__ import annotations
@@ -66,7 +71,18 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import REPO, run_facts, timed_official, train_run, write_report  # noqa: E402
+from bench_common import (  # noqa: E402
+    REPO,
+    keep_latest,
+    measured_in,
+    run_facts,
+    same_fields,
+    source,
+    stamp,
+    timed_official,
+    train_run,
+    write_report,
+)
 
 from seqforecast.runs.loading import load_run  # noqa: E402
 from seqforecast.stats import paired_ratio  # noqa: E402
@@ -536,6 +552,13 @@ def markdown(report: dict, reference: str) -> str:
             out += ["", f"Paired MSE ratio to `{reference}`, seed by seed:", ""]
             out += ["| horizon | variant | ratio [95% CI] | verdict |", "|---|---|---|---|"]
             out += [f"| {h} | {v} | {_interval(r)} | {r['verdict']} |" for h, v, r in vs_ref]
+        repeats = [f"{r['horizon']} {r['variant']} seed {r['seed']}: {r['mse']:.4f} / "
+                   f"{r['paper_count']['model']['mse']:.4f} (epoch {r['best_epoch']})"
+                   for r in report.get("repeats", []) if r["file"] == name
+                   and r["status"] == "ok"]
+        if repeats:
+            out += ["", "Other runs of these cases, kept in the report beside the table's (test "
+                    f"MSE, every window / the papers' count): {'; '.join(repeats)}."]
         out.append("")
     if any(name in PUBLISHED for name in report["files"]):
         out.append(
@@ -547,23 +570,42 @@ def markdown(report: dict, reference: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def merge(paths: list[Path], variants: list[str], out: Path, argv) -> int:
-    """One report from the runs of several (e.g. a main table and a study of variants run
-    later on the same files): every (file, horizon) summarised over all its runs, `variants[0]`
-    the reference of the paired ratios between variants."""
-    reports = [json.loads(p.read_text()) for p in paths]
+# What a run measured: two records of a case equal in these are one run met again (in another
+# report, or read again from its run dir: `reused`, `wall_seconds` differ), not a repeat.
+SAME_RUN = same_fields("status", "mse", "mae", "best_epoch", "epochs_run", "train_seconds",
+                       "test_windows", "paper_count")
+
+
+def merge_reports(reports: list[tuple[Path | None, dict]], variants: list[str]) -> dict:
+    """One report from several ((file, report), in the order they were measured: e.g. a main
+    table, each seed's report and a study of variants run later on the same files): every
+    (file, horizon) summarised over its runs, `variants[0]` the reference of the paired ratios
+    between variants. A case (file, horizon, variant, seed) measured twice keeps its latest
+    run in the table and the earlier, where it differs, in `repeats`; each run keeps the
+    command and machine of the report that measured it (`report`), and every merged report is
+    in `merged_from`."""
     merged: dict = {
-        "protocol": reports[0]["protocol"],
+        "protocol": reports[0][1]["protocol"],
+        "variants": variants,
         "files": {},
-        "merged_from": [str(p) for p in paths],
-        "wall_seconds": sum(r.get("wall_seconds", 0) for r in reports),
+        "merged_from": [source(path, report) for path, report in reports],
+        "wall_seconds": sum(report.get("wall_seconds", 0) for _, report in reports),
+        "repeats": [],
     }
-    runs: dict[tuple[str, str], list[dict]] = {}
-    for report in reports:
+    kept: dict = {}
+    repeats = merged["repeats"]
+    for _, report in reports:
+        tag = measured_in(report)
+        repeats += [r for r in report.get("repeats", []) if r not in repeats]
         for stem, entry in report["files"].items():
             merged["files"].setdefault(stem, {**entry, "horizons": {}})
             for horizon, h in entry["horizons"].items():
-                runs.setdefault((stem, horizon), []).extend(h["runs"])
+                for r in h["runs"]:
+                    keep_latest(kept, (stem, horizon, r["variant"], r["seed"]), r, repeats,
+                                SAME_RUN, tag)
+    runs: dict[tuple[str, str], list[dict]] = {}
+    for (stem, horizon, _, _), r in kept.items():
+        runs.setdefault((stem, horizon), []).append(r)
     for done in runs.values():  # reports written before test curves were kept: from the runs
         for r in done:
             last = Path(r.get("run_dir", "")) / "checkpoints" / "last.pt"
@@ -573,6 +615,11 @@ def merge(paths: list[Path], variants: list[str], out: Path, argv) -> int:
         order = [v for v in variants if any(r["variant"] == v for r in done)]
         order += sorted({r["variant"] for r in done} - set(order))
         merged["files"][stem]["horizons"][horizon] = horizon_entry(done, order)
+    return merged
+
+
+def merge(paths: list[Path], variants: list[str], out: Path, argv) -> int:
+    merged = merge_reports([(p, json.loads(p.read_text())) for p in paths], variants)
     write_report(out, "scripts/bench_longhorizon.py", argv, **merged)
     write_tables(merged, variants[0], out)
     return 0
@@ -666,8 +713,26 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {
         "protocol": {"in_len": args.in_len, "stride": 1, "units": "z (training rows)",
                      "paper_batch": args.paper_batch, "published_source": PUBLISHED_SOURCE},
+        "variants": args.variants,
         "files": {},
     }
+    # An --out that exists is the table's report: these runs are merged into it (as --merge
+    # would), each time it is written, its reference variant kept.
+    previous = json.loads(args.out.read_text()) if args.out.is_file() else None
+    variants = list(args.variants)
+    if previous:
+        print(f"merging into {args.out}", file=sys.stderr)
+        variants = [*previous.get("variants", []), *args.variants]
+        variants = sorted(set(variants), key=variants.index)
+
+    def save() -> dict:
+        if previous is None:
+            write_report(args.out, "scripts/bench_longhorizon.py", argv, **report)
+            return report
+        merged = merge_reports([(args.out, previous),
+                                (None, {**stamp(__file__, argv), **report})], variants)
+        write_report(args.out, "scripts/bench_longhorizon.py", argv, **merged)
+        return merged
     started = time.perf_counter()
     files = {}  # stem -> (path, borders)
     for path in args.files:
@@ -703,11 +768,11 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             report["files"][stem]["horizons"][str(horizon)] = horizon_entry(done, args.variants)
             report["wall_seconds"] = round(time.perf_counter() - started, 1)
-            write_report(args.out, "scripts/bench_longhorizon.py", argv, **report)
+            save()
     for entry in report["files"].values():  # horizons in the order asked for
         entry["horizons"] = {str(h): entry["horizons"][str(h)] for h in args.horizons}
     failed = sum(r["status"] != "ok" for rs in runs.values() for r in rs)
-    write_tables(report, args.variants[0], args.out)
+    write_tables(save(), variants[0], args.out)
     print(f"wrote {args.out.with_suffix('.md')} ({report['wall_seconds']} s)", file=sys.stderr)
     return 1 if failed else 0
 

@@ -37,6 +37,12 @@ MSIS over the series' in-sample seasonal-naive MAE, CRPS from the 13 quantiles.
 The script checks window alignment: its own last value and seasonal naive on the series must
 equal the baseline rows of every seqforecast run. Results: one table per dataset, an interval
 table per dataset, and benchmarks/realdata.json.
+
+One report per table: a run merges into its `--out` where that exists, as `--merge` joins
+reports (a rerun of some variants, the peers of another run): per dataset, a case's latest
+measurement in the table (a seqforecast run by variant and seed, a peer by its row), the
+earlier one, where it differs, in `repeats` (named under the table), each with the command and
+machine that measured it (`report`), every merged report in `merged_from`.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from __future__ import annotations
 import argparse
 import csv
 import itertools
+import json
 import math
 import multiprocessing
 import queue as queue_module
@@ -58,7 +65,18 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import REPO, rescore, run_facts, train_run, write_report  # noqa: E402
+from bench_common import (  # noqa: E402
+    REPO,
+    keep_latest,
+    measured_in,
+    rescore,
+    run_facts,
+    same_fields,
+    source,
+    stamp,
+    train_run,
+    write_report,
+)
 
 from seqforecast.data.csv_data import mase_scale  # noqa: E402
 from seqforecast.data.windows import split_ranges  # noqa: E402
@@ -570,6 +588,14 @@ def markdown(report: dict, datasets: list[str]) -> str:
                 f"| {row['forecaster']} | {row['mse']:.4g}{spread} | {row['mae']:.4g} | {fit} |"
             )
         out.append("")
+        again = [x for x in report.get("repeats", []) if x["dataset"] == name]
+        shown = [f"seqforecast {v} {s['mse']:.4g} ± {s['mse_std']:.3g} (n={s['n']})"
+                 for v, s in summarise([x for x in again if "variant" in x]).items() if s["n"]]
+        shown += [f"{x['forecaster']} {x['mse']:.4g}" for x in again if "mse" in x
+                  and "forecaster" in x]
+        if shown:
+            out += ["Other runs of these cases, kept in the report beside the table's (test "
+                    f"MSE): {'; '.join(shown)}.", ""]
         if r.get("intervals"):
             out.append("| bands | " + " | ".join(INTERVAL_KEYS) + " |")
             out.append("|---" * (len(INTERVAL_KEYS) + 1) + "|")
@@ -578,6 +604,76 @@ def markdown(report: dict, datasets: list[str]) -> str:
                 out.append(f"| {row['forecaster']} | " + " | ".join(cells) + " |")
             out.append("")
     return "\n".join(out)
+
+
+# ---------------------------------------------------------------- one report of several
+
+PEERS = ("statsforecast ", "neuralforecast ")  # the table's rows that are peers
+# What a run measured: two records of a case equal in these are one run met again (in another
+# report, or read again from its run dir: `reused`, `wall_seconds` differ), not a repeat.
+SAME_RUN = same_fields("status", "test", "adaptive", "val_mse", "best_epoch", "epochs_run",
+                       "train_seconds", "test_rows", "val_curve")
+SAME_PEER = same_fields("status", "mse", "mae", "fit_seconds", "intervals")
+
+
+def merge_reports(reports: list[tuple[Path | None, dict]]) -> dict:
+    """One report from several ((file, report), in the order they were measured: e.g. a full
+    run, then a rerun of some variants with later code, or the peers of another run), per
+    dataset: each case's latest measurement in the table (a seqforecast run by variant and
+    seed, a peer by its row's name), the earlier ones that differ in `repeats`, each with the
+    command and machine of the report that measured it (`report`); the table, the bands and
+    the summary made again from them as one run of the script would, the baselines' rows from
+    the latest report with runs (every run scores the same windows); every merged report in
+    `merged_from`."""
+    merged: dict = {"protocol": reports[0][1]["protocol"],
+                    "merged_from": [source(path, report) for path, report in reports],
+                    "repeats": []}
+    repeats = merged["repeats"]
+    for _, report in reports:
+        repeats += [r for r in report.get("repeats", []) if r not in repeats]
+    for name, ds in DATASETS.items():
+        found = [(report[name], measured_in(report)) for _, report in reports if name in report]
+        if not found:
+            continue
+        runs: dict = {}
+        peers: dict = {}
+        variants: list[str] = []
+        problems: list[str] = []
+        baselines, adaptive = None, None
+        for entry, tag in found:
+            case = {"dataset": name}
+            for r in entry["runs"]:
+                variants += [r["variant"]] if r["variant"] not in variants else []
+                keep_latest(runs, (r["variant"], r["seed"]), r, repeats, SAME_RUN, tag, case)
+            for row in entry["table"]:
+                if row["forecaster"].startswith(PEERS):
+                    keep_latest(peers, row["forecaster"], row, repeats, SAME_PEER, tag, case)
+            ok = [r for r in entry["runs"] if r["status"] == "ok"]
+            if ok:
+                baselines = {k: v for k, v in ok[0]["test"].items() if k != "model"}
+                adaptive = ok[0].get("adaptive")
+            elif baselines is None:  # no runs: the script's own baselines, as the table gave
+                baselines = {row["forecaster"]: {k: v for k, v in row.items()
+                                                 if k != "forecaster"}
+                             for row in entry["table"] if not row["forecaster"].startswith(
+                                 (*PEERS, "seqforecast "))}
+            problems += [p for p in entry["alignment_problems"] if p not in problems]
+        done = sorted(runs.values(), key=lambda r: (variants.index(r["variant"]), r["seed"]))
+        summary = summarise(done)
+        table = print_table(ds, summary, baselines, list(peers.values()))
+        last = found[-1][0]
+        merged[name] = {
+            **{k: last[k] for k in ("about", "in_len", "out_len", "seasons", "rows",
+                                    "test_windows")},
+            "table": table,
+            "intervals": interval_table(summary, baselines, list(peers.values()), adaptive),
+            "summary": summary, "runs": done, "alignment_problems": problems,
+        }
+    return merged
+
+
+def datasets_in(report: dict) -> list[str]:
+    return [name for name in DATASETS if name in report]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -601,11 +697,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs-dir", type=Path, default=REPO / "outputs" / "bench_realdata")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "realdata.json")
     parser.add_argument("--write-data", action="store_true", help="write data/real/ first")
+    parser.add_argument("--merge", nargs="+", type=Path, default=None, metavar="JSON",
+                        help="no training: these reports as one, into --out")
     parser.add_argument(
         "--smoke", action="store_true",
         help="a tiny slice: the first rows of each series, 1 epoch, no peers (for the tests)",
     )
     args = parser.parse_args(argv)
+    if args.merge:
+        merged = merge_reports([(p, json.loads(p.read_text())) for p in args.merge])
+        write_report(args.out, "scripts/bench_realdata.py", argv, **merged)
+        args.out.with_suffix(".md").write_text(markdown(merged, datasets_in(merged)))
+        return 0
     if args.write_data:
         write_data()
     extra: list[str] = []
@@ -615,6 +718,17 @@ def main(argv: list[str] | None = None) -> int:
                  "log.figures=false"]  # drawing them took half a smoke run's CPU
 
     report = {"protocol": {"split": SPLIT, "test_windows_stride": 1, "fill": "ffill"}}
+    # An --out that exists is the table's report: this run is merged into it (as --merge
+    # would), each time it is written.
+    previous = json.loads(args.out.read_text()) if args.out.is_file() else None
+    if previous:
+        print(f"merging into {args.out}", file=sys.stderr)
+
+    def save() -> dict:
+        found = report if previous is None else merge_reports(
+            [(args.out, previous), (None, {**stamp(__file__, argv), **report})])
+        write_report(args.out, "scripts/bench_realdata.py", argv, **found)
+        return found
     for name in args.datasets:
         ds = DATASETS[name]
         path = ds.path
@@ -667,8 +781,8 @@ def main(argv: list[str] | None = None) -> int:
             "alignment_problems": problems,
         }
         # Written after every dataset: a long run that stops keeps what it finished.
-        write_report(args.out, "scripts/bench_realdata.py", argv, **report)
-    args.out.with_suffix(".md").write_text(markdown(report, args.datasets))
+        written = save()
+    args.out.with_suffix(".md").write_text(markdown(written, datasets_in(written)))
     print(f"wrote {args.out.with_suffix('.md')}", file=sys.stderr)
     bad = [n for n in args.datasets if report[n]["alignment_problems"]]
     failed = [r for n in args.datasets for r in report[n]["runs"] if r["status"] != "ok"]

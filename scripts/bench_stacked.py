@@ -12,7 +12,9 @@ file), timed by the wall clock. The table also pairs each seed's held-out test M
 solo (their paired ratio over the seeds with its 95% interval, as `compare`): the stack trains
 the same function from the same initial weights on the same batches, so the ratio should be 1
 within noise (not exactly: the kernels differ, and so do the dropout draws). Printed as a
-table, saved as JSON (--out).
+table and added to --out (benchmarks/stacked.json) as an entry (`--name`, default the --set
+overrides), with the command and machine that measured it; the report holds every sweep
+measured (`--merge` joins reports into it).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_common import repo_env, write_report
+from bench_common import add_entry, merge_entries, repo_env, save_report
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -68,8 +70,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch threads of every run")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "stacked.json")
+    parser.add_argument("--name", default=None,
+                        help="the sweep's name in the report (default: the --set overrides)")
+    parser.add_argument("--merge", nargs="+", type=Path, default=None, metavar="JSON",
+                        help="no sweeps: these reports' entries as one, into --out (a report "
+                             "of one sweep: an entry named by its file)")
     parser.add_argument("--smoke", action="store_true", help="a tiny config, 2 seeds (tests)")
     args = parser.parse_args(argv)
+    if args.merge:
+        save_report(args.out, merge_entries(args.merge, prefix="stacked_"))
+        return 0
     overrides = [*SMOKE, *args.set] if args.smoke else list(args.set)
     seeds = args.seeds[:2] if args.smoke else args.seeds
     rounds = []
@@ -91,10 +101,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{side:22}{found['wall_s']:>10.1f}{mean:>16.6g}")
     print(f"speed-up {speedup:.2f}x; test MSE stacked / one after another: {ratio.ratio:.4f} "
           f"[{ratio.low:.4f}, {ratio.high:.4f}] over {ratio.n} seeds")
-    write_report(args.out, __file__, argv, seeds=seeds, threads=args.threads,
-                 overrides=overrides, rounds=rounds, best=best, speedup=round(speedup, 3),
-                 test_mse_ratio={"ratio": ratio.ratio, "low": ratio.low, "high": ratio.high,
-                                 "n": ratio.n})
+    add_entry(args.out, __file__, argv, args.name or " ".join(args.set) or "default",
+              seeds=seeds, threads=args.threads, overrides=overrides, rounds=rounds, best=best,
+              speedup=round(speedup, 3),
+              test_mse_ratio={"ratio": ratio.ratio, "low": ratio.low, "high": ratio.high,
+                              "n": ratio.n})
     return 0
 
 

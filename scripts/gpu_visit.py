@@ -48,7 +48,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_common import REPO, repo_env, write_report
+from bench_common import REPO, merge_entries, repo_env, write_report
 
 SCRIPTS = Path(__file__).resolve().parent
 LENGTHS = [4096, 16384, 65536]
@@ -161,7 +161,8 @@ def stacked(args, budget: float, out: Path) -> dict:
         cmd += ["--seeds", *map(str, range(STACKED_RUNS)), "--set", f"device={args.device}",
                 f"epochs={STACKED_EPOCHS}"]
     status, wall, _ = run(cmd, budget)
-    report = json.loads(path.read_text()) if path.is_file() else {}
+    # its report holds every sweep it measured there: this one is the last
+    report = merge_entries([path])["entries"][-1] if path.is_file() else {}
     return {"status": status, "seconds": round(wall, 1), "speedup": report.get("speedup"),
             "test_mse_ratio": report.get("test_mse_ratio"), "best": report.get("best")}
 

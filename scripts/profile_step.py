@@ -11,7 +11,9 @@ and everything else. torch's FlopCounterMode counts one step's products (forward
 backward), so the products' achieved rate sits beside this machine's (torch.mm at 2048^2, in
 the same run): where they are equal, the products run as fast as this core runs them, and a
 step can be no faster than the products' share of it. The operations that take the most time
-print as a table; all of it goes to --out as JSON.
+print as a table; all of it goes to --out as JSON: an entry (`--name`, default the overrides)
+added to that report, benchmarks/profile_step.json, which holds every config's profile with
+the command and machine that measured it (`--merge` joins reports into it).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_common import matmul_gflops, write_report
+from bench_common import REPO, add_entry, matmul_gflops, merge_entries, save_report
 from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -115,8 +117,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--top", type=int, default=25, help="operations in the table")
-    parser.add_argument("--out", type=Path, default=Path("profile_step.json"))
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "profile_step.json",
+                        help="the report this profile is added to (made if missing)")
+    parser.add_argument("--name", default=None,
+                        help="the profile's name in the report (default: the overrides)")
+    parser.add_argument("--merge", nargs="+", type=Path, default=None, metavar="JSON",
+                        help="no profiling: these reports' profiles as one, into --out (a "
+                             "report of one profile: an entry named by its file)")
     args = parser.parse_args(argv)
+    if args.merge:
+        save_report(args.out, merge_entries(args.merge, prefix="profile_step_"))
+        return 0
     overrides = [*args.overrides, f"trainer.num_threads={args.threads}"]
     with tempfile.TemporaryDirectory() as run_dir:
         loop = build_loop(overrides, Path(run_dir))
@@ -125,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         report = {"overrides": overrides, "steps": args.steps, "threads": args.threads,
                   "kernels": loop.kernels, "matmul_gflop_per_s": rate, "found": found}
     print(table(report))
-    write_report(args.out, __file__, argv, **report)
+    add_entry(args.out, __file__, argv, args.name or " ".join(args.overrides) or "default",
+              **report)
     return 0
 
 

@@ -371,6 +371,37 @@ def test_the_leaderboard_page_is_its_report():
     assert (REPO / "benchmarks" / "leaderboard.md").read_text() == printed
 
 
+def test_the_real_data_tables_are_rows_of_their_report():
+    """realdata.md's tables of the three series are benchmarks/realdata.json's rows as
+    bench_realdata.py prints them (the report is a full run and a rerun merged; the page
+    leaves out the variants built on the earlier fit), and its .md beside it is that print."""
+    report = json.loads((REPO / "benchmarks" / "realdata.json").read_text())
+    bench = load_script("bench_realdata.py")
+    printed = bench.markdown(report, bench.datasets_in(report))
+    assert (REPO / "benchmarks" / "realdata.md").read_text() == printed
+    page = (REPO / "docs" / "benchmarks" / "realdata.md").read_text()
+    tables = page[page.index("**co2** ("):page.index("**Where the model wins")]
+    rows = _table_rows(tables)
+    assert len(rows) == 3 * 2 + 45 and set(rows) <= set(_table_rows(printed))
+
+
+# Each report under benchmarks/ a page names, as a path from the repository's root (in its code
+# or inline code): one report per table, so a name that is gone is a table's report merged away.
+REPORTS = sorted({(str(page.relative_to(REPO)), name) for page in PAGES
+                  for line in code_lines(page.read_text())
+                  for name in re.findall(r"(?<![\w/.])benchmarks/[\w./-]+\.(?:json|md|csv|png)\b",
+                                         line)})
+
+
+def test_the_pages_name_reports():
+    assert len(REPORTS) > 20
+
+
+@pytest.mark.parametrize("page,name", REPORTS, ids=[f"{p}:{n}" for p, n in REPORTS])
+def test_every_report_a_page_names_is_there(page, name):
+    assert (REPO / name).is_file(), f"{page}: no {name}"
+
+
 # ---------------------------------------------------------------- extending.md
 
 

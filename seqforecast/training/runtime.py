@@ -158,8 +158,8 @@ def cpu_has_bf16_products() -> bool:
     sees it). Without them torch's bf16 products take a generic fallback: on an AVX2 CPU here
     (AMD EPYC) 0.3 GFLOP/s against fp32's 35-76 at TimeXer's shapes, and its training step
     about 18x slower (1,070 ms against fp32's 55-60, each beside two training runs;
-    benchmarks/profile_step_timexer_etth1_*). Where torch cannot say, assumed yes (nothing is
-    held back on a guess)."""
+    benchmarks/profile_step.json's timexer_etth1 profiles). Where torch cannot say, assumed yes
+    (nothing is held back on a guess)."""
     try:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):  # a torch without oneDNN's probe

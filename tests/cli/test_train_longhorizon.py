@@ -104,3 +104,15 @@ def test_bench_longhorizon_smoke_writes_its_tables(tmp_path):
         )
     assert "| 24 | seqforecast preset (n=1) |" in stdout
     assert (tmp_path / "longhorizon.md").read_text().startswith("### ETTsmoke")
+    # another seed into the same report: merged into it, the first seed's runs kept
+    run_script("bench_longhorizon.py", "--smoke", "--seeds", "1", "--runs-dir",
+               str(tmp_path / "runs"), "--out", str(out), cwd=tmp_path)
+    grown = json.loads(out.read_text())
+    for horizon, h in grown["files"]["ETTsmoke"]["horizons"].items():
+        assert [r["seed"] for r in h["runs"]] == [0, 1]
+        assert h["runs"][0] == {**entry["horizons"][horizon]["runs"][0],
+                                "report": {k: report[k] for k in ("command", "machine")}}
+        assert h["summary"]["preset"]["n"] == 2
+    assert grown["repeats"] == [] and grown["variants"] == ["preset"]
+    assert [s["file"] for s in grown["merged_from"]] == [str(out), None]
+    assert "| 24 | seqforecast preset (n=2) |" in (tmp_path / "longhorizon.md").read_text()

@@ -71,3 +71,13 @@ def test_bench_realdata_smoke_checks_window_alignment_and_writes_its_table(tmp_p
     names = {r["forecaster"] for r in report["table"]}
     assert {"seqforecast preset", "seqforecast default_csv", "nlinear", "seasonal_naive"} <= names
     assert "sunspots:" in stdout and "test MSE" in stdout
+    # another seed into the same report: merged into it, the first run's kept
+    run_script("bench_realdata.py", "--smoke", "--datasets", "sunspots", "--variants", "preset",
+               "--seeds", "1", "--runs-dir", str(tmp_path / "runs"), "--out", str(out),
+               cwd=tmp_path)
+    grown = json.loads(out.read_text())
+    assert [(r["variant"], r["seed"]) for r in grown["sunspots"]["runs"]] == [
+        ("preset", 0), ("preset", 1), ("default_csv", 0)]
+    assert grown["sunspots"]["summary"]["preset"]["n"] == 2 and grown["repeats"] == []
+    assert [s["file"] for s in grown["merged_from"]] == [str(out), None]
+    assert "| seqforecast preset | " in out.with_suffix(".md").read_text()

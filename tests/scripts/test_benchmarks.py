@@ -167,8 +167,9 @@ def test_profile_step_splits_the_loops_step_into_products_and_the_rest(tmp_path)
     out = tmp_path / "profile.json"
     table = run_script("profile_step.py", "--steps", "3", "--warmup", "1", "--top", "40",
                        "--out", str(out), "d_model=32", cwd=tmp_path)
-    report = json.loads(out.read_text())
+    (report,) = json.loads(out.read_text())["entries"]  # the report's first profile
     found = report["found"]
+    assert report["name"] == "d_model=32"
     assert report["overrides"] == ["d_model=32", "trainer.num_threads=1"]
     machine = report["machine"]  # which CPU: sessions' machines differ (AVX2, AVX512)
     assert machine["cpu"] and machine["torch"] == torch.__version__
@@ -216,6 +217,15 @@ def test_bench_leaderboard_scores_every_model_beside_the_linear_fits_and_merges(
     first = next(r for r in cell["runs"] if r["model"] == "timexer")
     assert rerun["reused"] and not first["reused"] and rerun["mse"] == first["mse"]
     assert kept.stat().st_mtime_ns == before
+    # run again into the table's report: merged into it, the same run met again no repeat
+    run_script("bench_leaderboard.py", "--smoke", "--models", "timexer", "--runs-dir",
+               str(tmp_path / "runs"), "--out", str(out), cwd=tmp_path)
+    grown = json.loads(out.read_text())
+    assert [r["model"] for r in grown["cells"]["etth1-24"]["runs"]] == [
+        "itransformer", "patchtst", "timexer"]
+    assert grown["repeats"] == [] and [s["file"] for s in grown["merged_from"]] == [str(out), None]
+    assert all(r["report"]["command"].endswith(f"--out {out}") and "--models" not in
+               r["report"]["command"] for r in grown["cells"]["etth1-24"]["runs"])
 
 
 def test_an_official_runs_epochs_count_once_across_a_stop():
@@ -293,7 +303,7 @@ def test_gpu_visit_runs_every_part_in_its_tiny_mode_and_says_what_it_did_not_run
     assert stacked["test_mse_ratio"]["n"] == 2
     # the visit's stacked part is bench_stacked.py --smoke: its own report, read back here
     # (rather than a second smoke run of the same script)
-    bench = json.loads((out / "stacked.json").read_text())
+    (bench,) = json.loads((out / "stacked.json").read_text())["entries"]
     for side in ("one_after_another", "stacked"):
         found = bench["best"][side]
         assert found["wall_s"] > 0 and sorted(found["runs"]) == ["0", "1"]

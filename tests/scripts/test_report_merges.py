@@ -1,0 +1,221 @@
+"""One report per table: the benchmark scripts merge the reports of a table's runs (a seed a
+session, the official code's run, a rerun) into one, keeping every measurement and where it
+came from. Reports made up here; nothing trains."""
+
+import json
+
+from ..cli_helpers import load_script, run_script
+
+MACHINE_A = {"platform": "Linux-a", "cpus": 2, "python": "3.11.7"}
+MACHINE_B = {"platform": "Linux-b", "cpus": 2, "python": "3.11.7"}
+
+
+def _write(path, report):
+    path.write_text(json.dumps(report))
+    return path
+
+
+# ---------------------------------------------------------------- bench_leaderboard.py
+
+
+def _lb_run(seed, mse, **more):
+    return {"dataset": "etth1", "horizon": 96, "model": "itransformer", "variant": "",
+            "seed": seed, "status": "ok", "mse": mse, "mae": mse + 0.02, "paper_mse": mse,
+            "paper_mae": mse + 0.02, "best_epoch": 3, "epochs_run": 6, "train_seconds": 60.0,
+            "wall_seconds": 70.0, "reused": False, "test_windows": 2785,
+            "run_dir": f"runs/seed{seed}",
+            "linear": {"nlinear": {"mse": 0.383, "mae": 0.392},
+                       "dlinear": {"mse": 0.3815, "mae": 0.393}}, **more}
+
+
+def _lb_speed(steps_ratio, rounds):
+    return {"model": "timexer", "variant": "", "set": [], "dataset": "etth1", "horizon": 96,
+            "threads": 1, "batch": 4, "steps": 2113, "rounds": rounds,
+            "best": {"official": {"train_seconds": 100.0 * steps_ratio, "epoch_seconds": 130.0},
+                     "seqforecast": {"train_seconds": 100.0, "epoch_seconds": 110.0}},
+            "speedup_train": steps_ratio, "speedup_epoch": 130.0 / 110.0}
+
+
+def _lb_report(command, machine, runs, speed=(), official=None):
+    return {"command": command, "machine": machine,
+            "protocol": {"in_len": 96, "units": "z (training rows)", "paper_batch": 128},
+            "cells": {"etth1-96": {"runs": runs}}, "official": official or {},
+            "speed": list(speed)}
+
+
+def test_the_leaderboard_merge_keeps_every_run_and_where_each_came_from(tmp_path):
+    official = {"etth1-96": {"itransformer": {"2023": {"mse": 0.3858, "mae": 0.40,
+                                                       "epochs": 10}}}}
+    first = _write(tmp_path / "seed01.json", _lb_report(
+        "python scripts/bench_leaderboard.py --seeds 0 1", MACHINE_A,
+        [_lb_run(0, 0.3870), _lb_run(1, 0.3890)],
+        speed=[_lb_speed(1.44, [{"a": 1}, {"a": 2}])], official=official))
+    # a later session: seed 0 read again from its run dir (the same run), seed 1 trained anew
+    # with other numbers, seed 2 new; the epoch timed again
+    second = _write(tmp_path / "later.json", _lb_report(
+        "python scripts/bench_leaderboard.py --seeds 0 1 2", MACHINE_B,
+        [_lb_run(0, 0.3870, reused=True, wall_seconds=1.0), _lb_run(1, 0.3880),
+         _lb_run(2, 0.3860)], speed=[_lb_speed(1.42, [{"a": 3}])]))
+    out = tmp_path / "leaderboard.json"
+    run_script("bench_leaderboard.py", "--merge", str(first), str(second), "--out", str(out),
+               cwd=tmp_path)
+    report = json.loads(out.read_text())
+    runs = {r["seed"]: r for r in report["cells"]["etth1-96"]["runs"]}
+    assert {s: r["mse"] for s, r in runs.items()} == {0: 0.3870, 1: 0.3880, 2: 0.3860}
+    # seed 0 is one run met twice: not a repeat, and the report that measured it first
+    assert runs[0]["report"]["machine"] == MACHINE_A and not runs[0]["reused"]
+    assert runs[1]["report"] == {"command": "python scripts/bench_leaderboard.py --seeds 0 1 2",
+                                 "machine": MACHINE_B}
+    # the earlier measurements the table does not show are kept, with where they came from
+    (again,) = [r for r in report["repeats"] if r["kind"] == "run"]
+    assert (again["seed"], again["mse"], again["report"]["machine"]) == (1, 0.3890, MACHINE_A)
+    (speed,) = report["speed"]
+    (earlier,) = [r for r in report["repeats"] if r["kind"] == "speed"]
+    assert speed["speedup_train"] == 1.42 and earlier["speedup_train"] == 1.44
+    assert report["official"]["etth1-96"]["itransformer"]["2023"]["report"]["machine"] == \
+        MACHINE_A
+    assert [(s["file"], s["command"]) for s in report["merged_from"]] == [
+        (str(first), "python scripts/bench_leaderboard.py --seeds 0 1"),
+        (str(second), "python scripts/bench_leaderboard.py --seeds 0 1 2")]
+    text = out.with_suffix(".md").read_text()
+    assert "| etth1-96 | iTransformer (3 seeds) | 0.3870 ± 0.0010 |" in text
+    assert "kept in the report beside the table's (test MSE): etth1-96 itransformer seed 1: " \
+           "0.3890." in text
+    assert "training steps / whole epoch): 1.44x / 1.18x (best of 2 rounds)." in text
+
+    # merged again with its own parts: the same table, nothing added twice
+    twice = tmp_path / "twice.json"
+    run_script("bench_leaderboard.py", "--merge", str(out), str(first), str(second), "--out",
+               str(twice), cwd=tmp_path)
+    merged = json.loads(twice.read_text())
+    assert merged["cells"] == report["cells"] and merged["speed"] == report["speed"]
+    assert sorted(map(json.dumps, merged["repeats"])) == sorted(
+        map(json.dumps, report["repeats"]))
+    assert merged["merged_from"][0]["merged_from"] == report["merged_from"]
+
+
+def test_the_leaderboard_orders_its_cells_and_speed_tables_whatever_the_merge_order():
+    leaderboard = load_script("bench_leaderboard.py")
+    runs = [{**_lb_run(0, 0.1), "dataset": d, "horizon": h}
+            for d, h in (("be", 24), ("weather", 96), ("etth1", 96), ("np", 24))]
+    assert list(leaderboard.cells(runs)) == ["etth1-96", "weather-96", "np-24", "be-24"]
+    itransformer = {**_lb_speed(0.96, [{}]), "model": "itransformer"}
+    bf16 = {**itransformer, "variant": "bf16", "set": ["trainer.precision=bf16"]}
+    merged = leaderboard.merge_reports([
+        (None, _lb_report("a", MACHINE_A, [], speed=[_lb_speed(1.4, [{}])])),
+        (None, _lb_report("b", MACHINE_A, [], speed=[bf16, itransformer]))])
+    assert [(s["model"], s["variant"]) for s in merged["speed"]] == [
+        ("itransformer", ""), ("itransformer", "bf16"), ("timexer", "")]
+
+
+# ---------------------------------------------------------------- bench_longhorizon.py
+
+
+def _lh_run(variant, seed, mse, **more):
+    return {"file": "ETTh1", "horizon": 96, "variant": variant, "seed": seed, "status": "ok",
+            "mse": mse, "mae": 0.40, "val_mse": 0.7,
+            "baselines": {"nlinear": {"mse": 0.3702, "mae": 0.3915},
+                          "last_value": {"mse": 1.29, "mae": 0.71}},
+            "best_epoch": 20 + seed, "epochs_run": 30 + seed, "train_seconds": 600.0 + mse,
+            "wall_seconds": 700.0, "reused": False, "test_windows": 2785,
+            "paper_count": {"model": {"mse": mse - 0.004}, "nlinear": {"mse": 0.3664}},
+            "val_curve": [[1, 0.9], [2, 0.8]], "test_curve": [], "run_dir": "x", **more}
+
+
+def _lh_report(command, runs):
+    return {"command": command, "machine": MACHINE_A,
+            "protocol": {"in_len": 336, "stride": 1, "units": "z (training rows)",
+                         "paper_batch": 128, "published_source": "Nie et al."},
+            "files": {"ETTh1": {"path": "/data/ETTh1.csv", "rows": 17420, "channels": 7,
+                                "borders": ["8640", "11520", "14400"],
+                                "horizons": {"96": {"runs": runs}}}}}
+
+
+def test_the_long_horizon_merge_keeps_a_rerun_beside_the_table(tmp_path):
+    """A rerun of cases the table holds (a check after a kernel change) merged before the
+    table's own report: the table keeps the runs it was made from, the rerun's are kept in
+    `repeats` and named under the table; each seed's report counts once."""
+    rerun = _write(tmp_path / "rerun.json", _lh_report("rerun", [_lh_run("patchtst", 0, 0.3799)]))
+    seeds = [_write(tmp_path / f"s{seed}.json", _lh_report(
+        f"seed {seed}", [_lh_run("patchtst", seed, mse)]))
+        for seed, mse in ((0, 0.3812), (1, 0.3778), (2, 0.3800))]
+    out = tmp_path / "patchtst.json"
+    run_script("bench_longhorizon.py", "--merge", str(rerun), *map(str, seeds), str(seeds[0]),
+               "--variants", "patchtst", "--out", str(out), cwd=tmp_path)
+    report = json.loads(out.read_text())
+    h = report["files"]["ETTh1"]["horizons"]["96"]
+    assert [(r["seed"], r["mse"]) for r in h["runs"]] == [(0, 0.3812), (1, 0.3778), (2, 0.3800)]
+    assert h["summary"]["patchtst"]["n"] == 3
+    assert [r["report"]["command"] for r in h["runs"]] == ["seed 0", "seed 1", "seed 2"]
+    (again,) = report["repeats"]
+    assert (again["seed"], again["mse"], again["report"]["command"]) == (0, 0.3799, "rerun")
+    assert report["variants"] == ["patchtst"]
+    assert ("kept in the report beside the table's (test MSE, every window / the papers' "
+            "count): 96 patchtst seed 0: 0.3799 / 0.3759 (epoch 20).") in \
+        out.with_suffix(".md").read_text()
+
+
+# ---------------------------------------------------------------- bench_realdata.py
+
+
+def _rd_run(variant, seed, mse):
+    row = {"mse": mse, "mae": mse / 2, "coverage_80": 0.8, "width_80": 1.0, "crps": 0.3}
+    return {"variant": variant, "seed": seed, "status": "ok",
+            "test": {"model": row, "nlinear": {**row, "mse": 0.5649},
+                     "last_value": {"mse": 10.86, "mae": 2.66}},
+            "val_mse": 0.1, "best_epoch": 0, "epochs_run": 9, "train_seconds": 10.0 + mse,
+            "wall_seconds": 12.0, "reused": False, "test_windows": 291, "test_rows": 342,
+            "run_dir": "x", "val_curve": [0.2, 0.1]}
+
+
+def _rd_report(command, runs, peers=()):
+    entry = {"about": "Mauna Loa CO2", "in_len": 104, "out_len": 52, "seasons": [52],
+             "rows": 2284, "test_windows": 291,
+             "table": [*peers, {"forecaster": "nlinear", "mse": 0.5649, "mae": 0.5657}],
+             "intervals": [], "summary": {}, "runs": runs, "alignment_problems": []}
+    return {"command": command, "machine": MACHINE_A, "protocol": {"split": [0.7, 0.15, 0.15]},
+            "co2": entry}
+
+
+def test_the_real_data_merge_shows_a_rerun_and_keeps_the_run_it_replaced(tmp_path):
+    mstl = {"forecaster": "statsforecast MSTL", "mse": 0.5513, "mae": 0.5603,
+            "fit_seconds": 24.5}
+    full = _write(tmp_path / "full.json", _rd_report(
+        "full", [_rd_run("preset", 0, 0.5533), _rd_run("ablate_point", 0, 0.5532)], [mstl]))
+    rerun = _write(tmp_path / "rerun.json", _rd_report("rerun", [_rd_run("preset", 0, 0.5415)]))
+    out = tmp_path / "realdata.json"
+    run_script("bench_realdata.py", "--merge", str(full), str(rerun), "--out", str(out),
+               cwd=tmp_path)
+    co2 = json.loads(out.read_text())["co2"]
+    rows = {r["forecaster"]: r for r in co2["table"]}
+    assert rows["seqforecast preset"]["mse"] == 0.5415  # the rerun's
+    assert rows["seqforecast ablate_point"]["mse"] == 0.5532  # the full run's, not rerun
+    assert rows["statsforecast MSTL"]["report"]["command"] == "full"
+    assert rows["nlinear"]["mse"] == 0.5649
+    assert [r["report"]["command"] for r in co2["runs"]] == ["rerun", "full"]
+    (again,) = json.loads(out.read_text())["repeats"]
+    assert (again["dataset"], again["variant"], again["test"]["model"]["mse"]) == (
+        "co2", "preset", 0.5533)
+    assert "beside the table's (test MSE): seqforecast preset 0.5533 ± 0 (n=1)." in \
+        out.with_suffix(".md").read_text()
+
+
+# ---------------------------------------------------------------- reports of entries
+
+
+def test_a_report_of_entries_adds_each_run_and_takes_in_a_single_runs_report(tmp_path):
+    common = load_script("bench_common.py")
+    out = _write(tmp_path / "profile_step_default.json",
+                 {"command": "python scripts/profile_step.py", "machine": MACHINE_A,
+                  "found": {"step_ms": 37.7}})
+    entry = common.add_entry(out, "scripts/profile_step.py", ["--name", "x"], "x",
+                             found={"step_ms": 33.5})
+    entries = json.loads(out.read_text())["entries"]
+    assert entries == [{"name": "profile_step_default", "command": "python scripts/profile_step.py",
+                        "machine": MACHINE_A, "found": {"step_ms": 37.7}}, entry]
+    assert entry["command"] == "python scripts/profile_step.py --name x" and entry["machine"]
+    single = _write(tmp_path / "profile_step_timexer.json",
+                    {"command": "python scripts/profile_step.py experiment=timexer",
+                     "machine": MACHINE_B, "found": {"step_ms": 33.5}})
+    merged = common.merge_entries([out, single, out], prefix="profile_step_")
+    assert merged["entries"] == [*entries, {"name": "timexer", **json.loads(single.read_text())}]
