@@ -23,6 +23,7 @@ from ..comparison.runs import (
     find_run_dirs,
     load_run,
     override_key,
+    window_prints,
 )
 from ..config.saved import saved_choices
 from ..stats import paired_ratio, sign_test, summarize
@@ -84,6 +85,8 @@ def report_runs(path: Path, study: Study) -> tuple[dict, list[dict]]:
                 f"study's is {' '.join(cell.overrides)}: not the same jobs")
         split = {"windows": entry.get("test_windows"),
                  "fingerprint": entry.get("test_fingerprint")}
+        if entry.get("test_fingerprint_v1") is not None:  # reports since 2026-12-05
+            split["fingerprint_v1"] = entry["test_fingerprint_v1"]
         for row in entry["rows"]:
             for seed, kept in row["runs"].items():
                 metrics = {SPLIT: {"model": {"mse": kept["mse"], "mae": kept["mae"]}},
@@ -213,7 +216,11 @@ def _cell(study: Study, cell: Cell, runs: dict) -> dict:
     entry["extra_overrides"], entry["differing_overrides"] = _shared_overrides(
         present, cell, study.group)
     entry["test_windows"] = _known(present, "windows")
-    entry["test_fingerprint"] = _known(present, "fingerprint")
+    # Both fingerprints of one run: a run that records the former beside the current one, if any
+    recorder = next((r for r in present if r.metrics["splits"][SPLIT].get("fingerprint_v1")),
+                    None)
+    entry["test_fingerprint"] = _known([recorder] if recorder else present, "fingerprint")
+    entry["test_fingerprint_v1"] = _known([recorder], "fingerprint_v1") if recorder else None
     entry["rows"] = [_row(v, value_runs, reference) for v, value_runs in by_value.items()
                      if value_runs]
     return entry
@@ -227,14 +234,16 @@ def _known(runs: list[Run], key: str):
 
 def _same_windows(runs: list[Run]) -> None:
     """Runs read back from a report beside run dirs: the same test windows, by fingerprint
-    where both record one (reports since 2026-12-04), else by their number."""
-    for key in ("fingerprint", "windows"):
-        seen = {r.metrics["splits"][SPLIT].get(key) for r in runs} - {None}
+    where both record one (reports since 2026-12-04; `window_prints`), else by their number."""
+    splits = [r.metrics["splits"][SPLIT] for r in runs]
+    for key, values in (("fingerprint", window_prints(splits)),
+                        ("window", [info.get("windows") for info in splits])):
+        seen = set(values) - {None}
         if len(seen) > 1:
             raise CompareError(f"the runs were scored on different {SPLIT} windows ({key}s "
                                f"differ between the report and the run dirs); compare runs "
                                f"scored on the same {SPLIT} set")
-        if seen and all(r.metrics["splits"][SPLIT].get(key) is not None for r in runs):
+        if seen and None not in values:
             return
 
 
