@@ -253,9 +253,15 @@ def held_jobs(study: Study, sources: list[Path]) -> set[tuple[str, str, str, int
     return set(collect(study, None, sources)[0]) if sources else set()
 
 
-def build_report(study: Study, study_dir: Path, sources: list[Path], command: str) -> dict:
+def build_report(study: Study, study_dir: Path, sources: list[Path], command: str,
+                 asked: list[Cell] | None = None, selection: str | None = None) -> dict:
+    """The report of every cell of the study; `asked`: the cells the command named
+    (`selection`, e.g. `cells=etth1-96`), None: all. A cell not asked for that holds no run is
+    not `not run` but not asked for."""
     runs, failed, duplicates = collect(study, study_dir, sources)
     cells = [_cell(study, cell, runs) for cell in study.cells]
+    for cell, entry in zip(study.cells, cells, strict=True):
+        entry["asked"] = asked is None or cell in asked
     signs = []
     values = list(dict.fromkeys(v for vs in study.values.values() for v in vs[1:]))
     for value in values:
@@ -279,6 +285,7 @@ def build_report(study: Study, study_dir: Path, sources: list[Path], command: st
         "sign_tests": signs,
         "failed": failed,
         "duplicates_set_aside": duplicates,
+        "selection": selection,
     }
 
 
@@ -328,8 +335,11 @@ def markdown(report: dict) -> str:
         per_model = "; ".join(f"{m} {t['below']}/{t['above']}" for m, t in s["by_model"].items())
         lines.append(f"| {s['value']} | {s['pairs']} | {s['below']} | {s['above']} | "
                      f"{s['ties']} | {s['p']:.3g} | {per_model or '-'} |")
-    not_run = [e for e in report["cells"] if e["missing"] or e["problem"]]
-    if not_run:
+    # A cell the command did not ask for, with no run anywhere, was not meant to run.
+    unasked = [e for e in report["cells"]
+               if not e.get("asked", True) and not e["rows"] and not e["problem"]]
+    not_run = [e for e in report["cells"] if (e["missing"] or e["problem"]) and e not in unasked]
+    if not_run or unasked:
         lines += ["", "Not in the table:", ""]
         for e in not_run:
             if e["problem"]:
@@ -339,6 +349,9 @@ def markdown(report: dict) -> str:
             else:
                 what = f"{len(e['missing'])} job(s) not completed: {', '.join(e['missing'])}"
             lines.append(f"- {e['model']}/{e['cell']}: {what}")
+    if unasked:
+        lines.append(f"- not asked for (`{report.get('selection')}`): "
+                     f"{', '.join(e['model'] + '/' + e['cell'] for e in unasked)}")
     for f in report["failed"]:
         lines.append(f"- {f['model']}/{f['cell']} {f['value']} seed {f['seed']}: {f['reason']}")
     lines += _extras_lines(report["cells"])
