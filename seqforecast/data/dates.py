@@ -7,7 +7,9 @@ spreadsheet or a market's export `31/01/2013 13:00` or `01/31/2013 1:00:00 PM`. 
 year comes last is day-first or month-first, and the file decides which (`order=auto`): a first
 field above 12 can only be a day, a second above 12 only a month. A file where every row fits
 both is ambiguous, and where some rows fit only one and others only the other it is
-inconsistent: both are refused in one line, which names `data.date_order` for the first.
+inconsistent: both are refused in one line, which names `data.date_order` for the first. So is
+a column of two forms (`2013/1/21 18:00` and `2013-01-21 18:00`, or `21/1/2013` and
+`21.1.2013`, or a 12-hour and a 24-hour clock), naming the first row of the second form.
 """
 
 from __future__ import annotations
@@ -48,13 +50,8 @@ def parse_times(texts: Sequence[str], path, column: str, order: str = "auto",
             raise DataError(f"{path}: line {line}, {where}: {text!r} is not a time: expected "
                             f"{forms}")
         fields.append(found.groups())
-    year_first = [len(f[0]) == 4 for f in fields]
-    if any(year_first) and not all(year_first):
-        i = year_first.index(not year_first[0])
-        raise DataError(f"{path}: line {lines[i]}, {where}: {texts[i]!r} puts the year "
-                        f"{'first' if year_first[i] else 'last'}, line {lines[0]} "
-                        f"{'first' if year_first[0] else 'last'}: one form per column")
-    if year_first[0]:
+    _one_form(fields, texts, lines, f"{path}: line {{}}, {where}: ")
+    if len(fields[0][0]) == 4:  # the year first
         ymd = [(f[0], f[2], f[3]) for f in fields]
     else:
         dayfirst = _day_first(fields, texts, lines, path, where, str(order))
@@ -82,6 +79,30 @@ def parse_times(texts: Sequence[str], path, column: str, order: str = "auto",
                 raise DataError(f"{path}: line {line}, {where}: {text!r} is no such time "
                                 f"(read as {moment[:16].replace('T', ' ')})") from None
         raise
+
+
+def _one_form(fields, texts, lines, at: str) -> None:
+    """Every row in the first row's form: the year at the same end, the same character between
+    the date's fields, the same clock (12-hour or 24-hour, among the rows with a clock). A
+    file of two forms was put together from two sources; one line names the first row of the
+    other (`at`: the message's start, with {} for the line)."""
+    def differs(i: int, j: int) -> str | None:
+        a, b = fields[i], fields[j]
+        if (len(a[0]) == 4) != (len(b[0]) == 4):
+            return (f"puts the year {'first' if len(a[0]) == 4 else 'last'}, line {lines[j]} "
+                    f"{'first' if len(b[0]) == 4 else 'last'}")
+        if a[1] != b[1]:
+            return f"writes its date with {a[1]!r}, line {lines[j]} ({texts[j]!r}) with {b[1]!r}"
+        if a[4] and b[4] and bool(a[8]) != bool(b[8]):
+            return (f"has a {'12' if a[8] else '24'}-hour clock, line {lines[j]} ({texts[j]!r}) "
+                    f"a {'12' if b[8] else '24'}-hour one")
+        return None
+
+    clocked = next((i for i, f in enumerate(fields) if f[4]), 0)  # the first row with a clock
+    for i in range(1, len(fields)):
+        why = differs(i, 0) or (differs(i, clocked) if fields[i][4] else None)
+        if why:
+            raise DataError(f"{at.format(lines[i])}{texts[i]!r} {why}: one form per column")
 
 
 def _day_first(fields, texts, lines, path, where: str, order: str) -> bool:

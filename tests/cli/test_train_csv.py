@@ -248,6 +248,7 @@ BAD_FILES = {  # name: (file text or None for no file, extra args, message)
     "duplicate times": (_with_line_7("2024-01-01 00:04:00,3,1"), TIME, "line 7, column 'time': duplicate timestamp"),
     "bad time": (_with_line_7("yesterday,1,2"), TIME, "line 7, column 'time': 'yesterday' is not a time: expected ISO 8601 (2024-01-31 13:00) or a date such as 2024/1/31 13:00"),
     "ambiguous dates": ("\n".join(["time,y,x", *(f"{d}/1/2024 0:00,{d},1" for d in range(1, 13))]), TIME, "column 'time': dates like '1/1/2024 0:00' are ambiguous (no day above 12 shows whether the day or the month comes first); set data.date_order=dayfirst or data.date_order=monthfirst"),
+    "mixed date forms": ("\n".join(["time,y,x", *(f"2024/1/1 0:{m:02d},{m},1" if m != 5 else f"2024-01-01 00:{m:02d},{m},1" for m in range(40))]), TIME, "line 7, column 'time': '2024-01-01 00:05' writes its date with '-', line 2 ('2024/1/1 0:00') with '/': one form per column"),
     "no such date": ("\n".join(["time,y,x", *(f"2024/2/{d} 0:00,{d},1" for d in range(1, 31))]), TIME, "line 31, column 'time': '2024/2/30 0:00' is no such time"),
     "exogenous target": ("\n".join([HEADER, *_rows(40)]), ["data.target=null", "data.targets=[y,x]", "data.columns=channels"], "data.features=['x'] conflicts with data.targets=['y', 'x']: 'x' cannot be both forecast and exogenous"),
     "unknown scaling": ("\n".join([HEADER, *_rows(40)]), ["data.scale=zscore"], "data.scale='zscore' is not allowed: choose one of none, standard, minmax"),

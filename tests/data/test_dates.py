@@ -43,6 +43,15 @@ def test_an_order_given_reads_every_row_that_way():
     (["13/1/2013"], "monthfirst", "f.csv: line 2, column 'date': '13/1/2013' is no such time"),
     (["2013/1/1", "1/2/2013"], "auto", "line 3, column 'date': '1/2/2013' puts the year last, "
      "line 2 first: one form per column"),
+    # ISO rows among an export's: refused as the day-first ones are, naming the first of them
+    (["2013/1/21 17:00", "2013/1/21 18:00", "2013-01-21 19:00", "2013/1/21 20:00"], "auto",
+     "f.csv: line 4, column 'date': '2013-01-21 19:00' writes its date with '-', line 2 "
+     "('2013/1/21 17:00') with '/': one form per column"),
+    (["21/1/2013", "22/1/2013", "23.1.2013"], "auto", "line 4, column 'date': '23.1.2013' "
+     "writes its date with '.', line 2 ('21/1/2013') with '/': one form per column"),
+    (["1/31/2013", "1/31/2013 1:00 PM", "2/1/2013 14:00"], "auto", "line 4, column 'date': "
+     "'2/1/2013 14:00' has a 24-hour clock, line 3 ('1/31/2013 1:00 PM') a 12-hour one: one "
+     "form per column"),
     (["1/2/13"], "dayfirst", "line 2, column 'date': '1/2/13' has no four-digit year"),
     (["2013/1/1 13:00 PM"], "auto", "'2013/1/1 13:00 PM' has hour 13 on a 12-hour clock"),
     (["2013-01-01", "yesterday"], "auto", "f.csv: line 3, column 'date': 'yesterday' is not a "
