@@ -81,7 +81,8 @@ def forecast_csv(run: LoadedRun, input_path: Path, output_path: Path) -> tuple[i
     in_len, out_len = data_cfg["in_len"], data_cfg["out_len"]
     columns, time_column = state["columns"], state["time_column"]
     series = read_series(input_path, columns, time_column, data_cfg["fill"],
-                         data_cfg["duplicate_times"], data_cfg.get("date_order", "auto"))
+                         data_cfg["duplicate_times"], data_cfg.get("date_order", "auto"),
+                         data_cfg.get("missing_times", "keep"))  # runs before the key: kept
     if len(series.values) < in_len:
         raise DataError(
             f"{input_path}: {len(series.values)} rows; the model reads the last in_len={in_len}"

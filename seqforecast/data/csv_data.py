@@ -39,7 +39,8 @@ def csv_data(
     columns = [*targets, *data_cfg["features"]]  # the targets first
     n_targets = len(targets)
     series = read_series(path, columns, data_cfg["time_column"], data_cfg["fill"],
-                         data_cfg["duplicate_times"], data_cfg["date_order"])
+                         data_cfg["duplicate_times"], data_cfg["date_order"],
+                         data_cfg.get("missing_times", "keep"))  # runs before the key: kept
     in_len, out_len = data_cfg["in_len"], data_cfg["out_len"]
     stride, protocol = data_cfg["window_stride"], data_cfg["protocol"]
     rows, notes = len(series.values), []

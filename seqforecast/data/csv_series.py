@@ -5,9 +5,10 @@ is empty: `gaps.GapFiller` fills them, without looking ahead, when `data.fill` a
 with a time column, the timestamps. Every problem is a `DataError` whose message is one line
 naming the file, and where it helps the row and column: a missing file or column, a value that
 is not a number, an empty or NaN cell (with the `data.fill` options that repair it), unsorted
-or duplicate timestamps, a time in no form dates.py reads. Row numbers are the file's line
-numbers (the header is line 1). A clean file is parsed by numpy's C reader (`read_clean`), any
-other cell by cell, which is what names the line and column.
+or duplicate timestamps, missing time steps (time_grid.py), a time in no form dates.py reads.
+Row numbers are the file's line numbers (the header is line 1). A clean file is parsed by
+numpy's C reader (`read_clean`), any other cell by cell, which is what names the line and
+column.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 
 from .dates import parse_times
 from .errors import DataError
+from .time_grid import check_steps
 
 MISSING = {"", "nan", "NaN", "NAN", "na", "NA", "null", "None"}
 # The largest magnitude a value may have: the model computes in float32, where an error in the
@@ -142,10 +144,13 @@ def read_series(
     fill: str = "error",
     duplicate_times: str = "error",
     date_order: str = "auto",
+    missing_times: str = "error",
 ) -> Series:
     """`duplicate_times=keep`: a timestamp repeated on consecutive rows is read as it is (the
     published loaders read Weather's one repeated row); `error` refuses it. `date_order`: how
-    a date with its year last reads (dates.py: auto | dayfirst | monthfirst)."""
+    a date with its year last reads (dates.py: auto | dayfirst | monthfirst).
+    `missing_times=error`: a step that skips steps of the file's interval is refused
+    (time_grid.py); `keep` reads the rows as they are."""
     path = Path(path)
     wanted = list(columns) + ([time_column] if time_column else [])
     fast = read_clean(path, columns, time_column)
@@ -161,6 +166,7 @@ def read_series(
     if time_column:
         stamps = parse_times(time_texts, path, time_column, date_order)
         check_increasing(path, stamps, time_column, duplicate_times)
+        check_steps(path, stamps, time_column, np.arange(len(stamps)) + 2, missing_times)
         times = stamps.astype(object).tolist()  # datetime.datetime, one per row
     return Series(values=values, columns=list(columns), times=times)
 

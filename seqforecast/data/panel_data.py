@@ -49,6 +49,7 @@ def read_panel(data_cfg: Mapping) -> Panel:
             columns,
             data_cfg["fill"],
             data_cfg["date_order"],
+            data_cfg.get("missing_times", "keep"),  # runs before the key: kept
         )
     if data_cfg["features"]:
         raise DataError(
@@ -56,7 +57,8 @@ def read_panel(data_cfg: Mapping) -> Panel:
             "covariates; read them as channels of one series with data.columns=channels"
         )
     return read_wide(data_cfg["path"], data_cfg["time_column"], data_cfg["targets"],
-                     data_cfg["fill"], data_cfg["date_order"])
+                     data_cfg["fill"], data_cfg["date_order"],
+                     data_cfg.get("missing_times", "keep"))  # runs before the key: kept
 
 
 def panel_data(

@@ -8,9 +8,10 @@
   each column becomes one series, named by its header; rows are sorted by the time column.
 
 Each series is one stretch of rows, rows being its steps in time order (a missing time
-step is not inserted: write the row with an empty value). Empty cells at a series' start
-or end are trimmed off (so series may start and end at different times); one inside it is
-an error unless `data.fill=ffill` (carried forward within the series, never from another).
+step is refused, time_grid.py: write the row with an empty value, or read the rows as they are
+with `data.missing_times=keep`). Empty cells at a series' start or end are trimmed off (so
+series may start and end at different times); one inside it is an error unless
+`data.fill=ffill` (carried forward within the series, never from another).
 
 The result is a `Panel`: every series' rows one after another in one [rows, columns]
 array, float64, with `offsets` marking where each series starts.
@@ -27,6 +28,7 @@ import numpy as np
 from .csv_series import LARGEST, MISSING, DataError, read_table, require_columns, too_large
 from .dates import FORMS, parse_times
 from .gaps import FILLS
+from .time_grid import check_steps
 
 
 @dataclass
@@ -57,8 +59,10 @@ def read_long(
     columns: Sequence[str],
     fill: str = "error",
     date_order: str = "auto",
+    missing_times: str = "error",
 ) -> Panel:
-    """A long-format panel: `columns` (the target first) per row of each id."""
+    """A long-format panel: `columns` (the target first) per row of each id; a series that
+    skips time steps is refused unless `missing_times=keep` (time_grid.py)."""
     path = Path(path)
     if not time_column:
         raise DataError(
@@ -89,6 +93,8 @@ def read_long(
     moved = int((order != np.lexsort((np.arange(len(codes)), codes))).sum())
     codes, values, times, lines = codes[order], values[order], times[order], order + 2
     _check_unique_times(path, codes, times, lines, ids, time_column)
+    check_steps(path, times, time_column, lines, missing_times, codes[1:] == codes[:-1],
+                lambda i: ids[codes[i]])
     offsets = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(ids)))])
     panel = _finish(path, ids, offsets, values, times, lines, list(columns), 1, fill)
     if moved:
@@ -102,9 +108,11 @@ def read_wide(
     targets: Sequence[str] | str,
     fill: str = "error",
     date_order: str = "auto",
+    missing_times: str = "error",
 ) -> Panel:
     """A wide-format panel: each target column (or every column but the time, `all`) one
-    series with the shared time column."""
+    series with the shared time column (refused where it skips time steps, unless
+    `missing_times=keep`)."""
     path = Path(path)
     header, body = read_table(path)
     if targets == "all":
@@ -121,6 +129,7 @@ def read_wide(
         moved = int((order != np.arange(rows)).sum())
         one = one[order]
         _check_unique_times(path, np.zeros(rows, np.int64), one, order + 2, None, time_column)
+        check_steps(path, one, time_column, order + 2, missing_times)
         times = np.tile(one, len(targets))
     else:
         times = None
