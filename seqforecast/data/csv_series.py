@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .dates import parse_times
+from .dates import TimeStyle, parse_times, time_style
 from .errors import DataError
 from .time_grid import check_steps
 
@@ -57,6 +57,7 @@ class Series:
     values: np.ndarray  # [rows, columns], float64, in file order; NaN where a cell is empty
     columns: list[str]
     times: list[datetime] | None  # one per row when there is a time column
+    time_style: TimeStyle | None = None  # how the file writes them (dates.py), to write alike
 
 
 def parse_time(text: str) -> datetime:
@@ -162,13 +163,14 @@ def read_series(
         values = _numbers(path, header, body, columns, fill)
         time_texts = [row[header.index(time_column)] for row in body] if time_column else []
 
-    times = None
+    times, style = None, None
     if time_column:
         stamps = parse_times(time_texts, path, time_column, date_order)
         check_increasing(path, stamps, time_column, duplicate_times)
         check_steps(path, stamps, time_column, np.arange(len(stamps)) + 2, missing_times)
         times = stamps.astype(object).tolist()  # datetime.datetime, one per row
-    return Series(values=values, columns=list(columns), times=times)
+        style = time_style(time_texts, times, date_order)
+    return Series(values=values, columns=list(columns), times=times, time_style=style)
 
 
 def check_increasing(path, stamps: np.ndarray, column: str, duplicate_times: str) -> None:

@@ -187,6 +187,25 @@ def test_predict_writes_the_next_steps_with_timestamps_in_data_units(csv_run, tm
     assert values.mean() > 50
 
 
+def test_predict_writes_its_times_as_the_input_writes_them(csv_run, tmp_path):
+    """An export's `2024/2/28 2:00` (year first, slashes, no zero padding) continues as
+    `2024/3/1 0:00`, not as ISO 8601's `2024-03-01 00:00`."""
+    lines = EXAMPLE.read_text().splitlines()
+    exported = []
+    for line in lines[-50:]:
+        moment, rest = line.split(",", 1)
+        t = datetime.fromisoformat(moment)
+        exported.append(f"{t.year}/{t.month}/{t.day} {t.hour}:{t.minute:02d},{rest}")
+    recent = tmp_path / "recent.csv"
+    recent.write_text("\n".join([lines[0], *exported]) + "\n")
+    output = tmp_path / "forecast.csv"
+    out = run_cli([f"run_dir={csv_run}", f"input={recent}", f"output={output}"], tmp_path,
+                  module="seqforecast.predict").stdout
+    assert "12 steps from 2024/3/1 0:00" in out
+    times = [row.split(",")[0] for row in output.read_text().splitlines()[1:]]
+    assert times == [f"2024/3/1 {h}:00" for h in range(12)]
+
+
 def test_predict_refuses_short_or_wrong_input_and_synthetic_runs(csv_run, tmp_path):
     lines = EXAMPLE.read_text().splitlines()
     short = tmp_path / "short.csv"
