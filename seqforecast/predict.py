@@ -9,6 +9,8 @@ beside each target the bounds of the run's conformal bands (<target>_lo80, <targ
 bands.json, the kept model's validation errors per horizon step; for an intervals=adaptive
 run, the widths its adaptive intervals reached by the end of its test windows), and for a
 probabilistic run (loss=quantile|gaussian|poisson) its own quantiles (<target>_q2.5, ...).
+Forecast times are written as the input writes its own (2013/1/1 0:00 continues as 2013/1/2
+0:00: the fields' order, separators, padding and clock).
 
 A panel run (data.id_column or data.targets) reads the input in the run's format and writes,
 in long format (id, time, value), the next out_len steps of every series (or those named in
@@ -29,6 +31,7 @@ from torch import Tensor
 
 from .cli_args import UsageError, parse_key_values, run_tool
 from .data import DataError, read_series
+from .data.dates import TimeStyle
 from .data.gaps import GapFiller
 from .data.panel_data import read_panel
 from .data.scaling import Scaler, fit_scaler
@@ -48,6 +51,17 @@ DEFAULTS = {
     "run_dir": None, "input": None, "output": None, "checkpoint": "best", "device": None,
     "ids": None,
 }
+
+
+def written(moments: list[datetime], style: TimeStyle | None, times: list[datetime]
+            ) -> list[str]:
+    """Forecast times as the input file writes its own (`style`: its fields' order,
+    separators, padding and clock; `2013/1/1 0:00` continues as `2013/1/2 0:00`), or where no
+    style was learned, ISO 8601 as coarse as the input `times` allow."""
+    if style is not None:
+        return [style.format(t) for t in moments]
+    fmt = time_format(times)
+    return [t.strftime(fmt) for t in moments]
 
 
 def time_format(times: list[datetime]) -> str:
@@ -81,7 +95,8 @@ def forecast_csv(run: LoadedRun, input_path: Path, output_path: Path) -> tuple[i
     in_len, out_len = data_cfg["in_len"], data_cfg["out_len"]
     columns, time_column = state["columns"], state["time_column"]
     series = read_series(input_path, columns, time_column, data_cfg["fill"],
-                         data_cfg["duplicate_times"], data_cfg.get("date_order", "auto"))
+                         data_cfg["duplicate_times"], data_cfg.get("date_order", "auto"),
+                         data_cfg.get("missing_times", "keep"))  # runs before the key: kept
     if len(series.values) < in_len:
         raise DataError(
             f"{input_path}: {len(series.values)} rows; the model reads the last in_len={in_len}"
@@ -108,11 +123,11 @@ def forecast_csv(run: LoadedRun, input_path: Path, output_path: Path) -> tuple[i
 
     targets = ",".join(column_names(columns[:n_targets], band_levels(run), own_levels(run)))
     if time_column:
-        times = next_times(series.times[-in_len:], out_len, input_path)
-        fmt = time_format(series.times)
+        times = written(next_times(series.times[-in_len:], out_len, input_path),
+                        series.time_style, series.times)
         header = f"{time_column},{targets}"
-        rows = [f"{t.strftime(fmt)},{c}" for t, c in zip(times, cells, strict=True)]
-        first = times[0].strftime(fmt)
+        rows = [f"{t},{c}" for t, c in zip(times, cells, strict=True)]
+        first = times[0]
     else:
         header, first = targets, ""
         rows = cells
@@ -187,7 +202,8 @@ def forecast_panel(
     for k, (s, shift, scale) in enumerate(kept):
         values = torch.stack([p[k, :, 0] * scale[0] + shift[0] for p in parts], -1).tolist()
         times = None if panel.times is None else panel.times[panel.rows(s)][-in_len:]
-        steps = future_times(times, int(panel.lengths()[s]), out_len, input_path)
+        steps = future_times(times, int(panel.lengths()[s]), out_len, input_path,
+                             panel.time_style)
         series_id = csv_cell(panel.ids[s])
         lines += [f"{series_id},{t}," + ",".join(f"{v:.10g}" for v in row)
                   for t, row in zip(steps, values, strict=True)]
@@ -245,16 +261,17 @@ def column_names(
     return names
 
 
-def future_times(times: np.ndarray | None, rows: int, steps: int, source: Path) -> list[str]:
-    """The next `steps` times of a series' grid (its most common step, from its last time);
-    without a time column, the row numbers that follow."""
+def future_times(times: np.ndarray | None, rows: int, steps: int, source: Path,
+                 style: TimeStyle | None = None) -> list[str]:
+    """The next `steps` times of a series' grid (its most common step, from its last time),
+    written as the file writes its times (`style`); without a time column, the row numbers
+    that follow."""
     if times is None:
         return [str(rows + k) for k in range(steps)]
     if times.dtype == np.int64:
         return [str(t) for t in next_times(times.tolist(), steps, source)]
     moments = times.astype("datetime64[us]").tolist()  # datetimes
-    fmt = time_format(moments)
-    return [t.strftime(fmt) for t in next_times(moments, steps, source)]
+    return written(next_times(moments, steps, source), style, moments)
 
 
 def parse(argv: list[str]) -> dict[str, str]:

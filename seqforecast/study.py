@@ -21,7 +21,8 @@ merging partial studies, and the `from` reports (an earlier study.json: its runs
 jobs no dir holds, so a study grows from its committed report after its run dirs are gone):
 per cell each value's test MSE over seeds and its paired ratio to the reference value with a 95%
 interval, seconds per epoch and peak memory; the sign test over all pairs; and the jobs not yet
-run.
+run (of the cells asked for: with `models` or `cells`, the others are named once, as not asked
+for, unless they hold runs).
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ def study_command(argv: list[str]) -> None:
     failed = [] if report_only else run_cells(study, cells, study_dir, overrides,
                                               held_jobs(study, sources))
     command = "python -m seqforecast.study " + " ".join(shlex.quote(a) for a in argv)
-    report = build_report(study, study_dir, sources, command)
+    selection = " ".join(f"{k}={options[k]}" for k in ("models", "cells") if options[k])
+    report = build_report(study, study_dir, sources, command, cells, selection or None)
     json_path, md_path = write_report(report, study_dir)
     print(markdown(report), end="")
     print(f"written to {md_path} and {json_path}")

@@ -38,8 +38,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from .cli_args import BAD_INPUT
 from .config import CONFIG_DIR, ConfigError, register_schemas, validate_config
-from .config.check import composition_error
-from .config.compose import settle_dataset
+from .config.compose import override_error, settle_dataset
 from .config.rundir import (
     LAST_CHECKPOINT,
     completed_record,
@@ -286,7 +285,7 @@ def _compose_and_run(ctx: Distributed) -> None:
         with mode_by_flags(sys.argv[1:]):
             main()
     except (HydraException, OmegaConfBaseException) as err:
-        fail(composition_error(err), 2, ctx)
+        fail(override_error(err), 2, ctx)
     except JobFailed as err:  # a sweep's failed job, recorded in its summary.json
         fail(f"a sweep job failed: {err} (every job's status: summary.json in the sweep dir)",
              2, ctx)

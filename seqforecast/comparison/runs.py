@@ -142,7 +142,7 @@ def check_comparable(runs: Sequence[Run], split: str) -> None:
         if len(values) > 1:
             listed = ", ".join(f"{key}={v} ({n} runs)" for v, n in values.items())
             raise CompareError(f"mixed {what}: {listed}; compare runs of one {what[:-1]}")
-    prints = _counts(run.metrics["splits"][split].get("fingerprint") for run in runs)
+    prints = _counts(window_prints([run.metrics["splits"][split] for run in runs]))
     if len(prints) > 1:
         differing = [k for k in _differing_keys(runs) if k.startswith("data.")]
         why = f" (they differ in {', '.join(differing)})" if differing else ""
@@ -150,6 +150,19 @@ def check_comparable(runs: Sequence[Run], split: str) -> None:
             f"the runs were scored on different {split} windows{why}; compare runs scored on "
             f"the same {split} set"
         )
+
+
+def window_prints(splits: Sequence[Mapping]) -> list[str | None]:
+    """Each run's fingerprint of one split (its entry in metrics.json's `splits`), in a form
+    all of them share. Runs on a file record the hash of its cells (`fingerprint`) and, as
+    `fingerprint_v1`, the hash of their scaled targets, the only one runs made before
+    2026-12-05 record (as `fingerprint`): where such runs are among them, every run is
+    compared by that one."""
+    former = [info.get("fingerprint_v1") for info in splits]
+    if all(f is None for f in former) or all(f is not None for f in former):
+        return [info.get("fingerprint") for info in splits]
+    return [f if f is not None else info.get("fingerprint")
+            for f, info in zip(former, splits, strict=True)]
 
 
 def _counts(values: Iterable) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -46,4 +47,19 @@ def compose_config(overrides: Sequence[str] = (), config_name: str = "train") ->
         try:
             return compose(config_name, overrides=settle_dataset(overrides))
         except (HydraException, OmegaConfBaseException) as err:
-            raise ConfigError(composition_error(err)) from None
+            raise ConfigError(override_error(err)) from None
+
+
+# Hydra's refusal of `key=a,b` outside --multirun: a first line, then its three fixes on others
+_AMBIGUOUS = re.compile(r"Ambiguous value for argument '(.*)'")
+
+
+def override_error(err: BaseException) -> str:
+    """`composition_error`, but a `key=a,b` outside --multirun keeps Hydra's fixes in its one
+    line, the list's first: `data.features=a,b` is a sweep over two values or a mistyped list."""
+    found = _AMBIGUOUS.match(str(err).strip().splitlines()[0]) if str(err).strip() else None
+    if found is None:
+        return composition_error(err)
+    key, _, value = found.group(1).partition("=")
+    return (f"{key}={value} is ambiguous: write {key}=[{value}] for a list, add --multirun to "
+            f"sweep over its values, or quote it for one string: {key}='{value}'")

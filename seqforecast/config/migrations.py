@@ -150,9 +150,17 @@ def _version_3_to_4(cfg: dict) -> None:
     cfg.setdefault("attention_dropout", dropout)
 
 
+def _version_4_to_5(cfg: dict) -> None:
+    """A CSV file's time column is checked for missing time steps (data.missing_times): runs
+    before it read the rows as they were (keep)."""
+    data = cfg.get("data")
+    if isinstance(data, dict) and data.get("name") == "csv":
+        data.setdefault("missing_times", "keep")
+
+
 # MIGRATIONS[v] turns a version-v config into version v + 1.
 MIGRATIONS: list[Callable[[dict], None]] = [_version_0_to_1, _version_1_to_2, _version_2_to_3,
-                                            _version_3_to_4]
+                                            _version_3_to_4, _version_4_to_5]
 assert len(MIGRATIONS) == CONFIG_VERSION
 
 

@@ -29,6 +29,7 @@ from ..data.dates import DateOrder
 from ..data.gaps import FILLS
 from ..data.scaling import SCALERS
 from ..data.time_features import TIME_FREQS
+from ..data.time_grid import MissingTimes
 from ..data.windows import PROTOCOLS
 from ..model.embedding import EMBEDDINGS, PADDINGS
 from ..model.families import available_families, family_schema
@@ -53,7 +54,7 @@ from ..training.runtime import COMPILE_MODES, MATMUL_PRECISIONS
 from ..training.schedule import SCHEDULES
 
 # A saved run's config is read through the migrations up to this version (migrations.py).
-CONFIG_VERSION = 4
+CONFIG_VERSION = 5
 
 Columns = choice("Columns", COLUMNS)
 Activation = choice("Activation", ACTIVATIONS)
@@ -163,6 +164,9 @@ class CsvDataConfig:  # data=csv: your own series (data/csv_data.py)
     # it: a first field above 12 is a day, a second above 12 a month) | dayfirst | monthfirst
     duplicate_times: DuplicateTimes = DuplicateTimes.error  # keep: a timestamp repeated on
     # consecutive rows is read as it is (dataset=weather: the published loaders read its one)
+    missing_times: MissingTimes = MissingTimes.error  # a step longer than the file's interval
+    # (its most common step) is refused, naming it | keep: the rows read as they are, windows
+    # spanning the gap (dataset=<name>: as the published loaders read them; data/time_grid.py)
     in_len: int = option(MISSING, positive)
     out_len: int = option(MISSING, positive)
     window_stride: int = option(1, positive)  # rows between consecutive windows

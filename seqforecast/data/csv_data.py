@@ -19,7 +19,7 @@ import torch
 from .csv_series import DataError, Series, check_scaled, read_series, read_table
 from .gaps import GapFiller
 from .scaling import Scaler, fit_scaler
-from .splits import ForecastData, Split, add_fingerprints
+from .splits import FileTargets, ForecastData, Split, add_fingerprints
 from .time_features import calendar_features, time_features
 from .windows import (
     SPLITS,
@@ -39,7 +39,8 @@ def csv_data(
     columns = [*targets, *data_cfg["features"]]  # the targets first
     n_targets = len(targets)
     series = read_series(path, columns, data_cfg["time_column"], data_cfg["fill"],
-                         data_cfg["duplicate_times"], data_cfg["date_order"])
+                         data_cfg["duplicate_times"], data_cfg["date_order"],
+                         data_cfg.get("missing_times", "keep"))  # runs before the key: kept
     in_len, out_len = data_cfg["in_len"], data_cfg["out_len"]
     stride, protocol = data_cfg["window_stride"], data_cfg["protocol"]
     rows, notes = len(series.values), []
@@ -75,7 +76,7 @@ def csv_data(
     marks, mark_names = None, calendar_features(data_cfg)
     if mark_names:
         marks = time_features(series.times, data_cfg["time_freq"])  # [rows, k]
-    splits, info = {}, {}
+    splits, info, files = {}, {}, {}
     for name in SPLITS:
         span = ranges[name]
         starts = forecast_starts(span, in_len, out_len, stride, protocol)
@@ -99,6 +100,7 @@ def csv_data(
         if marks is not None:  # [N, in_len, C] + [N, in_len, k]
             src = torch.cat([src, torch.from_numpy(marks[inputs]).float()], dim=-1)
         splits[name] = Split(src.to(device), target.to(device))
+        files[name] = FileTargets(targets, series.values, n_targets, data_cfg["fill"])
         info[name] = split_info(span, starts, in_len, out_len, stride, protocol, series)
     test = splits["test"]
     data = ForecastData(
@@ -127,7 +129,7 @@ def csv_data(
     )
     info["val"]["role"] = "selection (early stopping, search)"
     info["test"]["role"] = "held out"
-    add_fingerprints(data)
+    add_fingerprints(data, files)
     return data
 
 

@@ -5,9 +5,10 @@ is empty: `gaps.GapFiller` fills them, without looking ahead, when `data.fill` a
 with a time column, the timestamps. Every problem is a `DataError` whose message is one line
 naming the file, and where it helps the row and column: a missing file or column, a value that
 is not a number, an empty or NaN cell (with the `data.fill` options that repair it), unsorted
-or duplicate timestamps, a time in no form dates.py reads. Row numbers are the file's line
-numbers (the header is line 1). A clean file is parsed by numpy's C reader (`read_clean`), any
-other cell by cell, which is what names the line and column.
+or duplicate timestamps, missing time steps (time_grid.py), a time in no form dates.py reads.
+Row numbers are the file's line numbers (the header is line 1). A clean file is parsed by
+numpy's C reader (`read_clean`), any other cell by cell, which is what names the line and
+column.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .dates import parse_times
+from .dates import TimeStyle, parse_times, time_style
 from .errors import DataError
+from .time_grid import check_steps
 
 MISSING = {"", "nan", "NaN", "NAN", "na", "NA", "null", "None"}
 # The largest magnitude a value may have: the model computes in float32, where an error in the
@@ -55,6 +57,7 @@ class Series:
     values: np.ndarray  # [rows, columns], float64, in file order; NaN where a cell is empty
     columns: list[str]
     times: list[datetime] | None  # one per row when there is a time column
+    time_style: TimeStyle | None = None  # how the file writes them (dates.py), to write alike
 
 
 def parse_time(text: str) -> datetime:
@@ -142,10 +145,13 @@ def read_series(
     fill: str = "error",
     duplicate_times: str = "error",
     date_order: str = "auto",
+    missing_times: str = "error",
 ) -> Series:
     """`duplicate_times=keep`: a timestamp repeated on consecutive rows is read as it is (the
     published loaders read Weather's one repeated row); `error` refuses it. `date_order`: how
-    a date with its year last reads (dates.py: auto | dayfirst | monthfirst)."""
+    a date with its year last reads (dates.py: auto | dayfirst | monthfirst).
+    `missing_times=error`: a step that skips steps of the file's interval is refused
+    (time_grid.py); `keep` reads the rows as they are."""
     path = Path(path)
     wanted = list(columns) + ([time_column] if time_column else [])
     fast = read_clean(path, columns, time_column)
@@ -157,12 +163,14 @@ def read_series(
         values = _numbers(path, header, body, columns, fill)
         time_texts = [row[header.index(time_column)] for row in body] if time_column else []
 
-    times = None
+    times, style = None, None
     if time_column:
         stamps = parse_times(time_texts, path, time_column, date_order)
         check_increasing(path, stamps, time_column, duplicate_times)
+        check_steps(path, stamps, time_column, np.arange(len(stamps)) + 2, missing_times)
         times = stamps.astype(object).tolist()  # datetime.datetime, one per row
-    return Series(values=values, columns=list(columns), times=times)
+        style = time_style(time_texts, times, date_order)
+    return Series(values=values, columns=list(columns), times=times, time_style=style)
 
 
 def check_increasing(path, stamps: np.ndarray, column: str, duplicate_times: str) -> None:

@@ -30,7 +30,7 @@ from .csv_data import mase_scale
 from .csv_series import DataError, check_scaled
 from .panel_read import Panel, read_long, read_wide, show_time
 from .scaling import fit_scaler
-from .splits import ForecastData, Split, WindowSplit, add_fingerprints
+from .splits import FileTargets, ForecastData, Split, WindowSplit, add_fingerprints
 from .windows import SPLITS, forecast_starts, fraction_starts
 
 
@@ -49,6 +49,7 @@ def read_panel(data_cfg: Mapping) -> Panel:
             columns,
             data_cfg["fill"],
             data_cfg["date_order"],
+            data_cfg.get("missing_times", "keep"),  # runs before the key: kept
         )
     if data_cfg["features"]:
         raise DataError(
@@ -56,7 +57,8 @@ def read_panel(data_cfg: Mapping) -> Panel:
             "covariates; read them as channels of one series with data.columns=channels"
         )
     return read_wide(data_cfg["path"], data_cfg["time_column"], data_cfg["targets"],
-                     data_cfg["fill"], data_cfg["date_order"])
+                     data_cfg["fill"], data_cfg["date_order"],
+                     data_cfg.get("missing_times", "keep"))  # runs before the key: kept
 
 
 def panel_data(
@@ -88,7 +90,7 @@ def panel_data(
     buffer = (panel.values - shift[row_series]) / scale[row_series]
     check_scaled(data_cfg["path"], buffer, panel.columns, panel.lines)
     values = torch.from_numpy(buffer).float().to(device)
-    splits, info = {}, {}
+    splits, info, files = {}, {}, {}
     for k, name in enumerate(SPLITS):
         starts, series, left_out = split_windows(panel, bounds, keep, k, data_cfg)
         if not len(starts):
@@ -106,6 +108,8 @@ def panel_data(
             panel.n_targets,
             torch.from_numpy(series).to(device),
         )
+        files[name] = FileTargets(starts[:, None] + np.arange(out_len), panel.values,
+                                  panel.n_targets, data_cfg["fill"])
         info[name] = {
             "panel_series": len(np.unique(series)),
             "windows": len(splits[name]),
@@ -150,7 +154,7 @@ def panel_data(
     )
     info["val"]["role"] = "selection (early stopping, search)"
     info["test"]["role"] = "held out"
-    add_fingerprints(data)
+    add_fingerprints(data, files)
     return data
 
 

@@ -8,9 +8,10 @@
   each column becomes one series, named by its header; rows are sorted by the time column.
 
 Each series is one stretch of rows, rows being its steps in time order (a missing time
-step is not inserted: write the row with an empty value). Empty cells at a series' start
-or end are trimmed off (so series may start and end at different times); one inside it is
-an error unless `data.fill=ffill` (carried forward within the series, never from another).
+step is refused, time_grid.py: write the row with an empty value, or read the rows as they are
+with `data.missing_times=keep`). Empty cells at a series' start or end are trimmed off (so
+series may start and end at different times); one inside it is an error unless
+`data.fill=ffill` (carried forward within the series, never from another).
 
 The result is a `Panel`: every series' rows one after another in one [rows, columns]
 array, float64, with `offsets` marking where each series starts.
@@ -20,13 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
 from .csv_series import LARGEST, MISSING, DataError, read_table, require_columns, too_large
-from .dates import FORMS, parse_times
+from .dates import FORMS, TimeStyle, parse_times, time_style
 from .gaps import FILLS
+from .time_grid import check_steps
 
 
 @dataclass
@@ -39,6 +42,7 @@ class Panel:
     columns: list[str]
     n_targets: int
     notes: list[str]
+    time_style: TimeStyle | None = None  # how the file writes its times (None: integer steps)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -57,8 +61,10 @@ def read_long(
     columns: Sequence[str],
     fill: str = "error",
     date_order: str = "auto",
+    missing_times: str = "error",
 ) -> Panel:
-    """A long-format panel: `columns` (the target first) per row of each id."""
+    """A long-format panel: `columns` (the target first) per row of each id; a series that
+    skips time steps is refused unless `missing_times=keep` (time_grid.py)."""
     path = Path(path)
     if not time_column:
         raise DataError(
@@ -82,15 +88,18 @@ def read_long(
     )
     ids = list(first_seen)
     values = np.stack([_numbers(path, body, header, c, ids_text) for c in columns], axis=1)
-    times = _times(path, [row[header.index(time_column)] for row in body], time_column,
-                   date_order)
+    times, style = _times(path, [row[header.index(time_column)] for row in body], time_column,
+                          date_order)
 
     order = np.lexsort((times, codes))  # grouped by series, in time order inside each
     moved = int((order != np.lexsort((np.arange(len(codes)), codes))).sum())
     codes, values, times, lines = codes[order], values[order], times[order], order + 2
     _check_unique_times(path, codes, times, lines, ids, time_column)
+    check_steps(path, times, time_column, lines, missing_times, codes[1:] == codes[:-1],
+                lambda i: ids[codes[i]])
     offsets = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(ids)))])
     panel = _finish(path, ids, offsets, values, times, lines, list(columns), 1, fill)
+    panel.time_style = style
     if moved:
         panel.notes.insert(0, f"{moved} rows were out of time order within their series: sorted")
     return panel
@@ -102,9 +111,11 @@ def read_wide(
     targets: Sequence[str] | str,
     fill: str = "error",
     date_order: str = "auto",
+    missing_times: str = "error",
 ) -> Panel:
     """A wide-format panel: each target column (or every column but the time, `all`) one
-    series with the shared time column."""
+    series with the shared time column (refused where it skips time steps, unless
+    `missing_times=keep`)."""
     path = Path(path)
     header, body = read_table(path)
     if targets == "all":
@@ -113,14 +124,15 @@ def read_wide(
     if time_column in targets:
         raise DataError(f"data.targets names the time column {time_column!r}")
     rows = len(body)
-    order, moved = np.arange(rows), 0
+    order, moved, style = np.arange(rows), 0, None
     if time_column:
-        one = _times(path, [row[header.index(time_column)] for row in body], time_column,
-                   date_order)
+        one, style = _times(path, [row[header.index(time_column)] for row in body], time_column,
+                            date_order)
         order = np.argsort(one, kind="stable")  # rows in time order
         moved = int((order != np.arange(rows)).sum())
         one = one[order]
         _check_unique_times(path, np.zeros(rows, np.int64), one, order + 2, None, time_column)
+        check_steps(path, one, time_column, order + 2, missing_times)
         times = np.tile(one, len(targets))
     else:
         times = None
@@ -128,6 +140,7 @@ def read_wide(
     lines = np.tile(order + 2, len(targets))
     offsets = np.arange(len(targets) + 1) * rows
     panel = _finish(path, list(targets), offsets, values, times, lines, ["value"], 1, fill)
+    panel.time_style = style
     if moved:
         panel.notes.insert(0, f"{moved} rows were out of time order: sorted by {time_column!r}")
     return panel
@@ -165,12 +178,25 @@ def _numbers(path, body, header, column: str, ids: list[str] | None = None) -> n
     raise AssertionError("unreachable: numpy refused a column of numbers")
 
 
-def _times(path, texts: list[str], column: str, date_order: str) -> np.ndarray:
-    """Integer steps when every cell is an integer, else times (datetime64[us]; dates.py)."""
+def _times(path, texts: list[str], column: str, date_order: str
+           ) -> tuple[np.ndarray, TimeStyle | None]:
+    """Integer steps when every cell is an integer, else times (datetime64[us]; dates.py),
+    with how the file writes them (None for steps)."""
     texts = [t.strip() for t in texts]
     if all(t.lstrip("-").isdigit() for t in texts):
-        return np.array(texts, dtype=np.int64)
-    return parse_times(texts, path, column, date_order, forms=f"{FORMS}, or an integer step")
+        return np.array(texts, dtype=np.int64), None
+    times = parse_times(texts, path, column, date_order, forms=f"{FORMS}, or an integer step")
+    return times, time_style(texts, _Moments(times), date_order)
+
+
+class _Moments:
+    """datetime64 times read as datetimes one at a time (time_style reads a sample)."""
+
+    def __init__(self, times: np.ndarray):
+        self.times = times
+
+    def __getitem__(self, i: int) -> datetime:
+        return self.times[i].astype("datetime64[us]").astype(object)
 
 
 def _check_unique_times(path, codes, times, lines, ids: list[str] | None, column: str) -> None:

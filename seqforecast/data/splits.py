@@ -7,6 +7,7 @@ import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -201,9 +202,42 @@ class ForecastData:
 
 def fingerprint(split: Split, data: ForecastData) -> str:
     """A short hash of a split's targets in the data's units: runs scored on equal
-    fingerprints were scored on the same windows."""
+    fingerprints were scored on the same windows. Synthetic data's fingerprint; a file's
+    (`file_fingerprint`) hashes its cells instead, and records this one as `fingerprint_v1`."""
     raw = data.to_raw(split.target.detach().double(), split.series).cpu().numpy()
     return hashlib.sha256(raw.tobytes()).hexdigest()[:16]
+
+
+@dataclass
+class FileTargets:
+    """Where a split's targets come from in a file: `rows` [N, out_len] indices into `values`
+    [R, C] (the cells as read, NaN where empty), its first `n_targets` columns forecast; `fill`
+    (data.fill) makes the empty ones."""
+
+    rows: np.ndarray
+    values: np.ndarray
+    n_targets: int
+    fill: str
+
+
+def file_fingerprint(targets: FileTargets, chunk: int = 4096) -> str:
+    """A short hash of the cells a split's windows are scored on, as the file holds them.
+
+    Cells rather than the scaled targets: those pass through a scaler fitted on every column
+    read (a run with exogenous columns fits its target's mean in another order of sums than a
+    run without, 1e-14 apart) and through float32, so they differ where the windows do not.
+    Empty cells are hashed as empty, with the fill that makes them (they differ by fill)."""
+    rows, cells = targets.rows, targets.values[:, : targets.n_targets]
+    digest = hashlib.sha256(f"{rows.shape[0]}x{rows.shape[1]}x{targets.n_targets}".encode())
+    empty = False
+    for start in range(0, len(rows), chunk):  # [chunk, out_len, n_targets] at a time
+        block = cells[rows[start : start + chunk]]
+        gaps = np.isnan(block)
+        empty = empty or bool(gaps.any())
+        digest.update(np.where(gaps, np.nan, block).tobytes())  # one NaN's bytes for all
+    if empty:
+        digest.update(f"fill={targets.fill}".encode())
+    return digest.hexdigest()[:16]
 
 
 def generator_options(data_cfg: Mapping) -> dict:
@@ -269,10 +303,15 @@ SCALED_UNITS = {
 }
 
 
-def add_fingerprints(data: ForecastData) -> None:
-    """Each evaluation split's info gets the fingerprint of its targets, and, for scaled CSV
-    data, what the `*_scaled` metrics' units are."""
+def add_fingerprints(data: ForecastData, files: Mapping[str, FileTargets] | None = None) -> None:
+    """Each evaluation split's info gets the fingerprint of its targets (`files`: per split,
+    its cells in the file, hashed as they are, beside the former way as `fingerprint_v1`), and,
+    for scaled CSV data, what the `*_scaled` metrics' units are."""
     for name, split in data.eval_splits().items():
-        data.info[name]["fingerprint"] = fingerprint(split, data)
+        if files is not None and name in files:
+            data.info[name]["fingerprint"] = file_fingerprint(files[name])
+            data.info[name]["fingerprint_v1"] = fingerprint(split, data)
+        else:
+            data.info[name]["fingerprint"] = fingerprint(split, data)
         if data.scaled_by:
             data.info[name]["scaled_units"] = SCALED_UNITS[data.scaled_by]

@@ -23,6 +23,7 @@ from ..comparison.runs import (
     find_run_dirs,
     load_run,
     override_key,
+    window_prints,
 )
 from ..config.saved import saved_choices
 from ..stats import paired_ratio, sign_test, summarize
@@ -84,6 +85,8 @@ def report_runs(path: Path, study: Study) -> tuple[dict, list[dict]]:
                 f"study's is {' '.join(cell.overrides)}: not the same jobs")
         split = {"windows": entry.get("test_windows"),
                  "fingerprint": entry.get("test_fingerprint")}
+        if entry.get("test_fingerprint_v1") is not None:  # reports since 2026-12-05
+            split["fingerprint_v1"] = entry["test_fingerprint_v1"]
         for row in entry["rows"]:
             for seed, kept in row["runs"].items():
                 metrics = {SPLIT: {"model": {"mse": kept["mse"], "mae": kept["mae"]}},
@@ -213,7 +216,11 @@ def _cell(study: Study, cell: Cell, runs: dict) -> dict:
     entry["extra_overrides"], entry["differing_overrides"] = _shared_overrides(
         present, cell, study.group)
     entry["test_windows"] = _known(present, "windows")
-    entry["test_fingerprint"] = _known(present, "fingerprint")
+    # Both fingerprints of one run: a run that records the former beside the current one, if any
+    recorder = next((r for r in present if r.metrics["splits"][SPLIT].get("fingerprint_v1")),
+                    None)
+    entry["test_fingerprint"] = _known([recorder] if recorder else present, "fingerprint")
+    entry["test_fingerprint_v1"] = _known([recorder], "fingerprint_v1") if recorder else None
     entry["rows"] = [_row(v, value_runs, reference) for v, value_runs in by_value.items()
                      if value_runs]
     return entry
@@ -227,14 +234,16 @@ def _known(runs: list[Run], key: str):
 
 def _same_windows(runs: list[Run]) -> None:
     """Runs read back from a report beside run dirs: the same test windows, by fingerprint
-    where both record one (reports since 2026-12-04), else by their number."""
-    for key in ("fingerprint", "windows"):
-        seen = {r.metrics["splits"][SPLIT].get(key) for r in runs} - {None}
+    where both record one (reports since 2026-12-04; `window_prints`), else by their number."""
+    splits = [r.metrics["splits"][SPLIT] for r in runs]
+    for key, values in (("fingerprint", window_prints(splits)),
+                        ("window", [info.get("windows") for info in splits])):
+        seen = set(values) - {None}
         if len(seen) > 1:
             raise CompareError(f"the runs were scored on different {SPLIT} windows ({key}s "
                                f"differ between the report and the run dirs); compare runs "
                                f"scored on the same {SPLIT} set")
-        if seen and all(r.metrics["splits"][SPLIT].get(key) is not None for r in runs):
+        if seen and None not in values:
             return
 
 
@@ -244,9 +253,15 @@ def held_jobs(study: Study, sources: list[Path]) -> set[tuple[str, str, str, int
     return set(collect(study, None, sources)[0]) if sources else set()
 
 
-def build_report(study: Study, study_dir: Path, sources: list[Path], command: str) -> dict:
+def build_report(study: Study, study_dir: Path, sources: list[Path], command: str,
+                 asked: list[Cell] | None = None, selection: str | None = None) -> dict:
+    """The report of every cell of the study; `asked`: the cells the command named
+    (`selection`, e.g. `cells=etth1-96`), None: all. A cell not asked for that holds no run is
+    not `not run` but not asked for."""
     runs, failed, duplicates = collect(study, study_dir, sources)
     cells = [_cell(study, cell, runs) for cell in study.cells]
+    for cell, entry in zip(study.cells, cells, strict=True):
+        entry["asked"] = asked is None or cell in asked
     signs = []
     values = list(dict.fromkeys(v for vs in study.values.values() for v in vs[1:]))
     for value in values:
@@ -270,6 +285,7 @@ def build_report(study: Study, study_dir: Path, sources: list[Path], command: st
         "sign_tests": signs,
         "failed": failed,
         "duplicates_set_aside": duplicates,
+        "selection": selection,
     }
 
 
@@ -319,8 +335,11 @@ def markdown(report: dict) -> str:
         per_model = "; ".join(f"{m} {t['below']}/{t['above']}" for m, t in s["by_model"].items())
         lines.append(f"| {s['value']} | {s['pairs']} | {s['below']} | {s['above']} | "
                      f"{s['ties']} | {s['p']:.3g} | {per_model or '-'} |")
-    not_run = [e for e in report["cells"] if e["missing"] or e["problem"]]
-    if not_run:
+    # A cell the command did not ask for, with no run anywhere, was not meant to run.
+    unasked = [e for e in report["cells"]
+               if not e.get("asked", True) and not e["rows"] and not e["problem"]]
+    not_run = [e for e in report["cells"] if (e["missing"] or e["problem"]) and e not in unasked]
+    if not_run or unasked:
         lines += ["", "Not in the table:", ""]
         for e in not_run:
             if e["problem"]:
@@ -330,6 +349,9 @@ def markdown(report: dict) -> str:
             else:
                 what = f"{len(e['missing'])} job(s) not completed: {', '.join(e['missing'])}"
             lines.append(f"- {e['model']}/{e['cell']}: {what}")
+    if unasked:
+        lines.append(f"- not asked for (`{report.get('selection')}`): "
+                     f"{', '.join(e['model'] + '/' + e['cell'] for e in unasked)}")
     for f in report["failed"]:
         lines.append(f"- {f['model']}/{f['cell']} {f['value']} seed {f['seed']}: {f['reason']}")
     lines += _extras_lines(report["cells"])

@@ -11,6 +11,7 @@ import pytest
 from seqforecast.compare import main as compare_main
 
 from ..cli_helpers import run_cli
+from ..data.helpers import write_price_file
 
 pytestmark = pytest.mark.slow  # trains: make test-fast skips it
 
@@ -158,3 +159,29 @@ def test_bad_input_is_one_line_and_exit_2(sweep, tmp_path, capsys):
         assert code == 2, (args, stderr)
         assert message in stderr and stderr.count("\n") == 1, stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_runs_with_and_without_exogenous_columns_compare_on_their_shared_windows(tmp_path):
+    """A user's price file, trained with and without its load column: the same test windows
+    (the target's scaler fits 1e-15 apart beside the load, which compare once took for other
+    windows); a run on other test windows is still refused."""
+    path = write_price_file(tmp_path / "prices.csv")
+    small = ["data=csv", f"data.path={path}", "data.target=price", "data.time_column=time",
+             "in_len=24", "out_len=12", "model.label_len=12", "epochs=1", "d_model=16",
+             "n_heads=2", "model.encoder_layers=1", "model.decoder_layers=1",
+             "data.window_stride=4", "log.figures=false"]
+    runs = tmp_path / "runs"
+    for name, extra in (("alone", []), ("load", ["data.features=[load]"]),
+                        ("other", ["data.split=[0.6,0.2,0.2]"])):
+        run_cli([*small, *extra, f"hydra.run.dir={runs / name}"], tmp_path)
+    proc = compare([str(runs / "alone"), str(runs / "load"), f"out={tmp_path / 'out'}"],
+                   tmp_path)
+    rows = {r["group"] for r in read_csv(tmp_path / "out" / "compare.csv")}
+    assert rows == {"all runs", "data.features=[load]"}
+    assert "2 runs counted in 2 group(s)" in proc.stdout
+    refused = compare([str(runs / "alone"), str(runs / "other"), f"out={tmp_path / 'o2'}"],
+                      tmp_path, check=False)
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == ("error: the runs were scored on different test windows "
+                                      "(they differ in data.split); compare runs scored on the "
+                                      "same test set")

@@ -171,12 +171,15 @@ def test_a_study_runs_its_grid_and_reports_what_the_runs_measured(ran):
         assert row["peak_mib"] is not None and row["peak_mib"] > 0
     scope = metrics(out / "tiny" / "h4" / "einsum-seed0")["run"]["peak_scope"]
     assert scope == ("run" if sys.platform == "linux" else "process")
-    # the refused jobs and the cell not asked for are said, not averaged
+    # the refused jobs are said, not averaged; the cell not asked for (cells=h4) is no cell
+    # "not run", but one not asked for
     refused = [f for f in report["failed"] if f["value"] == "probsparse"]
     assert len(refused) == 2 and "model.decoding=autoregressive" in refused[0]["reason"]
     assert h6["rows"] == [] and len(h6["missing"]) == 6
     page = (out / "study.md").read_text()
-    assert "| tiny | h4 | einsum | 2 |" in page and "tiny/h6: not run (6 jobs)" in page
+    assert "| tiny | h4 | einsum | 2 |" in page and "not run" not in page
+    assert "- not asked for (`cells=h4`): tiny/h6" in page
+    assert (h4["asked"], h6["asked"]) == (True, False) and report["selection"] == "cells=h4"
     # what the command line gave every job beyond the cell's overrides is named
     assert h4["extra_overrides"] == ["trainer.num_threads=1"] and h4["differing_overrides"] == []
     assert "Every job also ran with: `trainer.num_threads=1`." in page
@@ -275,7 +278,10 @@ def test_a_report_read_beside_the_dir_it_was_made_from_sets_nothing_aside(ran, t
     assert again["failed"] == kept["failed"]
     assert len(again["failed"]) == len({(f["value"], f["seed"]) for f in again["failed"]}) > 0
     assert again["cells"] == kept["cells"]
-    assert "set aside" not in (out / "study.md").read_text()
+    page = (out / "study.md").read_text()
+    assert "set aside" not in page
+    # without cells=, every cell is asked for: the one without runs is not run
+    assert "- tiny/h6: not run (6 jobs)" in page and "not asked for" not in page
 
 
 @pytest.mark.slow

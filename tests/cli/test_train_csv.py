@@ -187,14 +187,38 @@ def test_predict_writes_the_next_steps_with_timestamps_in_data_units(csv_run, tm
     assert values.mean() > 50
 
 
+def test_predict_writes_its_times_as_the_input_writes_them(csv_run, tmp_path):
+    """An export's `2024/2/28 2:00` (year first, slashes, no zero padding) continues as
+    `2024/3/1 0:00`, not as ISO 8601's `2024-03-01 00:00`."""
+    lines = EXAMPLE.read_text().splitlines()
+    exported = []
+    for line in lines[-50:]:
+        moment, rest = line.split(",", 1)
+        t = datetime.fromisoformat(moment)
+        exported.append(f"{t.year}/{t.month}/{t.day} {t.hour}:{t.minute:02d},{rest}")
+    recent = tmp_path / "recent.csv"
+    recent.write_text("\n".join([lines[0], *exported]) + "\n")
+    output = tmp_path / "forecast.csv"
+    out = run_cli([f"run_dir={csv_run}", f"input={recent}", f"output={output}"], tmp_path,
+                  module="seqforecast.predict").stdout
+    assert "12 steps from 2024/3/1 0:00" in out
+    times = [row.split(",")[0] for row in output.read_text().splitlines()[1:]]
+    assert times == [f"2024/3/1 {h}:00" for h in range(12)]
+
+
 def test_predict_refuses_short_or_wrong_input_and_synthetic_runs(csv_run, tmp_path):
     lines = EXAMPLE.read_text().splitlines()
     short = tmp_path / "short.csv"
     short.write_text("\n".join([lines[0], *lines[-10:]]) + "\n")
     wrong = tmp_path / "wrong.csv"
     wrong.write_text("time,power\n" + "\n".join(f"2024-01-01 {h:02d}:00,{h}" for h in range(24)))
+    gappy = tmp_path / "gappy.csv"  # an hour missing: the forecast would start an hour late
+    gappy.write_text("\n".join([lines[0], *lines[-50:-20], *lines[-19:]]) + "\n")
     cases = [
         ([f"input={short}"], "short.csv: 10 rows; the model reads the last in_len=24"),
+        ([f"input={gappy}"], "gappy.csv: line 32, column 'time': 1 time step missing before "
+                             "2024-02-29 05:00:00 (after 2024-02-29 03:00:00, the file's "
+                             "interval being 1 h)"),
         (
             [f"input={wrong}"],
             "wrong.csv: no column 'load', 'temperature'; the file has time, power",
@@ -248,6 +272,8 @@ BAD_FILES = {  # name: (file text or None for no file, extra args, message)
     "duplicate times": (_with_line_7("2024-01-01 00:04:00,3,1"), TIME, "line 7, column 'time': duplicate timestamp"),
     "bad time": (_with_line_7("yesterday,1,2"), TIME, "line 7, column 'time': 'yesterday' is not a time: expected ISO 8601 (2024-01-31 13:00) or a date such as 2024/1/31 13:00"),
     "ambiguous dates": ("\n".join(["time,y,x", *(f"{d}/1/2024 0:00,{d},1" for d in range(1, 13))]), TIME, "column 'time': dates like '1/1/2024 0:00' are ambiguous (no day above 12 shows whether the day or the month comes first); set data.date_order=dayfirst or data.date_order=monthfirst"),
+    "mixed date forms": ("\n".join(["time,y,x", *(f"2024/1/1 0:{m:02d},{m},1" if m != 5 else f"2024-01-01 00:{m:02d},{m},1" for m in range(40))]), TIME, "line 7, column 'time': '2024-01-01 00:05' writes its date with '-', line 2 ('2024/1/1 0:00') with '/': one form per column"),
+    "missing time steps": ("\n".join([HEADER, *_rows(5), *_rows(35, 6)]), TIME, "line 7, column 'time': 1 time step missing before 2024-01-01 00:06:00 (after 2024-01-01 00:04:00, the file's interval being 1 min): windows across it would be shifted; write the missing rows (empty cells, filled by data.fill) or set data.missing_times=keep to read the rows as they are"),
     "no such date": ("\n".join(["time,y,x", *(f"2024/2/{d} 0:00,{d},1" for d in range(1, 31))]), TIME, "line 31, column 'time': '2024/2/30 0:00' is no such time"),
     "exogenous target": ("\n".join([HEADER, *_rows(40)]), ["data.target=null", "data.targets=[y,x]", "data.columns=channels"], "data.features=['x'] conflicts with data.targets=['y', 'x']: 'x' cannot be both forecast and exogenous"),
     "unknown scaling": ("\n".join([HEADER, *_rows(40)]), ["data.scale=zscore"], "data.scale='zscore' is not allowed: choose one of none, standard, minmax"),

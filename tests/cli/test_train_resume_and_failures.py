@@ -274,6 +274,9 @@ BAD_INPUTS = [  # (arguments, text stderr must contain; the key, its value, what
     ("resume=/nonexistent/run", "resume=/nonexistent/run: /nonexistent/run/checkpoints/last.pt does not exist"),
     ("attention=diff attention.talking_heads=true attention.kernel=sdpa", "error: attention.kernel=sdpa cannot serve diff attention here: talking heads' mixing acts between the scores and the softmax"),
     ("embedding=variate", "embedding=variate is not allowed: choose one of patch, point (variate is now model=itransformer)"),
+    # a list typed as key=a,b: Hydra's fixes kept in the one line, the list's first
+    ("data.features=load_forecast,wind", "error: data.features=load_forecast,wind is ambiguous: write data.features=[load_forecast,wind] for a list, add --multirun to sweep over its values, or quote it for one string: data.features='load_forecast,wind'"),
+    ("data.targets=price,load", "error: data.targets=price,load is ambiguous: write data.targets=[price,load] for a list"),
 ]
 
 

@@ -213,3 +213,15 @@ def test_a_version_3_run_reads_with_the_root_attention_dropout_its_attention_had
     assert migrated == current
     assert migrated["attention_dropout"] == migrated["attention"]["dropout"] == 0.1
     assert migrated["variate_attention"]["dropout"] == 0.0
+
+
+def test_a_csv_run_saved_before_the_time_steps_check_reads_its_rows_as_it_did():
+    """data.missing_times (config_version 5): a run saved before read a file's rows as they
+    were, gaps in its time column included; it still does, and validates."""
+    old = resolved(compose_config(["data=csv", "data.path=x.csv", "data.target=y"]))
+    old["config_version"] = 4
+    del old["data"]["missing_times"]
+    current = migrate(old)
+    validate_config(current)
+    assert current["data"]["missing_times"] == "keep"
+    assert "missing_times" not in migrate(resolved(compose_config()))["data"]  # synthetic data

@@ -257,6 +257,16 @@ def test_types_and_keys_are_the_schemas_job(override, key):
     assert "\n" not in str(err.value)
 
 
+def test_a_list_written_without_brackets_says_how_to_write_it():
+    """`data.features=a,b` outside --multirun: Hydra's hint (a list is [a,b]) in the one line."""
+    with pytest.raises(ConfigError) as err:
+        compose_config(["data=csv", "data.features=load_forecast,wind"])
+    assert str(err.value).startswith("data.features=load_forecast,wind is ambiguous: write "
+                                     "data.features=[load_forecast,wind] for a list, add "
+                                     "--multirun to sweep over its values")
+    assert "\n" not in str(err.value)
+
+
 LITERATURE = ("flow", "probsparse", "autocorrelation", "fourier", "destationary")
 
 

@@ -11,7 +11,7 @@ from seqforecast.data.windows import forecast_starts, split_ranges
 from seqforecast.model.normalization import RevIN
 from seqforecast.training.baselines import fit_baselines, seasonal_naive
 
-from .helpers import csv_config
+from .helpers import csv_config, write_price_file
 
 
 def write_csv(path, header, rows):
@@ -229,3 +229,29 @@ def test_a_column_that_overflows_once_scaled_is_one_line(tmp_path):
     path = write_csv(tmp_path / "flat.csv", ["t", "y", "x"], rows)
     with pytest.raises(DataError, match=r"line \d+, column 'y': overflows float32 once scaled"):
         csv_data(csv_cfg(path, split=[0.7, 0.15, 0.15]), torch.device("cpu"))
+
+
+def test_the_test_windows_fingerprint_ignores_the_columns_read_beside_the_target(tmp_path):
+    """A run with an exogenous column and one without score the same windows of the same file:
+    equal fingerprints (compare refused them when the fingerprint hashed scaled targets, which
+    the two scalers put 3.6e-14 apart); other windows or other fills still differ."""
+    path = write_price_file(tmp_path / "prices.csv")
+
+    def data(file=path, **overrides):
+        values = {"target": "price", "features": [], "time_column": "time", "in_len": 24,
+                  "out_len": 12, "split": [0.7, 0.15, 0.15], **overrides}
+        return csv_data(csv_cfg(file, **values), torch.device("cpu"))
+
+    alone, beside = data(), data(features=["load"])
+    assert alone.scaler.shift[0] != beside.scaler.shift[0]  # the case: 1e-15 apart
+    for split in ("val", "test"):
+        assert alone.info[split]["fingerprint"] == beside.info[split]["fingerprint"]
+        # the former fingerprint, kept to compare with runs that have only it, differs
+        assert alone.info[split]["fingerprint_v1"] != beside.info[split]["fingerprint_v1"]
+    test_print = alone.info["test"]["fingerprint"]
+    assert data(val_start="130", test_start="160").info["test"]["fingerprint"] != test_print
+    assert data(out_len=6).info["test"]["fingerprint"] != test_print
+    gappy = write_price_file(tmp_path / "gappy.csv", gap_at=185)  # a test row, filled by data.fill
+    fills = {data(gappy, fill=fill).info["test"]["fingerprint"] for fill in ("ffill",
+                                                                            "interpolate")}
+    assert len(fills) == 2 and test_print not in fills

@@ -1,10 +1,12 @@
 """The time column in the forms real files write (seqforecast/data/dates.py)."""
 
+from datetime import datetime
+
 import numpy as np
 import pytest
 
 from seqforecast.data import DataError
-from seqforecast.data.dates import parse_times
+from seqforecast.data.dates import parse_times, time_style
 
 
 def _iso(*moments):
@@ -50,6 +52,15 @@ def test_an_order_given_reads_every_row_that_way():
     (["13/1/2013"], "monthfirst", "f.csv: line 2, column 'date': '13/1/2013' is no such time"),
     (["2013/1/1", "1/2/2013"], "auto", "line 3, column 'date': '1/2/2013' puts the year last, "
      "line 2 first: one form per column"),
+    # ISO rows among an export's: refused as the day-first ones are, naming the first of them
+    (["2013/1/21 17:00", "2013/1/21 18:00", "2013-01-21 19:00", "2013/1/21 20:00"], "auto",
+     "f.csv: line 4, column 'date': '2013-01-21 19:00' writes its date with '-', line 2 "
+     "('2013/1/21 17:00') with '/': one form per column"),
+    (["21/1/2013", "22/1/2013", "23.1.2013"], "auto", "line 4, column 'date': '23.1.2013' "
+     "writes its date with '.', line 2 ('21/1/2013') with '/': one form per column"),
+    (["1/31/2013", "1/31/2013 1:00 PM", "2/1/2013 14:00"], "auto", "line 4, column 'date': "
+     "'2/1/2013 14:00' has a 24-hour clock, line 3 ('1/31/2013 1:00 PM') a 12-hour one: one "
+     "form per column"),
     (["1/2/13"], "dayfirst", "line 2, column 'date': '1/2/13' has no four-digit year"),
     (["2013/1/1 13:00 PM"], "auto", "'2013/1/1 13:00 PM' has hour 13 on a 12-hour clock"),
     (["2013-01-01", "yesterday"], "auto", "f.csv: line 3, column 'date': 'yesterday' is not a "
@@ -60,3 +71,28 @@ def test_what_cannot_be_read_is_one_line_naming_the_row(texts, order, message):
     with pytest.raises(DataError) as err:
         parse_times(texts, "f.csv", "date", order)
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("texts,order,later", [
+    # (the column, data.date_order, what the moment 2013-02-03 04:05 is written as)
+    (["2013/1/1 0:00", "2013/1/1 1:00"], "auto", "2013/2/3 4:05"),  # EPF, Exchange
+    (["2016-07-01 00:00:00", "2016-07-01 01:00:00"], "auto", "2013-02-03 04:05:00"),  # ETT
+    (["2016-07-01T00:00", "2016-07-01T01:00"], "auto", "2013-02-03T04:05"),
+    (["31/01/2013 13:00", "01/02/2013 09:00"], "auto", "03/02/2013 04:05"),
+    (["1/31/2013 1:00 PM", "2/1/2013 2:30 PM"], "auto", "2/3/2013 4:05 AM"),
+    (["13.1.2013 7:05:09.25", "14.1.2013 7:05:09.50"], "auto", "3.2.2013 4:05:00.00"),
+    (["1/2/2013", "3/4/2013"], "dayfirst", "3/2/2013 04:05"),  # dates only: a clock added
+    (["2024-01-01", "2024-01-02"], "auto", "2013-02-03 04:05"),
+])
+def test_new_times_are_written_as_the_column_writes_its_own(texts, order, later):
+    """predict's forecast times: the fields' order and separator, the padding, the clock."""
+    moments = parse_times(texts, "f.csv", "date", order).astype(object).tolist()
+    style = time_style(texts, moments, order)
+    assert [style.format(m) for m in moments] == texts  # its own times, as written
+    assert style.format(datetime(2013, 2, 3, 4, 5)) == later
+
+
+def test_a_form_numpy_alone_reads_has_no_style():
+    texts = ["2016-07-01T00", "2016-07-01T01"]  # ISO 8601 to the hour
+    moments = parse_times(texts, "f.csv", "date").astype(object).tolist()
+    assert time_style(texts, moments) is None  # predict writes ISO 8601 then

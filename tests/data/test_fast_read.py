@@ -14,14 +14,15 @@ from seqforecast.data.csv_series import read_clean, read_table
 def _slow(path, columns, time_column, monkeypatch):
     monkeypatch.setattr(csv_series, "read_clean", lambda *args: None)
     try:
-        return read_series(path, columns, time_column, duplicate_times="keep")
+        return read_series(path, columns, time_column, duplicate_times="keep",
+                           missing_times="keep")
     finally:
         monkeypatch.undo()
 
 
 def _same(path, columns, time_column, monkeypatch):
     assert read_clean(Path(path), columns, time_column) is not None, "read fast"
-    fast = read_series(path, columns, time_column, duplicate_times="keep")
+    fast = read_series(path, columns, time_column, duplicate_times="keep", missing_times="keep")
     slow = _slow(path, columns, time_column, monkeypatch)
     np.testing.assert_array_equal(fast.values, slow.values)  # to the bit
     assert fast.times == slow.times

@@ -11,8 +11,9 @@ import torch
 
 from seqforecast.config import ConfigError, compose_config, validate_config
 from seqforecast.data import DataError, build_data, panel_data
-from seqforecast.data.panel_read import read_long
+from seqforecast.data.panel_read import read_long, read_wide
 from seqforecast.model import build_model
+from seqforecast.predict import future_times
 from seqforecast.training.evaluation import Evaluator
 from seqforecast.training.metrics import MetricSums
 
@@ -377,3 +378,19 @@ def test_row_borders_need_rows_in_time_order(tmp_path):
                           "data.val_start=14", "data.test_start=20"])
     with pytest.raises(DataError, match=r"data.val_start=14: a row number of a file whose rows"):
         build_data(cfg.data, 0, CPU)
+
+
+def test_a_panels_forecast_times_are_written_as_its_file_writes_them(tmp_path):
+    """predict continues each series' grid in the file's own form (`2024/1/9`, not
+    `2024-01-09`), wide or long."""
+    wide = tmp_path / "wide.csv"
+    wide.write_text("day,a,b\n" + "".join(f"2024/1/{d},{d},1\n" for d in range(1, 9)))
+    panel = read_wide(wide, "day", "all")
+    assert future_times(panel.times[panel.rows(1)], 8, 3, wide, panel.time_style) == [
+        "2024/1/9", "2024/1/10", "2024/1/11"]
+    long = tmp_path / "long.csv"
+    long.write_text("day,id,y\n" + "".join(f"{d:02d}.01.2024 0:00,{s},1\n" for d in range(20, 29)
+                                            for s in ("a", "b")))
+    panel = read_long(long, "id", "day", ["y"])
+    assert future_times(panel.times[panel.rows(0)], 9, 2, long, panel.time_style) == [
+        "29.01.2024 0:00", "30.01.2024 0:00"]
