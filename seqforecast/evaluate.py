@@ -57,7 +57,7 @@ def interval_settings(run: LoadedRun, method: str | None) -> dict | None:
     settings = resolved(compose_config([f"intervals={method}"]))["intervals"]  # its defaults
     if own["method"] != "none":
         settings.update(levels=own["levels"], quantiles=own["quantiles"])
-    check_intervals(settings, run.config["data"]["name"])
+    check_intervals(settings, run.config["data"])
     return settings
 
 

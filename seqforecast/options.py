@@ -108,3 +108,8 @@ def refuse(key: str, value, allowed: str) -> ConfigError:
     """The one-line error for `key`=`value` (a Choice shown as its name)."""
     shown = str(value) if isinstance(value, Choice) else value
     return ConfigError(f"{key}={shown!r} is not allowed: {allowed}")
+
+
+def conflict(key: str, value, other: str, other_value, why: str) -> ConfigError:
+    """The one-line error for two settings that cannot go together."""
+    return ConfigError(f"{key}={value} conflicts with {other}={other_value}: {why}")

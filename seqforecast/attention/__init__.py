@@ -8,8 +8,8 @@ out, weights = attn(query, key_value, causal=True, key_padding_mask=None, need_w
 
 import importlib
 import pkgutil
-from importlib.metadata import entry_points
 
+from ..plugins import load_plugins
 from .base import AttentionOptions
 from .core import Attended, Attention, AttentionCall, repeat_side
 from .diff import DifferentialAttention, DiffOptions
@@ -63,6 +63,5 @@ __all__ = [
 for _module in pkgutil.iter_modules(__path__):
     if not _module.name.startswith("_"):
         importlib.import_module(f"{__name__}.{_module.name}")
-for _group in ("seqforecast.attention", "seqforecast.kernels"):
-    for _plugin in entry_points(group=_group):
-        _plugin.load()
+load_plugins("seqforecast.attention")
+load_plugins("seqforecast.kernels")

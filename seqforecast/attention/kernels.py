@@ -3,8 +3,9 @@
     explicit   the backend's own path (its scores, terms, softmax, weights): serves every backend
                and every call, and is the only one that returns weights (attention maps)
     sdpa       torch's fused scaled_dot_product_attention over the backend's groups
-    native     the CPU's C kernel for short sequences (seqforecast/native/attention.py), which
-               reads residual attention's carried q and k where they lie
+    native     the CPU's C kernel for short sequences, registered by seqforecast/native
+               (attention_kernel.py) with its kernel set: it reads residual attention's carried
+               q and k where they lie
     triton     block-local windows as Triton kernels, forward and backward (band_triton.py): a
                GPU's, or the CPU's under TRITON_INTERPRET=1 (how the suite checks it)
     flex       block-local windows as a FlexAttention block mask (band_flex.py): a GPU's; on
@@ -56,7 +57,7 @@ class KernelFacts(NamedTuple):
     group_dropout: bool = True  # dropping each group's weights is the backend's dropout
     dropout: float = 0.0  # on the weights, in training
     residual: bool = False  # the stack carries residual attention (its q and k grow a layer)
-    native: bool = False  # the run's kernel set is the CPU's C kernels (trainer.kernels)
+    kernel_set: str = "torch"  # the run's kernel set (trainer.kernels, resolved: model/parts.py)
     q_len: int | None = None  # the tokens its queries (its site's; None: not known)
     k_len: int | None = None  # and its keys number
     width: int = 0  # a group's q/k width, residual attention's carried layers included
@@ -115,7 +116,8 @@ class Explicit(Kernel):
         return attn.explicit(q, k, v, residual, call, key_padding_mask)
 
 
-def _not_softmax(facts: KernelFacts) -> str | None:
+def not_softmax(facts: KernelFacts) -> str | None:
+    """Why a fused softmax kernel cannot compute the layer's function, or None."""
     if not facts.softmax:
         return "the mechanism is not a softmax over q.k scores (only its own path computes it)"
     if facts.between:
@@ -131,7 +133,7 @@ class SDPA(Kernel):
 
     @classmethod
     def cannot_serve(cls, facts):
-        why = _not_softmax(facts)
+        why = not_softmax(facts)
         if why is None and facts.dropout and not facts.group_dropout:
             why = ("its dropout acts on the combined weights, the fused kernel's on each "
                    "softmax's; set attention.dropout=0")
@@ -167,54 +169,6 @@ class SDPA(Kernel):
         return attn.ungroup(out), None
 
 
-@register_kernel
-class Native(Kernel):
-    """The CPU's C kernel for short sequences (trainer.kernels=native), reading residual
-    attention's carried q and k where they lie; a layer whose tokens or widths lie beyond its
-    window is refused when built (auto takes another). A layer built alone, its tokens not
-    told, is held to the window at each call instead."""
-
-    name = "native"
-
-    @classmethod
-    def cannot_serve(cls, facts):
-        from ..native.attention import MAX_SCORES, MAX_WIDTH  # sizes only; its C code on use
-
-        if not facts.native:
-            return ("it is one of the CPU's C kernels, and this run's set is stock PyTorch "
-                    "(trainer.kernels)")
-        why = _not_softmax(facts)
-        if why is None and facts.dropout:
-            why = "it has no dropout on the weights; set attention.dropout=0"
-        if why is None and facts.q_len and facts.k_len and \
-                facts.q_len * facts.k_len > MAX_SCORES:
-            why = (f"its scores stay in cache up to {MAX_SCORES} a window, and the layer's "
-                   f"{facts.q_len} x {facts.k_len} are more")
-        if why is None and max(facts.width, facts.value_width) > MAX_WIDTH:
-            why = (f"its q, k and v are at most {MAX_WIDTH} wide a head, and the layer's are "
-                   f"{max(facts.width, facts.value_width)}")
-        return why
-
-    @classmethod
-    def favoured(cls, facts):
-        return facts.residual  # where it beats the explicit path (torch's kernel does not serve)
-
-    def __call__(self, attn, q, k, v, residual, call, key_padding_mask):
-        from ..native.attention import applies, attention
-
-        refuse_padding(self, key_padding_mask)
-        q_pieces = (q,) if residual is None else residual.q_pieces
-        k_pieces = (k,) if residual is None else residual.k_pieces
-        qs, ks = [attn.groups(t) for t in q_pieces], [attn.groups(t) for t in k_pieces]
-        vs = attn.group_values(v)
-        if not applies(qs, ks, vs):
-            raise ValueError("attention.kernel=native takes float32 CPU heads of short "
-                             "sequences: this call's are beyond its window; build the layer "
-                             "with lengths=(queries, keys) so that auto chooses another")
-        blocked = attn.blocked(qs[0].shape[-2], ks[0].shape[-2], call.causal, vs.device)
-        return attn.ungroup(attention(qs, ks, vs, attn.scale, blocked)), None
-
-
 def refuse_padding(kernel: Kernel, key_padding_mask: Tensor | None) -> None:
     """ValueError in one line for a call with a key padding mask, which `kernel` has no use for
     (a model never passes one; a layer called directly with one is built on explicit or
@@ -227,7 +181,7 @@ def refuse_padding(kernel: Kernel, key_padding_mask: Tensor | None) -> None:
 def band_refusal(facts: KernelFacts) -> str | None:
     """Why a block-local band kernel (band_triton.py, band_flex.py) cannot compute the layer's
     function, or None."""
-    why = _not_softmax(facts)
+    why = not_softmax(facts)
     if why is None and not facts.band:
         why = ("it computes block-local windows (attention.block_size > 0); dense attention is "
                "torch's fused kernel's (sdpa)")
@@ -248,7 +202,7 @@ def choose_kernel(attn: Attention, choice: str, kernels: str) -> Kernel:
     site = attn.site
     carried = site.layer if site.residual else 1  # residual attention's layers of q and k
     facts = attn.kernel_facts()._replace(
-        residual=site.residual, native=kernels == "native", q_len=site.q_len,
+        residual=site.residual, kernel_set=kernels, q_len=site.q_len,
         k_len=site.k_len, width=attn.group_width() * carried, value_width=attn.head_dim)
     if choice == "auto":
         for name, cls in KERNELS.items():

@@ -12,14 +12,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..options import ConfigError
+from ..options import ConfigError, conflict  # noqa: F401  conflict: re-exported for the backends
 
 TIME, VARIATE = "time", "variate"  # the token axes an attention can serve
-
-
-def conflict(key: str, value, other: str, other_value, why: str) -> ConfigError:
-    """The one-line error for two settings that cannot go together."""
-    return ConfigError(f"{key}={value} conflicts with {other}={other_value}: {why}")
 
 
 class Site(NamedTuple):

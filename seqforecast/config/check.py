@@ -4,10 +4,11 @@ schema has: `composition_error` words Hydra's and OmegaConf's errors so) or the 
 
 `validate_config` takes a current config (a composed one, or a saved one after
 migrations.migrate): each node typed by its schema (schema.py), each group's options checked
-(their Checks) and the rules between the data's and the loop's options (rules.py), group by
-group in ORDER; then the model is built on the meta device through exactly the code a run
-uses (`check_model`), so whatever a component cannot be is refused by that component, in its
-constructor, in one line naming the keys.
+(their Checks), the data source's own rules (DataSource.check) and those between the loop's
+options and the data (rules.py), group by group in ORDER; then the model is built on the meta
+device through exactly the code a run uses (`check_model`), so whatever a component cannot be
+is refused by that component, in its constructor, in one line naming the keys (a loss's
+levels that miss an interval level: its output, built with the model).
 """
 
 from __future__ import annotations

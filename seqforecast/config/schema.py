@@ -1,8 +1,10 @@
 """Every option of the training config, each defined once: its type, its default, its check
-and what it does. An attention backend's options live in its own module (attention/diff.py's
-DiffOptions), and a model family's in its own (model/families/transformer.py's
-TransformerOptions; what every family takes: model/options.py), registered with it; every other
-group's are here.
+and what it does. A registered component's options live in its own module, registered with it
+(`REGISTERED`): an attention backend's (attention/diff.py's DiffOptions), a model family's
+(model/families/transformer.py's TransformerOptions; what every family takes:
+model/options.py), a positional encoding's (model/positional.py), a data source's
+(data/source_csv.py's CsvOptions) and a loss's (probabilistic/outputs.py); every other group's
+are here.
 
 A field with a fixed set of values is a Choice (seqforecast/options.py) made from the names the
 implementing module lists (e.g. model/layers.py's NORMS), so composition refuses any other
@@ -24,13 +26,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from .. import published as _published  # noqa: F401  the ${published:...} resolver
 from ..attention import DiffOptions, attention_schema, available_attention
-from ..data import COLUMNS
-from ..data.dates import DateOrder
-from ..data.gaps import FILLS
-from ..data.scaling import SCALERS
-from ..data.time_features import TIME_FREQS
-from ..data.time_grid import MissingTimes
-from ..data.windows import PROTOCOLS
+from ..data import available_sources, source_schema
 from ..model.embedding import EMBEDDINGS, PADDINGS
 from ..model.families import available_families, family_schema
 from ..model.ffn import ACTIVATIONS
@@ -48,6 +44,8 @@ from ..options import (
     within,
 )
 from ..probabilistic.conformal import INTERVAL_METHODS
+from ..probabilistic.outputs import available_outputs, output_schema
+from ..probabilistic.quantiles import QUANTILES
 from ..training.distributed import STRATEGIES
 from ..training.loop import OPTIMIZERS, PRECISIONS, SELECT_ON
 from ..training.runtime import COMPILE_MODES, MATMUL_PRECISIONS
@@ -56,15 +54,9 @@ from ..training.schedule import SCHEDULES
 # A saved run's config is read through the migrations up to this version (migrations.py).
 CONFIG_VERSION = 5
 
-Columns = choice("Columns", COLUMNS)
 Activation = choice("Activation", ACTIVATIONS)
 Embedding = choice("Embedding", EMBEDDINGS)
 Padding = choice("Padding", PADDINGS)
-Protocol = choice("Protocol", PROTOCOLS)
-Scale = choice("Scale", SCALERS)
-Fill = choice("Fill", FILLS)
-TimeFreq = choice("TimeFreq", TIME_FREQS)
-DuplicateTimes = choice("DuplicateTimes", ("error", "keep"))  # data/csv_series.py
 Optimizer = choice("Optimizer", OPTIMIZERS)
 Schedule = choice("Schedule", SCHEDULES)
 SelectOn = choice("SelectOn", SELECT_ON)
@@ -75,26 +67,14 @@ CompileMode = choice("CompileMode", COMPILE_MODES)
 Kernels = choice("Kernels", KERNELS)
 IntervalMethod = choice("IntervalMethod", INTERVAL_METHODS)
 
-# The quantile levels a run scores (pinball, CRPS) and a quantile loss forecasts by default.
-QUANTILES = [0.025, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.975]
 
 device_name = Check(lambda v: v in ("auto", "cpu", "mps") or v == "cuda" or (
     v.startswith("cuda:") and v[5:].isdigit()), "choose one of auto, cpu, cuda, cuda:N, mps")
 threads = Check(lambda v: v == "auto" or (isinstance(v, int) and not isinstance(v, bool)
                                           and v >= 0),
                 "auto, 0 (torch's default) or a thread count")
-low_high = Check(lambda v: len(v) == 2 and v[0] <= v[1], "must be [low, high] with low <= high")
 blocks = Check(lambda v: v == 0 or v >= 3,
                "0 (off) or at least 3 blocks (a paired interval needs a few)")
-column = Check(lambda v: bool(str(v).strip()), "a column name")
-seasons = Check(lambda v: (type(v) is int and v == 0) or (
-    (periods := v if isinstance(v, list) else [v]) and len(set(periods)) == len(periods)
-    and all(isinstance(p, int) and not isinstance(p, bool) and p >= 1 for p in periods)),
-    "a period in rows (>= 1), or a list of distinct periods (e.g. [48, 336]: a seasonal naive "
-    "each); 0 = no seasonal baseline")
-columns = Check(lambda v: v == "all" or (isinstance(v, list) and bool(v) and len(set(v)) == len(v)
-                                         and all(str(c).strip() for c in v)),
-                "a list of distinct column names, or all")
 
 
 # ---------------------------------------------------------------- the other model parts
@@ -121,71 +101,6 @@ class EmbeddingConfig:  # tokens along time (model/embedding.py): point (one per
 
 
 # ---------------------------------------------------------------- data
-
-
-@dataclass
-class SigmoidPairDataConfig:  # data=sigmoid_pair: linspace(-10, 0) shifted by 0 or 1
-    name: str = "sigmoid_pair"
-    in_len: int = option(MISSING, positive)  # ${in_len}
-    out_len: int = option(MISSING, positive)  # ${out_len}
-    train_size: int = option(2048, positive)  # training series, drawn from `seed`
-    val_size: int = option(256, positive)  # the selection set: early stopping, search
-    val_seed: int = 1000003  # fixed, distinct from seed
-    test_size: int = option(8192, positive)  # the held-out test set (8192: one run's test MSE
-    # moves < 5% between test seeds; scripts/test_set_noise.py)
-    test_seed: int = 2000003  # fixed, distinct from seed and val_seed
-
-
-@dataclass
-class SigmoidDataConfig(SigmoidPairDataConfig):  # data=sigmoid: random sigmoids on the test
-    # curve's grid (data/synthetic.py)
-    name: str = "sigmoid"
-    slope_range: list[float] = option([0.5, 2.0], low_high, factory=True)
-    shift_range: list[float] = option([-3.0, 3.0], low_high, factory=True)
-    amplitude_range: list[float] = option([0.5, 1.5], low_high, factory=True)
-    offset_range: list[float] = option([-0.5, 0.5], low_high, factory=True)
-    noise: float = option(0.0, at_least(0.0))  # std of Gaussian noise added to every value
-
-
-@dataclass
-class CsvDataConfig:  # data=csv: your own series (data/csv_data.py)
-    name: str = "csv"
-    path: str = option(MISSING, Check(lambda v: bool(str(v).strip()), "the CSV file to read"))
-    target: str | None = option(None, column)  # the column to forecast (or data.targets)
-    targets: Any = option(None, columns)  # wide: [col, ...] or all, the columns to forecast
-    columns: Columns = Columns.series  # wide (data.targets): series: each column its own series
-    # (own scaler, windows, metrics) | channels: the channels of one series, windows carrying all
-    id_column: str | None = option(None, column)  # long panel: the column naming each row's
-    # series
-    features: list[str] = option([], factory=True)  # further columns read (covariates)
-    time_column: str | None = None  # times, checked sorted and unique: ISO 8601, or a date
-    # such as 2013/1/31 0:00, 31/1/2013 or 1/31/2013 (data/dates.py)
-    date_order: DateOrder = DateOrder.auto  # a date with its year last: auto (the file shows
-    # it: a first field above 12 is a day, a second above 12 a month) | dayfirst | monthfirst
-    duplicate_times: DuplicateTimes = DuplicateTimes.error  # keep: a timestamp repeated on
-    # consecutive rows is read as it is (dataset=weather: the published loaders read its one)
-    missing_times: MissingTimes = MissingTimes.error  # a step longer than the file's interval
-    # (its most common step) is refused, naming it | keep: the rows read as they are, windows
-    # spanning the gap (dataset=<name>: as the published loaders read them; data/time_grid.py)
-    in_len: int = option(MISSING, positive)
-    out_len: int = option(MISSING, positive)
-    window_stride: int = option(1, positive)  # rows between consecutive windows
-    protocol: Protocol = Protocol.standard  # standard: a split's windows forecast its rows,
-    # inputs may reach back into earlier rows; strict: windows lie wholly inside their split
-    split: list[float] = option([0.7, 0.15, 0.15], Check(
-        lambda v: len(v) == 3 and all(f > 0 for f in v) and abs(sum(v) - 1) < 1e-6,
-        "three positive fractions (train, val, test) summing to 1"), factory=True)
-    val_start: str | None = None  # or explicit borders: a row number or a timestamp (with
-    test_start: str | None = None  # test_start: both or none)
-    test_end: str | None = None  # ends the test split (exclusive); later rows unused
-    scale: Scale = Scale.standard  # none | standard | minmax, fit on the training rows only
-    fill: Fill = Fill.error  # empty/NaN cells: error | ffill | interpolate
-    season: Any = option(0, seasons)  # > 0: a seasonal naive with this period (rows);
-    # [48, 336]: one each
-    time_features: bool = False  # each input step's calendar features (the published timeF,
-    # each in [-0.5, 0.5]) as further input channels: variate tokens of their own
-    time_freq: TimeFreq = TimeFreq.h  # which features (data/time_features.py): h (the
-    # published scripts' choice for every file) | s | min | d | w | m
 
 
 @dataclass
@@ -265,17 +180,6 @@ class IntervalsConfig:  # conformal intervals around every forecaster (probabili
 
 
 @dataclass
-class PointLossConfig:  # loss=mse|gaussian|poisson (probabilistic/outputs.py)
-    name: str = MISSING
-
-
-@dataclass
-class QuantileLossConfig(PointLossConfig):  # loss=quantile
-    name: str = "quantile"
-    quantiles: list[float] = option(QUANTILES, factory=True)
-
-
-@dataclass
 class TrainConfig:
     config_version: int = CONFIG_VERSION  # what a run writes: migrations.py reads older ones
     # Shorthands users type at the root; the groups read them by interpolation.
@@ -321,18 +225,14 @@ class TrainConfig:
     dataset: DatasetConfig | None = None  # optional: dataset=<name>
 
 
-PER_OPTION_SCHEMAS = {
-    "loss": {"mse": PointLossConfig, "quantile": QuantileLossConfig,
-             "gaussian": PointLossConfig, "poisson": PointLossConfig},
-    "data": {"sigmoid": SigmoidDataConfig, "sigmoid_pair": SigmoidPairDataConfig,
-             "csv": CsvDataConfig},
-}
 ONE_SCHEMA = {"ffn": FFNConfig, "embedding": EmbeddingConfig, "trainer": TrainerConfig,
               "log": LogConfig, "intervals": IntervalsConfig}
 # The groups whose options are registered components: (their names, an option's dataclass)
 REGISTERED = {"attention": (available_attention, attention_schema),
               "model": (available_families, family_schema),
-              "pos_encoding": (available_positions, position_schema)}
+              "pos_encoding": (available_positions, position_schema),
+              "data": (available_sources, source_schema),
+              "loss": (available_outputs, output_schema)}
 
 
 def schema_of(group: str, node) -> type | None:
@@ -341,10 +241,8 @@ def schema_of(group: str, node) -> type | None:
     if group in ONE_SCHEMA:
         return ONE_SCHEMA[group]
     name = node.get("name") if hasattr(node, "get") else None
-    if group in REGISTERED:
-        names, schema = REGISTERED[group]
-        return schema(name) if name in names() else None
-    return PER_OPTION_SCHEMAS[group].get(name)
+    names, schema = REGISTERED[group]
+    return schema(name) if name in names() else None
 
 
 # What register_schemas stored, (group, name) -> dataclass: storing converts the dataclass to
@@ -365,9 +263,8 @@ def register_schemas() -> None:
     """Store every schema in Hydra's ConfigStore (idempotent): those not stored yet, or whose
     dataclass changed (a plugin registering a backend or family after the first call)."""
     store = ConfigStore.instance()
-    options = {**PER_OPTION_SCHEMAS,
-               **{group: {name: schema(name) for name in names()}
-                  for group, (names, schema) in REGISTERED.items()}}
+    options = {group: {name: schema(name) for name in names()}
+               for group, (names, schema) in REGISTERED.items()}
     entries = [(None, "train_schema", TrainConfig)] + [
         (f"schema/{group}", option_name, schema)
         for group, schemas in options.items() for option_name, schema in schemas.items()]

@@ -1,5 +1,8 @@
-"""Data: the sigmoid-series generators and test curve, CSV series, splits, windows, scaling."""
+"""Data: the registered sources (`data=<name>`: sources.py; sigmoid series, your own CSV file),
+the sigmoid-series generators and test curve, CSV series, splits, windows, scaling."""
 
+import importlib
+import pkgutil
 from collections.abc import Mapping
 
 import torch
@@ -8,41 +11,29 @@ from .csv_data import csv_data
 from .csv_series import DataError, read_series
 from .panel_data import panel_data
 from .scaling import Scaler, fit_scaler
-from .splits import EVAL_SPLITS, ForecastData, Split, generator_options, synthetic_data
+from .source_sigmoid import generator_options, synthetic_data
+from .sources import (
+    DataSource,
+    available_sources,
+    data_source,
+    register_source,
+    source_schema,
+)
+from .splits import EVAL_SPLITS, ForecastData, Split
 from .synthetic import GENERATORS, sigmoid, sigmoid_pair, test_curve
-from .time_features import calendar_features
 
-DATASETS = (*GENERATORS, "csv")
-# wide CSV data (data.columns): each column its own series, or the channels of one series
-COLUMNS = ("series", "channels")
-
-
-def is_panel(data_cfg: Mapping) -> bool:
-    """Many series in one file: long format (`data.id_column`), or wide format
-    (`data.targets`) read as series (`data.columns=series`)."""
-    return data_cfg["name"] == "csv" and bool(
-        data_cfg["id_column"] or (data_cfg["targets"] and data_cfg["columns"] == "series")
-    )
+# Importing a source's module registers it: every `source_<name>.py` of this folder (a new
+# source is its module and its YAML, nothing else), then, at the first lookup, those other
+# packages declare under the entry-point group `seqforecast.data` (sources.py).
+for _module in pkgutil.iter_modules(__path__):
+    if _module.name.startswith("source_"):
+        importlib.import_module(f"{__name__}.{_module.name}")
 
 
 def config_channels(data_cfg: Mapping, dataset: Mapping | None = None) -> tuple[int, int]:
-    """(input channels, forecast channels) of a window, as far as the config tells without
-    reading the file: what a config's model is built for when the config is checked (the run
-    builds it again for the data's own). `dataset`: the dataset entry, whose channel count
-    stands for `data.targets=all`."""
-    if data_cfg["name"] != "csv":  # synthetic: one channel
-        return 1, 1
-    features = len(data_cfg["features"])
-    if is_panel(data_cfg):  # each window one series: its target and covariates
-        return 1 + features, 1
-    targets = data_cfg["targets"]
-    if isinstance(targets, list):
-        n_targets = len(targets)
-    elif targets is not None and dataset:  # all: every column but the covariates
-        n_targets = max(1, dataset["channels"] - features)
-    else:
-        n_targets = 1
-    return n_targets + features + len(calendar_features(data_cfg)), n_targets
+    """(input channels, forecast channels) of a window of data config `data_cfg`, as far as
+    the config tells without reading a file (DataSource.channels)."""
+    return data_source(data_cfg).channels(dataset)
 
 
 def build_data(
@@ -52,35 +43,34 @@ def build_data(
     saved: dict | None = None,
     allow_changed: bool = False,
 ) -> ForecastData:
-    """The data a config names: a synthetic generator (seeded), a CSV series, or a CSV panel
-    of many series (`is_panel`). `saved` (a checkpoint's data_state) makes a CSV run score the
-    same rows with the same scalers again (see csv_data, panel_data); synthetic data is
+    """The data a config names, from its source: a synthetic generator (seeded), a CSV series
+    or a CSV panel of many series. `saved` (a checkpoint's data_state) makes a CSV run score
+    the same rows with the same scalers again (see csv_data, panel_data); synthetic data is
     regenerated from its seeds."""
-    if is_panel(data_cfg):
-        return panel_data(data_cfg, device, saved, allow_changed)
-    if data_cfg["name"] == "csv":
-        return csv_data(data_cfg, device, saved, allow_changed)
-    return synthetic_data(data_cfg, seed, device)
+    return data_source(data_cfg).build(seed, device, saved, allow_changed)
 
 
 __all__ = [
-    "DATASETS",
     "EVAL_SPLITS",
     "GENERATORS",
     "DataError",
+    "DataSource",
     "ForecastData",
     "Scaler",
     "Split",
+    "available_sources",
     "build_data",
     "config_channels",
-    "is_panel",
+    "data_source",
     "panel_data",
     "csv_data",
     "fit_scaler",
     "generator_options",
     "read_series",
+    "register_source",
     "sigmoid",
     "sigmoid_pair",
+    "source_schema",
     "synthetic_data",
     "test_curve",
 ]

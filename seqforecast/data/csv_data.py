@@ -20,7 +20,7 @@ from .csv_series import DataError, Series, check_scaled, read_series, read_table
 from .gaps import GapFiller
 from .scaling import Scaler, fit_scaler
 from .splits import FileTargets, ForecastData, Split, add_fingerprints
-from .time_features import calendar_features, time_features
+from .time_features import feature_names, time_features
 from .windows import (
     SPLITS,
     forecast_starts,
@@ -73,7 +73,8 @@ def csv_data(
     check_scaled(path, scaled, columns, np.arange(rows) + 2)
     filler = GapFiller(scaled, data_cfg["fill"], columns, str(path))
     # Calendar features (never scaled, never missing): further input channels after the columns.
-    marks, mark_names = None, calendar_features(data_cfg)
+    marks, mark_names = None, (feature_names(data_cfg["time_freq"])
+                               if data_cfg["time_features"] else [])
     if mark_names:
         marks = time_features(series.times, data_cfg["time_freq"])  # [rows, k]
     splits, info, files = {}, {}, {}

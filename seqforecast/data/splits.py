@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -12,10 +11,6 @@ import torch
 from torch import Tensor
 
 from .scaling import Scaler
-from .synthetic import GENERATORS, test_curve
-
-# Arguments every generator takes from the caller rather than from the data config.
-_CALL_ARGS = {"batch", "in_len", "out_len", "generator", "device"}
 
 
 @dataclass
@@ -238,63 +233,6 @@ def file_fingerprint(targets: FileTargets, chunk: int = 4096) -> str:
     if empty:
         digest.update(f"fill={targets.fill}".encode())
     return digest.hexdigest()[:16]
-
-
-def generator_options(data_cfg: Mapping) -> dict:
-    """The config values the chosen generator accepts as keyword arguments."""
-    fn = GENERATORS[data_cfg["name"]]
-    accepted = set(inspect.signature(fn).parameters) - _CALL_ARGS
-    return {k: v for k, v in data_cfg.items() if k in accepted}
-
-
-def synthetic_data(data_cfg: Mapping, seed: int, device: torch.device) -> ForecastData:
-    """Three disjoint draws from the generator's family: training series from `seed`,
-    validation (the selection set) from `val_seed`, the held-out test set from `test_seed`;
-    plus the reference test curve as its own row.
-
-    `sigmoid_pair` has only two distinct curves, so validation and test drawn from it would
-    repeat the training curves: they come from the `sigmoid` family (its default ranges).
-
-    Every draw is made on the CPU and then moved to `device`: a device's own generator draws
-    other numbers, and the held-out set must be the same set on every machine."""
-    name = data_cfg["name"]
-    in_len, out_len = data_cfg["in_len"], data_cfg["out_len"]
-
-    def draw(generator: str, options: dict, size: int, seed_value: int) -> Split:
-        gen = torch.Generator().manual_seed(seed_value)  # CPU: the same draw on any machine
-        fn = GENERATORS[generator]
-        src, target = fn(size, in_len, out_len, generator=gen, **options)
-        return Split(src.to(device), target.to(device))
-
-    options = {
-        k: tuple(v) if isinstance(v, Sequence) and not isinstance(v, str) else v
-        for k, v in generator_options(data_cfg).items()
-    }
-    held_out, held_out_options, notes = name, options, []
-    if name == "sigmoid_pair":
-        held_out, held_out_options = "sigmoid", {}
-        notes.append(
-            "data=sigmoid_pair has two distinct training curves; validation and test are "
-            "held-out series of the sigmoid family (default ranges)"
-        )
-    train = draw(name, options, data_cfg["train_size"], seed)
-    val = draw(held_out, held_out_options, data_cfg["val_size"], data_cfg["val_seed"])
-    test = draw(held_out, held_out_options, data_cfg["test_size"], data_cfg["test_seed"])
-    curve = Split(*test_curve(in_len, out_len, device=device))
-    data = ForecastData(
-        train=train, val=val, test=test, test_curve=curve, n_features=train.src.shape[-1],
-        notes=notes,
-    )
-    data.info = {
-        "train": {"generator": name, "seed": seed, "series": len(train)},
-        "val": {"generator": held_out, "seed": data_cfg["val_seed"], "series": len(val),
-                "role": "selection (early stopping, search)"},
-        "test": {"generator": held_out, "seed": data_cfg["test_seed"], "series": len(test),
-                 "role": "held out"},
-        "test_curve": {"series": 1, "role": "the reference sigmoid curve (one series)"},
-    }
-    add_fingerprints(data)
-    return data
 
 
 SCALED_UNITS = {

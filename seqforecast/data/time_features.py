@@ -44,14 +44,6 @@ def feature_names(freq: str) -> list[str]:
     return [f"time:{name}" for name in BY_FREQ[freq]]
 
 
-def calendar_features(data_cfg) -> list[str]:
-    """The calendar features a data config adds to each input step (none but CSV data's with
-    data.time_features=true)."""
-    if data_cfg["name"] != "csv" or not data_cfg["time_features"]:
-        return []
-    return feature_names(data_cfg["time_freq"])
-
-
 def time_features(times: Sequence[datetime], freq: str) -> np.ndarray:
     """[rows, features] float64, one row per time step."""
     features = [FEATURES[name] for name in BY_FREQ[freq]]

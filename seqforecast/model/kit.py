@@ -22,7 +22,7 @@ from torch import nn
 
 from ..attention import VARIATE, Attention, Site, build_attention
 from ..attention.site import conflict
-from ..data.time_features import calendar_features
+from ..data import data_source
 from ..options import refuse
 from ..probabilistic.outputs import build_output
 from .ffn import FeedForward
@@ -46,7 +46,8 @@ class Kit:
         self.parts = kernel_set(kernels)
         self.d_model, self.n_heads = options.d_model, options.n_heads
         self.in_len, self.out_len = cfg["data"]["in_len"], cfg["data"]["out_len"]
-        self.n_marks = len(calendar_features(cfg["data"]))  # calendar features, last
+        # its inputs' calendar features, the last channels
+        self.n_marks = len(data_source(cfg["data"]).calendar_features())
         data = cfg["data"]  # what the data adds beside its series, as (key, value), or None
         self.covariates = (("data.features", data["features"]) if data.get("features") else
                            ("data.time_features", "true") if self.n_marks else None)
@@ -133,7 +134,7 @@ class Kit:
 
     def output(self):
         """What the model forecasts per step and target (`loss`: probabilistic/outputs.py)."""
-        return build_output(self.cfg["loss"])
+        return build_output(self.cfg["loss"], self.cfg.get("intervals"))
 
     def side_inputs(self, channels: int, in_len: int, tokens: int
                     ) -> tuple[str, nn.Module] | None:

@@ -30,6 +30,7 @@ from ..attention.position import (
     RotaryEmbedding,
 )
 from ..options import ConfigError, above, choice, option, positive, probability, refuse
+from ..plugins import Registry
 from .parts import Parts
 
 LEARNED_INITS = ("normal", "uniform")
@@ -169,42 +170,19 @@ class Positions:
         return None
 
 
-_POSITIONS: dict[str, tuple[type[Positions], type]] = {}
+POSITIONS = Registry("pos_encoding", "seqforecast.positions")
 
 
-def register_position(name: str, options: type):
-    """Class decorator: make a Positions subclass `pos_encoding=<name>`, with `options`."""
-
-    def decorate(cls: type[Positions]) -> type[Positions]:
-        if name in _POSITIONS:
-            raise ValueError(f"positional encoding {name!r} is registered twice")
-        _POSITIONS[name] = (cls, options)
-        return cls
-
-    return decorate
-
-
-def available_positions() -> list[str]:
-    return sorted(_POSITIONS)
-
-
-def position_schema(name: str) -> type:
-    """The dataclass of pos_encoding=`name`'s options."""
-    return _lookup(name)[1]
+# @register_position(name, Options) on a Positions subclass: pos_encoding=<name>
+register_position = POSITIONS.register
+available_positions = POSITIONS.names
+position_schema = POSITIONS.schema  # the dataclass of pos_encoding=<name>'s options
 
 
 def build_positions(node: Mapping) -> Positions:
     """A pos_encoding node (plain values) as what it places."""
-    cls, options = _lookup(node["name"])
+    cls, options = POSITIONS[node["name"]]
     return cls(options(**node))
-
-
-def _lookup(name: str):
-    try:
-        return _POSITIONS[name]
-    except KeyError:
-        raise ValueError(f"unknown pos_encoding {name!r}; allowed: "
-                         f"{', '.join(available_positions())}") from None
 
 
 register_position("none", NoneOptions)(Positions)

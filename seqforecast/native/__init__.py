@@ -10,7 +10,8 @@
     a plain FFN                               SlicedFeedForward (ffn.py)
     a post-norm residual block on BatchNorm   BatchNormResidual (residual_norm.py)
   and each attention, told the set when it is built, takes the short-sequence kernel
-  (attention.py) where attention/kernels.py finds it serves and pays (residual attention).
+  (attention.py, registered as attention.kernel=native by attention_kernel.py) where it serves
+  and pays (residual attention).
   They hold the same parameters (the state dict is the same), so a checkpoint loads under
   either set; a run repeats bit for bit only under the set it was trained with.
 - `auto`: `native` where it applies (a float32 run on the CPU) and the kernels build, else
@@ -32,6 +33,7 @@ from ..model.ffn import FeedForward
 from ..model.layers import Residual
 from ..model.parts import Parts, register_parts
 from . import build
+from .attention_kernel import NATIVE_SET  # importing it registers the native attention kernel
 from .dropout import HashDropout
 from .ffn import SlicedFeedForward
 from .residual_norm import BatchNormResidual
@@ -69,7 +71,7 @@ def resolve(choice: str, device: torch.device | str, precision: str = "fp32") ->
 class NativeParts(Parts):
     """The native set's pieces: its own where they take the piece, stock PyTorch's elsewhere."""
 
-    name = "native"
+    name = NATIVE_SET
 
     def dropout(self, p: float) -> nn.Module:
         return HashDropout(p)

@@ -26,26 +26,72 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from omegaconf import MISSING
 from torch import Tensor
 
-from .quantiles import check_quantiles, median_index, monotone_quantiles
+from ..options import option, refuse
+from ..plugins import Registry
+from .quantiles import (
+    QUANTILES,
+    check_quantiles,
+    interval_bounds,
+    median_index,
+    monotone_quantiles,
+    quantile_rule,
+)
 
-LOSSES = ("mse", "quantile", "gaussian", "poisson")
 DEFAULT_LEVELS = (0.025, 0.1, 0.5, 0.9, 0.975)  # a distribution's, where the run names none
 MIN_SCALE = 1e-3  # the gaussian's smallest scale in normalised units: its NLL stays finite
 MIN_RATE = 1e-6  # the Poisson's smallest rate: log(rate) stays finite
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
+@dataclass
+class LossOptions:  # loss=mse|gaussian|poisson: nothing to set
+    name: str = MISSING
+
+
+@dataclass
+class QuantileLossOptions(LossOptions):  # loss=quantile
+    name: str = "quantile"
+    quantiles: list[float] = option(QUANTILES, factory=True)
+
+
+# loss=<name> -> its output class and options; other packages' under the entry-point group
+# seqforecast.losses
+OUTPUTS = Registry("loss", "seqforecast.losses")
+
+
+# @register_output(name, Options) on an output class: loss=<name> (Options: LossOptions where
+# it has nothing to set)
+register_output = OUTPUTS.register
+available_outputs = OUTPUTS.names
+output_schema = OUTPUTS.schema  # the dataclass of loss=<name>'s options
+
+
+def build_output(loss: Mapping, intervals: Mapping | None = None) -> PointOutput:
+    """The output of a `loss` config; `intervals` (the run's intervals node) for an output whose
+    own quantiles must hold its interval levels. ConfigError in one line where it cannot."""
+    return OUTPUTS[loss["name"]].cls.from_config(loss, intervals)
+
+
+@register_output("mse", LossOptions)
 class PointOutput:
     """One value per step and target, trained on the squared error."""
 
     name = "mse"
     n_params = 1
     probabilistic = False
+
+    @classmethod
+    def from_config(cls, loss: Mapping, intervals: Mapping | None = None) -> PointOutput:
+        """Built from its `loss` node (and the run's `intervals`); ConfigError where the two
+        cannot go together."""
+        return cls()
 
     def constrain(self, raw: Tensor) -> Tensor:
         return raw
@@ -75,6 +121,7 @@ class PointOutput:
         return None
 
 
+@register_output("quantile", QuantileLossOptions)
 class QuantileOutput(PointOutput):
     """Quantiles at `levels`, non-decreasing, trained on the pinball loss."""
 
@@ -86,6 +133,21 @@ class QuantileOutput(PointOutput):
         self.n_params = len(self.levels)
         self.median = median_index(self.levels)  # the point, and the anchor of the steps
         self._q = torch.tensor(self.levels)
+
+    @classmethod
+    def from_config(cls, loss: Mapping, intervals: Mapping | None = None) -> QuantileOutput:
+        """Its levels hold the median (the point forecast) and each interval level the run
+        scores (a model's own intervals come from its own quantiles)."""
+        levels = quantile_rule("loss.", check_quantiles, loss["quantiles"])
+        if 0.5 not in levels:
+            raise refuse("loss.quantiles", list(levels),
+                         "include 0.5: the median is the point forecast")
+        if intervals is not None and intervals["method"] != "none":
+            for level in intervals["levels"]:
+                quantile_rule("loss.quantiles: ", interval_bounds, levels, level, then=(
+                    " (intervals.levels asks for it; add the levels to loss.quantiles or "
+                    "change intervals.levels)"))
+        return cls(levels)
 
     def constrain(self, raw: Tensor) -> Tensor:
         return monotone_quantiles(raw, self.median)
@@ -111,6 +173,7 @@ class QuantileOutput(PointOutput):
         return self.levels
 
 
+@register_output("gaussian", LossOptions)
 class GaussianOutput(PointOutput):
     """A normal distribution per step and target: params [..., 2] = (mean, scale)."""
 
@@ -139,6 +202,7 @@ class GaussianOutput(PointOutput):
         return tuple(levels) or DEFAULT_LEVELS
 
 
+@register_output("poisson", LossOptions)
 class PoissonOutput(PointOutput):
     """A Poisson distribution of counts per step and target: params [..., 1], its rate.
 
@@ -190,16 +254,3 @@ class PoissonOutput(PointOutput):
                         f"targets hold {float(bad[0]):g}: choose loss=gaussian, quantile or mse")
         return None
 
-
-def build_output(loss: Mapping) -> PointOutput:
-    """The output of a `loss` config."""
-    name = loss["name"]
-    if name == "mse":
-        return PointOutput()
-    if name == "quantile":
-        return QuantileOutput(loss["quantiles"])
-    if name == "gaussian":
-        return GaussianOutput()
-    if name == "poisson":
-        return PoissonOutput()
-    raise ValueError(f"loss={name!r}; allowed: {', '.join(LOSSES)}")

@@ -9,12 +9,17 @@ upper quantile below a lower one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import pairwise
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+
+from ..options import ConfigError
+
+# The quantile levels a run scores (pinball, CRPS) and a quantile loss forecasts by default.
+QUANTILES = [0.025, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.975]
 
 
 class QuantileError(ValueError):
@@ -77,3 +82,12 @@ def monotone_quantiles(raw: Tensor, anchor: int) -> Tensor:
 def median_index(levels: Sequence[float]) -> int:
     """The index of the level nearest 0.5 (the point forecast of a quantile run)."""
     return min(range(len(levels)), key=lambda i: abs(levels[i] - 0.5))
+
+
+def quantile_rule(key: str, check: Callable, *args, then: str = ""):
+    """check(*args) (check_quantiles, interval_bounds); its QuantileError as a config's one-line
+    ConfigError, `key` before it and `then` after."""
+    try:
+        return check(*args)
+    except QuantileError as err:
+        raise ConfigError(f"{key}{err}{then}") from None

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from torch import Tensor, nn
 
-from ..data.time_features import calendar_features
+from ..data import data_source
 from ..model.builder import build_model
 from ..model.embedding import VariateTokens
 from ..model.families.encoder import EncoderForecaster
@@ -37,7 +37,7 @@ def load_official_itransformer(
 ) -> EncoderForecaster:
     """The iTransformer built from `cfg` (experiment=itransformer) for `n_channels` series (all
     forecast, then cfg's calendar features), holding the official `state_dict`'s weights."""
-    marks = len(calendar_features(cfg["data"]))
+    marks = len(data_source(cfg["data"]).calendar_features())
     model = build_model(cfg, n_features=n_channels + marks, n_targets=n_channels)
     load_itransformer_weights(model, state_dict)
     return model

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 import torch
 from torch import Tensor, nn
 
-from ..data.time_features import calendar_features
+from ..data import data_source
 from ..model.builder import build_model
 from ..model.families.timexer import Timexer
 from ..model.positional import SinusoidalEncoding, sinusoidal_table
@@ -45,7 +45,7 @@ def load_official_timexer(state_dict: Mapping[str, Tensor], cfg, n_series: int,
     then cfg's calendar features (`data.time_features`: 4 at --freq h), holding the official
     weights. `n_marks`, if given, must be the calendar features cfg gives (refused in one line
     otherwise: a model built for features its data will not have)."""
-    marks = len(calendar_features(cfg["data"]))
+    marks = len(data_source(cfg["data"]).calendar_features())
     if n_marks is not None and n_marks != marks:
         raise OfficialWeightsError(
             f"{n_marks} calendar features asked for, and the config's data gives {marks} "

@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from ..cli_args import BAD_INPUT
 from ..config import validate_config
 from ..config.rundir import interrupted_message
+from ..model.parts import TORCH
 from ..runs.training import PreparedRun, finish_run, prepare_run, run_training
 from ..training.interrupts import TrainingInterrupted
 from ..training.loop import NonFiniteLoss, RunLoop
@@ -28,7 +29,7 @@ from .model import StackedModel
 
 log = logging.getLogger("seqforecast.stacking")
 
-STACK_KERNELS = "torch"  # vmap batches torch's own operations, not the native C kernels
+STACK_KERNELS = TORCH.name  # vmap batches torch's own operations, not a set's C kernels
 
 
 def stack_refusal(cfg: DictConfig) -> str | None:
@@ -40,9 +41,9 @@ def stack_refusal(cfg: DictConfig) -> str | None:
         return "trainer.strategy=ddp spreads one run over processes"
     if trainer.compile:
         return "trainer.compile=true compiles one model"
-    if trainer.kernels == "native":
-        return ("trainer.kernels=native asks for the CPU kernels, which a stack does not run "
-                "(use trainer.kernels=auto)")
+    if trainer.kernels != "auto" and trainer.kernels != STACK_KERNELS:
+        return (f"trainer.kernels={trainer.kernels} asks for kernels a stack does not run "
+                f"(it runs {STACK_KERNELS}'s: use trainer.kernels=auto)")
     return None
 
 

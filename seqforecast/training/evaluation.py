@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import torch
 from torch import Tensor, nn
 
-from ..data import ForecastData
+from ..data import ForecastData, data_source
 from ..probabilistic import AdaptiveConformal, SplitConformal
 from ..probabilistic.sums import OWN, IntervalSums
 from .baselines import Forecaster, fit_baselines
@@ -44,8 +44,7 @@ class Evaluator:
     def for_run(cls, data: ForecastData, config: Mapping) -> Evaluator:
         """Baselines fitted on the run's training windows (with its `data.season`)."""
         data_cfg = config["data"]
-        season = data_cfg["season"] if data_cfg["name"] == "csv" else 0  # CSV data's only
-        baselines = fit_baselines(data.train, season)
+        baselines = fit_baselines(data.train, data_source(data_cfg).season())
         return cls(data, baselines, config["trainer"]["eval_batch_size"])
 
     @property

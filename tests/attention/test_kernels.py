@@ -141,10 +141,10 @@ def test_weights_asked_for_take_the_explicit_path():
      "between the scores and the softmax; use attention.kernel=auto (or explicit)"),
     ("diff", {"dropout": 0.1}, "sdpa", "torch", "its dropout acts on the combined weights"),
     ("flow", {}, "sdpa", "torch", "the mechanism is not a softmax over q.k scores"),
-    ("vanilla", {}, "native", "torch", "this run's set is stock PyTorch (trainer.kernels)"),
+    ("vanilla", {}, "native", "torch", "this run's set is torch (trainer.kernels)"),
     ("vanilla", {"dropout": 0.1}, "native", "native", "it has no dropout on the weights"),
     ("vanilla", {}, "flash", "torch", "kernel='flash' is not allowed: choose one of "
-                                      "auto, explicit, sdpa, native, flex, triton"),
+                                      "auto, explicit, sdpa, flex, triton, native"),
 ])
 def test_a_kernel_that_cannot_serve_is_refused_in_one_line(name, options, kernel, kernels,
                                                            message):

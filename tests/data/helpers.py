@@ -4,12 +4,12 @@ import math
 
 from omegaconf import OmegaConf
 
-from seqforecast.config.schema import CsvDataConfig
+from seqforecast.data.source_csv import CsvOptions
 
 
 def csv_config(**values) -> dict:
     """data=csv's node as a run reads it: the schema's defaults, then `values`."""
-    return OmegaConf.to_container(OmegaConf.structured(CsvDataConfig(**values)),
+    return OmegaConf.to_container(OmegaConf.structured(CsvOptions(**values)),
                                   enum_to_str=True)
 
 

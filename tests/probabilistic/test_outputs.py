@@ -5,13 +5,18 @@ import pytest
 import torch
 
 from seqforecast.data.splits import ForecastData, Split
+from seqforecast.options import ConfigError
 from seqforecast.probabilistic import pinball
 from seqforecast.probabilistic.outputs import (
+    OUTPUTS,
     GaussianOutput,
+    LossOptions,
     PointOutput,
     PoissonOutput,
     QuantileOutput,
+    available_outputs,
     build_output,
+    register_output,
 )
 
 LEVELS = (0.025, 0.1, 0.25, 0.5, 0.75, 0.9, 0.975)
@@ -76,9 +81,41 @@ def test_build_output_names_what_is_allowed():
     assert isinstance(build_output({"name": "mse"}), PointOutput)
     assert build_output({"name": "quantile", "quantiles": [0.1, 0.5, 0.9]}).n_params == 3
     assert isinstance(build_output({"name": "poisson"}), PoissonOutput)
-    with pytest.raises(ValueError, match="loss='tweedie'; allowed: mse, quantile, gaussian, "
-                                         "poisson"):
+    with pytest.raises(ValueError, match="unknown loss 'tweedie'; allowed: gaussian, mse, "
+                                         "poisson, quantile"):
         build_output({"name": "tweedie"})
+
+
+def test_a_registered_output_is_built_by_its_name():
+    """A loss is its class and its options, registered: nothing else names it."""
+
+    @register_output("absolute_test", LossOptions)
+    class AbsoluteOutput(PointOutput):
+        name = "absolute_test"
+
+        def loss(self, params, target):
+            return (params[..., 0] - target).abs()
+
+    try:
+        built = build_output({"name": "absolute_test"})
+        assert isinstance(built, AbsoluteOutput)
+        assert float(built.loss(torch.tensor([[1.0]]), torch.tensor([3.0]))) == 2.0
+        assert "absolute_test" in available_outputs()
+    finally:
+        OUTPUTS.unregister("absolute_test")
+
+
+def test_quantile_levels_must_hold_the_run_s_interval_levels():
+    intervals = {"method": "split", "levels": [0.8]}
+    built = build_output({"name": "quantile", "quantiles": [0.1, 0.5, 0.9]}, intervals)
+    assert built.levels == (0.1, 0.5, 0.9)
+    with pytest.raises(ConfigError, match=r"^loss.quantiles: interval level 0.8 needs"):
+        build_output({"name": "quantile", "quantiles": [0.2, 0.5, 0.8]}, intervals)
+    build_output({"name": "quantile", "quantiles": [0.2, 0.5, 0.8]},
+                 {"method": "none", "levels": [0.8]})  # no intervals scored: any levels
+    with pytest.raises(ConfigError, match=r"^loss.quantiles=\[0.1, 0.9\] is not allowed: "
+                                          r"include 0.5"):
+        build_output({"name": "quantile", "quantiles": [0.1, 0.9]})
 
 
 def test_poisson_loss_and_quantiles_are_the_poisson_distributions():

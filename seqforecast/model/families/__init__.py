@@ -3,6 +3,8 @@
     transformer   the encoder-decoder (transformer.py)
     encoder       the encoder with a flatten head, PatchTST's design (encoder.py)
     itransformer  iTransformer: a token per channel (itransformer.py)
+    timexer       TimeXer: the targets' patches and a global token attend to the exogenous
+                  series' variate tokens (timexer.py)
 
 Importing a family's module registers it: every module of this folder here, then, at the
 first lookup by name, those other packages declare under the entry-point group

@@ -10,59 +10,22 @@ dataset and horizon.
 
 from __future__ import annotations
 
-from functools import cache
-from importlib.metadata import entry_points
-from typing import NamedTuple
-
+from ...plugins import Entry, Registry
 from ..options import ModelOptions
 
-
-class Family(NamedTuple):
-    cls: type  # a WindowForecaster subclass
-    options: type[ModelOptions]
+FAMILIES = Registry("model", "seqforecast.families")
 
 
-_FAMILIES: dict[str, Family] = {}
+# @register_family(name, Options) on a WindowForecaster subclass: model=<name>, configured by
+# Options (a ModelOptions subclass)
+register_family = FAMILIES.register
+available_families = FAMILIES.names
+family_schema = FAMILIES.schema  # the dataclass of model=<name>'s options
 
 
-def register_family(name: str, options: type[ModelOptions]):
-    """Class decorator: make a family buildable by `name` (model=<name>), with `options`."""
-
-    def decorate(cls: type) -> type:
-        if name in _FAMILIES:
-            raise ValueError(f"model family {name!r} is registered twice")
-        _FAMILIES[name] = Family(cls, options)
-        return cls
-
-    return decorate
-
-
-@cache
-def _plugins() -> None:
-    """Register the families other packages declare (entry-point group seqforecast.families),
-    once, at the first lookup."""
-    for plugin in entry_points(group="seqforecast.families"):
-        plugin.load()
-
-
-def available_families() -> list[str]:
-    """Registered family names, sorted."""
-    _plugins()
-    return sorted(_FAMILIES)
-
-
-def family(name: str) -> Family:
-    _plugins()
-    try:
-        return _FAMILIES[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown model {name!r}; allowed: {', '.join(available_families())}") from None
-
-
-def family_schema(name: str) -> type[ModelOptions]:
-    """The dataclass of family `name`'s options."""
-    return family(name).options
+def family(name: str) -> Entry:
+    """The family `name`: its class (`cls`) and its options' dataclass (`options`)."""
+    return FAMILIES[name]
 
 
 def family_options(cfg) -> ModelOptions:
