@@ -15,6 +15,16 @@ queries and keys compute (no q or k is projected):
   W starts at 1/Lk everywhere (the average over all keys; causal, its lower triangle of it).
 - `no_mixing`: each token alone, `out = out_proj(v_proj(x))`: no token reads another.
   Self-attention only (a cross position's queries have no tokens of their own among the keys).
+  It is "Why Attention Fails"' identity arm, A = I.
+- `uniform`: "Why Attention Fails"' mean arm (Liang et al. 2025, arXiv 2509.20942;
+  Greek-Guardian/TST-Degeneration, `_ScaledDotProductAttention`, AttentionType=mean): A = 1/Lk
+  in `A @ v`, every query the mean of the values over the keys, no softmax, no dropout on A. At
+  a causal position, the mean over the keys a query may read (its past and itself).
+- `zero`: the same paper's zero arm: A = 0, so the sublayer gives out_proj's bias alone.
+
+The paper's arms keep W_Q and W_K unused (their gradient is zero); these read no q or k, so they
+hold fewer parameters and compute the same function. Its "fix" arm is an untrained zero matrix
+(a plain tensor, the zero arm again); `learned_mixing` is the fixed matrix that is trained.
 
 The matrices are sized when the layer is built, from the tokens its position reads (the
 `lengths` context, as fourier's modes); a call may read fewer queries (a decoder generating
@@ -34,7 +44,9 @@ from .mechanism import MechanismAttention, no_scores
 from .registry import register_attention
 from .site import ALONE, Site, conflict
 
-_NO_QK = no_scores("it computes no q.k scores")
+
+def _no_qk(name: str) -> str:
+    return no_scores(f"attention={name} computes no q.k scores")
 
 
 class _Mixing(MechanismAttention):
@@ -47,7 +59,7 @@ class _Mixing(MechanismAttention):
                  causal: str | None = None):
         """The matrix is sized from the tokens (queries, keys) its site reads."""
         name = options.name
-        site.refuse(name, causal=causal, residual=_NO_QK)
+        site.refuse(name, causal=causal, residual=_no_qk(name))
         if site.q_len is None:
             raise ConfigError(f"{name} sizes its matrix from the tokens its layer reads: build "
                               f"it with lengths=(queries, keys)")
@@ -113,7 +125,7 @@ class LearnedMixing(_Mixing):
 class NoMixing(MechanismAttention):
     def __init__(self, d_model: int, n_heads: int, options: AttentionOptions,
                  site: Site = ALONE):
-        site.refuse("no_mixing", residual=_NO_QK, cross=(
+        site.refuse("no_mixing", residual=_no_qk("no_mixing"), cross=(
             "each token reads only itself, and a cross position's queries have no own tokens "
             "among its keys"))
         super().__init__(d_model, n_heads, options, site, reads=("v",))
@@ -124,3 +136,42 @@ class NoMixing(MechanismAttention):
         if need_weights:  # each token on itself
             weights = torch.eye(length, device=v.device).expand(batch, heads, -1, -1)
         return self.merge(v), weights
+
+
+class _FixedMatrix(MechanismAttention):
+    """A fixed attention matrix A in `A @ v` (no q or k): only the queries' count is read."""
+
+    def __init__(self, d_model: int, n_heads: int, options: AttentionOptions,
+                 site: Site = ALONE):
+        site.refuse(options.name, residual=_no_qk(options.name))
+        super().__init__(d_model, n_heads, options, site, reads=("v",))
+
+    def heads(self, query, key_value, call):
+        """No q or k: the queries' count travels as an empty q, [B, 1, Lq, 0]."""
+        return query[:, None, :, :0], None, self.split(self.v_proj(key_value))
+
+    def _attend(self, q, k, v, causal, need_weights):
+        batch, heads, k_len, _ = v.shape
+        weights = self._matrix(q.shape[2], k_len, causal, v)  # [Lq, Lk]
+        out = torch.matmul(weights, v)  # [Lq, Lk] @ [B, H, Lk, d] -> [B, H, Lq, d]
+        shown = weights.expand(batch, heads, -1, -1) if need_weights else None
+        return self.merge(out), shown
+
+    def _matrix(self, q_len: int, k_len: int, causal: bool, like: Tensor) -> Tensor:
+        raise NotImplementedError
+
+
+@register_attention("uniform", AttentionOptions)
+class UniformMixing(_FixedMatrix):
+    def _matrix(self, q_len, k_len, causal, like):
+        blocked = self.blocked(q_len, k_len, causal, like.device)
+        if blocked is None:  # the authors': ones / Lk
+            return torch.ones(q_len, k_len, dtype=like.dtype, device=like.device) / k_len
+        readable = (~blocked).to(like.dtype)
+        return readable / readable.sum(dim=-1, keepdim=True)
+
+
+@register_attention("zero", AttentionOptions)
+class ZeroMixing(_FixedMatrix):
+    def _matrix(self, q_len, k_len, causal, like):
+        return torch.zeros(q_len, k_len, dtype=like.dtype, device=like.device)

@@ -1,6 +1,7 @@
-"""The control arms at the attention position (normlin, learned_mixing, no_mixing) against
-references written from their definitions (OLinear's NormLin: Yue et al. 2025), and each in
-every model it declares it can serve, refused in one line where it cannot."""
+"""The control arms at the attention position (normlin, learned_mixing, no_mixing, uniform,
+zero) against references written from their definitions (OLinear's NormLin: Yue et al. 2025;
+"Why Attention Fails"' mean, zero and identity arms: Liang et al. 2025, A in A @ v replaced),
+and each in every model it declares it can serve, refused in one line where it cannot."""
 
 import numpy as np
 import pytest
@@ -108,6 +109,69 @@ def test_no_mixing_leaves_each_token_alone():
     assert not any(n.startswith(("q_proj", "k_proj")) for n, _ in attn.named_parameters())
 
 
+def _fixed_matrix_reference(attn, q_len, key_value, a):
+    """out_proj(A @ V) with the heads split, as the paper writes it: V [B, H, Lk, d]."""
+    batch, k_len, _ = key_value.shape
+    v = attn.v_proj(key_value).view(batch, k_len, H, -1).transpose(1, 2)
+    out = (a @ v).transpose(1, 2).reshape(batch, q_len, D)
+    return attn.out_proj(out)
+
+
+@pytest.mark.parametrize("lengths", [(7, 7), (3, 7)])
+def test_uniform_is_the_mean_of_the_values_over_the_keys(lengths):
+    torch.manual_seed(4)
+    q_len, k_len = lengths
+    attn = build_attention("uniform", D, H)
+    query, key_value = torch.randn(2, q_len, D), torch.randn(2, k_len, D, requires_grad=True)
+    out, weights = attn(query, key_value, need_weights=True)
+    ref = _fixed_matrix_reference(attn, q_len, key_value, torch.full((q_len, k_len), 1 / k_len))
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-6)
+    mean = attn.out_proj(attn.v_proj(key_value).mean(dim=1, keepdim=True)).expand_as(out)
+    torch.testing.assert_close(out, mean, rtol=1e-5, atol=1e-6)  # the same for every query
+    assert torch.equal(weights[0, 0], torch.full((q_len, k_len), 1 / k_len))
+    params = [key_value, *attn.parameters()]
+    for a, b in zip(torch.autograd.grad(out.square().sum(), params),
+                    torch.autograd.grad(ref.square().sum(), params), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    assert {n for n, _ in attn.named_parameters()} == {
+        "v_proj.weight", "v_proj.bias", "out_proj.weight", "out_proj.bias"}
+
+
+def test_causal_uniform_is_the_mean_over_the_past_and_the_future_does_not_move_it():
+    torch.manual_seed(5)
+    attn = build_attention("uniform", D, H)
+    x = torch.randn(2, 6, D)
+    out = attn(x, x, causal=True)[0]
+    values = attn.v_proj(x)
+    running = values.cumsum(dim=1) / torch.arange(1, 7).view(1, 6, 1)  # mean of steps <= i
+    torch.testing.assert_close(out, attn.out_proj(running), rtol=1e-5, atol=1e-6)
+    later = x.clone()
+    later[:, 4:] += 10.0
+    torch.testing.assert_close(attn(later, later, causal=True)[0][:, :4], out[:, :4])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_zero_gives_the_output_projections_bias_alone(causal):
+    torch.manual_seed(6)
+    attn = build_attention("zero", D, H)
+    query, key_value = torch.randn(2, 5, D), torch.randn(2, 5, D, requires_grad=True)
+    out, weights = attn(query, key_value, causal=causal, need_weights=True)
+    torch.testing.assert_close(out, attn.out_proj.bias.expand(2, 5, D))
+    assert not weights.any()
+    out.sum().backward()
+    assert not key_value.grad.any()  # nothing of the input reaches the output
+
+
+def test_the_fixed_matrix_arms_refuse_residual_attention_in_one_line():
+    for arm in ("uniform", "zero"):
+        with pytest.raises(ConfigError, match=f"^model.res_attention=true conflicts: "
+                                              f"attention={arm} computes no q.k scores; set "
+                                              f"model.res_attention=false$") as err:
+            validate_config(compose_config([*TINY, "model=encoder", "model.res_attention=true",
+                                            f"attention={arm}"]))
+        assert "\n" not in str(err.value)
+
+
 @pytest.mark.parametrize("name", ["normlin", "learned_mixing"])
 def test_a_matrix_of_another_size_is_refused_in_one_line(name):
     attn = build_attention(name, D, H, lengths=(8, 8))
@@ -141,7 +205,7 @@ REFUSED = {
 
 
 @pytest.mark.parametrize("model", MODELS)
-@pytest.mark.parametrize("arm", ["normlin", "learned_mixing", "no_mixing"])
+@pytest.mark.parametrize("arm", ["normlin", "learned_mixing", "no_mixing", "uniform", "zero"])
 def test_each_arm_trains_where_it_serves_and_is_refused_in_one_line_elsewhere(arm, model):
     cfg = compose_config([*TINY, f"attention={arm}", *MODELS[model]])
     if (arm, model) in REFUSED:

@@ -81,7 +81,7 @@ def test_every_backend_and_ffn_attends_across_channels(attention, ffn):
 
 
 VARIATE_BACKENDS = ["vanilla", "einsum", "diff", "flow", "probsparse", "destationary",
-                    "sigmoid", "normlin", "learned_mixing", "no_mixing"]
+                    "sigmoid", "normlin", "learned_mixing", "no_mixing", "uniform", "zero"]
 
 
 def test_the_backends_that_serve_channel_tokens():
