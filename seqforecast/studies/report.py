@@ -1,6 +1,9 @@
-"""A study's report: per cell, each value's test MSE over seeds, its paired ratio to the
-reference with a 95% interval, seconds per epoch and peak memory; per value, the sign test
-over every pair of every cell; and the jobs that have not run.
+"""A study's report: the verdict across cells per model and value (verdict.py: win rate and
+skill score against the reference with paired bootstrap intervals, the sign test); per cell,
+each value's test MSE over seeds, its paired ratio to the reference with a 95% interval,
+seconds per epoch and peak memory; the searched-lookback track where the study has one (per
+value, cell and seed the lookback candidate with the lowest validation MSE); per value, the
+sign test over every pair of every cell; and the jobs that have not run.
 
 Runs are read from any number of study dirs (one machine's, a cluster's, partial ones): a run
 dir is <dir>/<model>/<cell>/<value>-seed<seed>. Where one job completed in several dirs, the
@@ -28,6 +31,7 @@ from ..comparison.runs import (
 from ..config.saved import saved_choices
 from ..stats import paired_ratio, sign_test, summarize
 from .grid import Cell, Study, StudyError
+from .verdict import verdicts
 
 SPLIT = "test"
 REPORTED = "study.report"  # the config key of a run read back from a report: the report's path
@@ -39,6 +43,14 @@ def _score(run: Run, key: str) -> float:
     """The model's score on the test windows, in z units where the data was scaled."""
     model = run.metrics[SPLIT]["model"]
     return model.get(f"{key}_scaled", model[key])
+
+
+def _val_score(run: Run) -> float | None:
+    """The model's validation MSE (z units where scaled): what a lookback is chosen on."""
+    model = run.metrics.get("val", {}).get("model")
+    if not model:
+        return None
+    return model.get("mse_scaled", model.get("mse"))
 
 
 def _memory(run: Run) -> float | None:
@@ -90,8 +102,11 @@ def report_runs(path: Path, study: Study) -> tuple[dict, list[dict]]:
         for row in entry["rows"]:
             for seed, kept in row["runs"].items():
                 metrics = {SPLIT: {"model": {"mse": kept["mse"], "mae": kept["mae"]}},
-                           "run": {k: v for k, v in kept.items() if k not in ("mse", "mae")},
+                           "run": {k: v for k, v in kept.items()
+                                   if k not in ("mse", "mae", "val_mse")},
                            "splits": {SPLIT: split}}
+                if kept.get("val_mse") is not None:  # reports since the lookback search
+                    metrics["val"] = {"model": {"mse": kept["val_mse"]}}
                 config = {REPORTED: str(path), REPORTED_EXTRAS: entry.get("extra_overrides")}
                 runs[(cell.model, cell.name, row["value"], int(seed))] = Run(
                     Path(kept["run_dir"]), int(seed), config, [], metrics)
@@ -164,7 +179,8 @@ def _row(value: str, runs: dict[int, Run], reference: dict[int, Run]) -> dict:
         "seconds_per_epoch": summarize([i["train_seconds"] / i["epochs_run"] for i in info]).mean,
         "epochs_run": [i["epochs_run"] for i in info],
         "peak_mib": summarize(memory).mean if memory else None,
-        "runs": {seed: {"mse": mse[seed], "mae": mae[seed], "run_dir": str(r.path),
+        "runs": {seed: {"mse": mse[seed], "mae": mae[seed], "val_mse": _val_score(r),
+                        "run_dir": str(r.path),
                         **{k: r.metrics["run"].get(k) for k in (
                             "best_epoch", "epochs_run", "train_seconds", "peak_rss_mib",
                             "rss_at_start_mib")}}
@@ -226,6 +242,30 @@ def _cell(study: Study, cell: Cell, runs: dict) -> dict:
     return entry
 
 
+def _searched(study: Study, cell: Cell, runs: dict) -> dict | None:
+    """The searched-lookback track of a cell that searches it: per value and seed, the run of
+    the candidate (the cell's fixed lookback or one of its `-L<n>` cells) with the lowest
+    validation MSE, as a cell entry `<cell> searched` with the lookback each run chose. A seed
+    counts only where every candidate has run (the same budget for every value)."""
+    candidates = study.candidates(cell)
+    if len(candidates) < 2:
+        return None
+    chosen, lookbacks = {}, {}
+    for value in study.values[cell.model]:
+        for seed in study.seeds:
+            found = [(c, runs.get((cell.model, c.name, value, seed))) for c in candidates]
+            if any(r is None or _val_score(r) is None for _, r in found):
+                continue
+            best, run = min(found, key=lambda cr: _val_score(cr[1]))
+            chosen[(cell.model, cell.name, value, seed)] = run
+            lookbacks.setdefault(value, {})[seed] = best.lookback
+    entry = _cell(study, cell, chosen)
+    entry["track"] = "searched"
+    entry["lookbacks"] = lookbacks
+    entry["candidates"] = [c.lookback for c in candidates]
+    return entry
+
+
 def _known(runs: list[Run], key: str):
     """The test split's `key` (windows, fingerprint) as the runs that record it have it."""
     return next((v for r in runs if (v := r.metrics["splits"][SPLIT].get(key)) is not None),
@@ -262,11 +302,18 @@ def build_report(study: Study, study_dir: Path, sources: list[Path], command: st
     cells = [_cell(study, cell, runs) for cell in study.cells]
     for cell, entry in zip(study.cells, cells, strict=True):
         entry["asked"] = asked is None or cell in asked
+        entry["track"] = "fixed" if cell.searches is None else "candidate"
+        entry["lookback"] = cell.lookback
+    searched = [e for e in (_searched(study, c, runs) for c in study.fixed_cells()) if e]
+    references = {m: study.reference(m) for m in study.values}
+    axes = {m: study.axis(m) for m in study.values}
     signs = []
     values = list(dict.fromkeys(v for vs in study.values.values() for v in vs[1:]))
     for value in values:
         ratios, by_model = [], {}
         for entry in cells:
+            if entry["track"] != "fixed":  # a lookback candidate's pairs are not the cell's
+                continue
             for row in entry["rows"]:
                 if row["value"] == value:
                     ratios += row["pair_ratios"].values()
@@ -282,6 +329,9 @@ def build_report(study: Study, study_dir: Path, sources: list[Path], command: st
         "command": command,
         "dirs": [str(d) for d in (study_dir, *sources)],
         "cells": cells,
+        "verdicts": verdicts([e for e in cells if e["track"] == "fixed"], references, axes),
+        "searched": searched,
+        "searched_verdicts": verdicts(searched, references, axes),
         "sign_tests": signs,
         "failed": failed,
         "duplicates_set_aside": duplicates,
@@ -305,10 +355,67 @@ def _interval(ratio: dict) -> str:
     return f"{ratio['ratio']:.3f} [{ratio['low']:.3f}, {ratio['high']:.3f}]"
 
 
+def _ci(value: float, ci: list[float], digits: int = 3) -> str:
+    if math.isnan(value):
+        return "-"
+    if math.isnan(ci[0]):
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def _verdict_lines(rows: list[dict], group: str) -> list[str]:
+    """The verdict table: per model and value, over the cells that hold both it and the
+    reference (verdict.py)."""
+    lines = [f"| model | axis | {group} | cells | win rate [95% CI] | skill score [95% CI] | "
+             f"cells lower / higher | sign test (lower/higher, p) | verdict |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for v in rows:
+        sign = v["sign_test"]
+        lines.append(
+            f"| {v['model']} | {v['axis']} | {v['value']} | {v['cells']} | "
+            f"{_ci(v['win_rate'], v['win_rate_ci'], 2)} | {_ci(v['skill'], v['skill_ci'])} | "
+            f"{v['cells_lower']} / {v['cells_higher']} | {sign['below']}/{sign['above']}, "
+            f"p = {sign['p']:.2g} | {v['verdict']} |")
+    return lines
+
+
+def _searched_lines(report: dict) -> list[str]:
+    group = report["group"]
+    lines = ["", "## Searched lookback", "",
+             "Per value, cell and seed, the lookback candidate with the lowest validation MSE "
+             "(the same candidates for every value); its test MSE and the lookbacks chosen, "
+             "seed by seed.", "",
+             f"| model | cell | candidates | {group} | seeds | test MSE | ÷ reference [95% CI] | "
+             f"verdict | lookbacks chosen |", "|---|---|---|---|---|---|---|---|---|"]
+    for entry in report["searched"]:
+        for row in entry["rows"]:
+            ref = row["value"] == entry["reference"]
+            chosen = entry["lookbacks"].get(row["value"], {})
+            lines.append(
+                f"| {entry['model']} | {entry['cell']} | "
+                f"{', '.join(map(str, entry['candidates']))} | {row['value']} | "
+                f"{len(row['seeds'])} | {_f(row['mse'])}{_spread(row['mse_std'])} | "
+                f"{'reference' if ref else _interval(row['ratio'])} | "
+                f"{'' if ref else row['ratio']['verdict']} | "
+                f"{', '.join(str(chosen[s]) for s in sorted(chosen))} |")
+    if report.get("searched_verdicts"):
+        lines += ["", "Across the searched cells:", "",
+                  *_verdict_lines(report["searched_verdicts"], group)]
+    return lines
+
+
 def markdown(report: dict) -> str:
     group = report["group"]
-    lines = [
-        f"# {report['title']}", "",
+    lines = [f"# {report['title']}", ""]
+    if report.get("verdicts"):
+        lines += ["Verdict across cells, per model and value against its reference: win rate "
+                  "(the share of cells where its test MSE is lower, a tie one half) and skill "
+                  "score (1 - the geometric mean of its MSE ratios, above 0: lower error), as "
+                  "fev-bench defines them, with paired bootstrap 95% intervals over cells and "
+                  "seeds; the cells whose paired interval is beyond noise each way; the sign "
+                  "test over every seed of every cell.", "",
+                  *_verdict_lines(report["verdicts"], group), ""]
+    lines += [
         f"Test MSE on every test window (z units where the data is scaled), mean ± std over "
         f"the seeds shown; ÷ reference: the paired MSE ratio to the cell's reference {group} "
         f"on the seeds both have (geometric mean, 95% t interval); s/epoch: training seconds "
@@ -335,6 +442,8 @@ def markdown(report: dict) -> str:
         per_model = "; ".join(f"{m} {t['below']}/{t['above']}" for m, t in s["by_model"].items())
         lines.append(f"| {s['value']} | {s['pairs']} | {s['below']} | {s['above']} | "
                      f"{s['ties']} | {s['p']:.3g} | {per_model or '-'} |")
+    if report.get("searched"):
+        lines += _searched_lines(report)
     # A cell the command did not ask for, with no run anywhere, was not meant to run.
     unasked = [e for e in report["cells"]
                if not e.get("asked", True) and not e["rows"] and not e["problem"]]
