@@ -130,20 +130,19 @@ def test_the_report_picks_each_runs_lookback_on_validation_and_gives_the_verdict
     cells = {c.name: c for c in grid.cells}
     # uniform worse than vanilla in every fixed cell; at h2 the 8-step lookback validates better
     # for vanilla on seeds 0 and 1, for uniform on seed 2 only
-    entries = [
-        _cell("tiny", "h2", cells["h2"].overrides, {
-            "vanilla": [(1.0, 0.5), (1.1, 0.5), (1.2, 0.4)],
-            "uniform": [(1.5, 0.6), (1.6, 0.6), (1.7, 0.9)]}),
-        _cell("tiny", "h2-L8", cells["h2-L8"].overrides, {
-            "vanilla": [(0.8, 0.4), (0.9, 0.45), (1.3, 0.5)],
-            "uniform": [(1.4, 0.7), (1.5, 0.7), (1.1, 0.8)]}),
-        _cell("tiny", "h3", cells["h3"].overrides, {
-            "vanilla": [(2.0, 1.0), (2.1, 1.0), (2.2, 1.0)],
-            "uniform": [(2.4, 1.0), (2.6, 1.0), (2.5, 1.0)]}),
-        _cell("tiny", "h5", cells["h5"].overrides, {
-            "vanilla": [(3.0, 1.0), (3.1, 1.0), (3.2, 1.0)],
-            "uniform": [(3.3, 1.0), (3.9, 1.0), (3.6, 1.0)]}),
-    ]
+    def scored(*test):  # test MSEs of a cell without a search: every validation MSE 1
+        return [(t, 1.0) for t in test]
+
+    runs = {
+        "h2": {"vanilla": [(1.0, 0.5), (1.1, 0.5), (1.2, 0.4)],
+               "uniform": [(1.5, 0.6), (1.6, 0.6), (1.7, 0.9)]},
+        "h2-L8": {"vanilla": [(0.8, 0.4), (0.9, 0.45), (1.3, 0.5)],
+                  "uniform": [(1.4, 0.7), (1.5, 0.7), (1.1, 0.8)]},
+        "h3": {"vanilla": scored(2.0, 2.1, 2.2), "uniform": scored(2.4, 2.6, 2.5)},
+        "h5": {"vanilla": scored(3.0, 3.1, 3.2), "uniform": scored(3.3, 3.9, 3.6)},
+    }
+    entries = [_cell("tiny", name, cells[name].overrides, values)
+               for name, values in runs.items()]
     (tmp_path / "earlier.json").write_text(json.dumps(
         {"group": "attention", "failed": [], "cells": entries}))
     report = build_report(grid, tmp_path / "none", [tmp_path / "earlier.json"], "made here")
