@@ -25,17 +25,21 @@ def settle_dataset(overrides: Sequence[str]) -> list[str]:
     `dataset=none` drops it (Hydra's own spelling is `~dataset`), and a data source chosen on
     the command line (`data=csv`, with no `dataset=`) replaces the dataset entry a preset
     brings (experiment=timexer's ETTh1): your own file needs no entry of the field's."""
-    settled, named_data, named_dataset = [], False, False
+    settled, data_at, named_dataset = [], None, False
     for item in overrides:
         key, _, value = item.lstrip("+~").partition("=")
         if key == "dataset":
             named_dataset = True
             if value in ("null", "none"):
                 item = "~dataset"
-        named_data |= key == "data"
+        if key == "data" and data_at is None:
+            data_at = len(settled)
         settled.append(item)
-    # first: command-line flags (--cfg job) may follow the overrides
-    return ["~dataset", *settled] if named_data and not named_dataset else settled
+    if data_at is None or named_dataset:
+        return settled
+    # just before data=: the overrides stay together wherever command-line flags (--cfg job,
+    # --multirun, --config-dir d) stand among them
+    return [*settled[:data_at], "~dataset", *settled[data_at:]]
 
 
 def compose_config(overrides: Sequence[str] = (), config_name: str = "train") -> DictConfig:

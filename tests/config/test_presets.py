@@ -8,12 +8,13 @@ import torch
 from omegaconf import OmegaConf
 
 from seqforecast.config import compose_config, validate_config
+from seqforecast.config.compose import settle_dataset
 from seqforecast.data import build_data
 from seqforecast.model import build_model
 from seqforecast.training import train_model
 from seqforecast.training.monitor import Monitor
 
-from ..cli_helpers import REPO, load_script
+from ..cli_helpers import REPO, load_script, run_cli
 
 PRESETS = sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.yaml"))
 
@@ -109,6 +110,19 @@ def test_the_published_setting_is_the_leaderboards():
     by_hand = OmegaConf.to_container(compose_config(
         ["experiment=itransformer", "dataset=exchange", "out_len=336", *given]), resolve=True)
     assert composed == by_hand
+
+
+def test_the_dataset_entry_gives_way_just_before_data_whatever_flags_stand_around(tmp_path):
+    """data= without dataset= drops the preset's entry with `~dataset` put just before data=,
+    so Hydra's flags (--cfg job, --multirun, --config-dir) may stand before the overrides."""
+    assert settle_dataset(["--cfg", "job", "experiment=timexer", "data=csv", "x=1"]) == [
+        "--cfg", "job", "experiment=timexer", "~dataset", "data=csv", "x=1"]
+    assert settle_dataset(["data=csv", "dataset=etth1"]) == ["data=csv", "dataset=etth1"]
+    for flags in (["--cfg", "job"], ["--config-dir", str(tmp_path), "--cfg", "job"]):
+        proc = run_cli([*flags, "experiment=timexer", "data=csv", "data.path=own.csv",
+                        "data.targets=[price]"], tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert "dataset: null" in proc.stdout and "path: own.csv" in proc.stdout
 
 
 def test_your_own_file_needs_no_dataset_entry_and_a_named_model_is_the_model():
