@@ -29,30 +29,14 @@ from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
 from seqforecast.config.compose import compose_config
-from seqforecast.runs.training import prepare_run
-from seqforecast.training.distributed import SINGLE
+from seqforecast.runs.probe import build_loop
 from seqforecast.training.loop import RunLoop
-from seqforecast.training.monitor import Monitor
 
 # The profiler's names of the operations that are matrix products (the arithmetic any kernel
 # must do); the rest of a step is elementwise work, reductions, copies and dispatch.
 PRODUCTS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm",
             "aten::_scaled_dot_product_flash_attention_for_cpu",
             "aten::_scaled_dot_product_flash_attention_for_cpu_backward"}
-
-
-def build_loop(overrides: list[str], run_dir: Path) -> RunLoop:
-    """The run's loop as `seqforecast.train` builds it (its data, model, kernels, optimizer
-    and schedule), with a monitor that writes nothing, ready at the first batch of epoch 1."""
-    cfg = compose_config([*overrides, "log.figures=false"])
-    run = prepare_run(cfg, run_dir)
-    run.monitor.close()  # the run's own (its start written): the steps here log nothing
-    trainer = run.plain["trainer"]
-    loop = RunLoop(run.model, run.data, trainer, run_dir, cfg.seed, run.config_yaml,
-                   Monitor(), SINGLE, None, run.evaluator, run.kernels)
-    loop.draw_order()
-    run.model.train()
-    return loop
 
 
 def profile_steps(loop: RunLoop, steps: int, warmup: int, top: int) -> dict:
@@ -130,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     overrides = [*args.overrides, f"trainer.num_threads={args.threads}"]
     with tempfile.TemporaryDirectory() as run_dir:
-        loop = build_loop(overrides, Path(run_dir))
+        loop = build_loop(compose_config([*overrides, "log.figures=false"]), Path(run_dir))
         found = profile_steps(loop, args.steps, args.warmup, args.top)
         rate = matmul_gflops(repeats=5, pick=min)  # on the run's threads: the best of 5
         report = {"overrides": overrides, "steps": args.steps, "threads": args.threads,

@@ -1,5 +1,5 @@
-r"""python -m seqforecast.study <study> [report] [models=a,b] [cells=c,d] [seeds=0,1,2]
-                             [dir=<study dir>] [from=<dir>,<study.json>] [<override> ...]
+r"""python -m seqforecast.study <study> [report|plan] [models=a,b] [cells=c,d] [seeds=0,1,2]
+         [dir=<study dir>] [from=<dir>,<study.json>] [budget_hours=H] [<override> ...]
 
 A study is a grid of runs (seqforecast/studies/<study>.yaml, or a .yaml of your own): models,
 their cells (dataset, horizon, sizes), the values of one swept option, seeds. Without `report`
@@ -14,6 +14,14 @@ launcher is yours to choose:
     python -m seqforecast.study attention report from=cluster_copy/attention
     python -m seqforecast.study attention models=timexer from=benchmarks/attention_study.json
 
+With `plan` it runs nothing: it checks every job's configuration (one line for one that cannot
+be built), counts the jobs done and left, and probes each configuration left (a few steps and a
+validation pass, one thread) for the seconds an epoch takes, the core-hours the jobs left need
+at most, and the peak memory (plan.md, plan.json in dir). A launch checks every configuration
+first too, and says what is done and left; with `budget_hours=` it plans first and refuses, in
+one line, a launch whose jobs left need more core-hours. While it runs, it says after each cell
+how many jobs are done and failed, and when the rest should end at the pace so far.
+
 Runs go to dir (outputs/study/<study>), each at <model>/<cell>/<value>-seed<seed>; the same
 command again trains only what is missing, continuing from its last epoch a job a stop cut short
 (skip_completed=true). The report (study.md, study.json in dir) reads dir and the `from` dirs,
@@ -27,6 +35,7 @@ for, unless they hold runs).
 
 from __future__ import annotations
 
+import math
 import shlex
 import sys
 from dataclasses import replace
@@ -35,18 +44,20 @@ from pathlib import Path
 from .cli_args import UsageError, run_tool
 from .studies.grid import StudyError, load_study
 from .studies.launch import run_cells
-from .studies.report import build_report, held_jobs, markdown, write_report
+from .studies.plan import build_plan, check_budget, configurations, plan_markdown, write_plan
+from .studies.report import build_report, collect, held_jobs, markdown, write_report
 
 USAGE = " ".join(line.strip() for line in __doc__.strip().splitlines()[:2])
-OPTIONS = ("models", "cells", "seeds", "dir", "from")
+OPTIONS = ("models", "cells", "seeds", "dir", "from", "budget_hours")
+MODES = ("report", "plan")  # what a study does instead of running its jobs
 
 
-def parse(argv: list[str]) -> tuple[str, bool, dict[str, str | None], list[str]]:
+def parse(argv: list[str]) -> tuple[str, str | None, dict[str, str | None], list[str]]:
     if not argv or "=" in argv[0] or argv[0].startswith("-"):
         raise UsageError(f"name a study first; usage: {USAGE}")
     name, rest = argv[0], argv[1:]
-    report_only = bool(rest) and rest[0] == "report"
-    rest = rest[1:] if report_only else rest
+    mode = rest[0] if rest and rest[0] in MODES else None
+    rest = rest[1:] if mode else rest
     options: dict[str, str | None] = dict.fromkeys(OPTIONS)
     overrides = []
     for arg in rest:
@@ -57,17 +68,31 @@ def parse(argv: list[str]) -> tuple[str, bool, dict[str, str | None], list[str]]
             overrides.append(arg)
         else:
             raise UsageError(f"unexpected argument {arg!r}; usage: {USAGE}")
-    if report_only and overrides:
+    if mode == "report" and overrides:
         raise UsageError(f"report reads runs, it trains none: drop {' '.join(overrides)}")
-    return name, report_only, options, overrides
+    return name, mode, options, overrides
 
 
 def _list(value: str | None) -> list[str] | None:
     return [v for v in value.split(",") if v] if value else None
 
 
+def _budget(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        hours = float(value)
+    except ValueError:
+        hours = math.nan
+    if not hours > 0:
+        raise StudyError(f"budget_hours={value!r} is not allowed: core-hours > 0, e.g. "
+                         f"budget_hours=12")
+    return hours
+
+
 def study_command(argv: list[str]) -> None:
-    name, report_only, options, overrides = parse(argv)
+    name, mode, options, overrides = parse(argv)
+    budget = _budget(options["budget_hours"])
     study = load_study(name)
     if options["seeds"]:
         try:
@@ -79,8 +104,31 @@ def study_command(argv: list[str]) -> None:
     cells = study.select(_list(options["models"]), _list(options["cells"]))
     study_dir = Path(options["dir"] or f"outputs/study/{study.name}")
     sources = [Path(d) for d in _list(options["from"]) or []]
-    failed = [] if report_only else run_cells(study, cells, study_dir, overrides,
-                                              held_jobs(study, sources))
+    held = held_jobs(study, sources) if mode != "report" else set()
+    if mode == "plan" or budget is not None:
+        plan = build_plan(study, cells, study_dir, overrides, held)
+        path = write_plan(plan, study_dir)
+        print(plan_markdown(plan), end="")
+        print(f"written to {path} and {path.with_suffix('.md')}")
+        if budget is not None:
+            check_budget(plan, budget)
+        if mode == "plan":
+            return
+    failed = []
+    if mode is None:
+        configs = configurations(study, cells, study_dir, overrides, held)
+        left = sum(len(c.left) for c in configs)
+        print(f"[study] {study.name}: {sum(len(c.seeds) for c in configs)} jobs in "
+              f"{len(configs)} configurations checked, {left} left", file=sys.stderr,
+              flush=True)
+        labels = {c.label for c in cells}
+
+        def progress() -> tuple[int, int]:
+            runs, failures, _ = collect(study, study_dir, sources)
+            return (sum(f"{model}/{cell}" in labels for model, cell, _, _ in runs),
+                    sum(f"{f['model']}/{f['cell']}" in labels for f in failures))
+
+        failed = run_cells(study, cells, study_dir, overrides, held, progress)
     command = "python -m seqforecast.study " + " ".join(shlex.quote(a) for a in argv)
     selection = " ".join(f"{k}={options[k]}" for k in ("models", "cells") if options[k])
     report = build_report(study, study_dir, sources, command, cells, selection or None)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from .grid import Cell, Study
@@ -62,11 +64,16 @@ def sweeps(study: Study, cell: Cell, held: set[tuple]) -> list[tuple[tuple[int, 
 
 
 def run_cells(study: Study, cells: list[Cell], study_dir: Path, extra: list[str],
-              held: set[tuple] = frozenset()) -> list[str]:
+              held: set[tuple] = frozenset(),
+              progress: Callable[[], tuple[int, int]] | None = None) -> list[str]:
     """Run each cell's multirun(s) in turn, leaving out the jobs `held` elsewhere (a `from`
     report or dir); returns the cells whose sweep did not exit cleanly (a failed job: its reason
-    is in the cell's summary.json and in the report)."""
+    is in the cell's summary.json and in the report). `progress()`: the jobs of `cells` done
+    and failed so far, said after each cell with the time the rest should take at the pace of
+    this launch."""
     failed = []
+    total = len(study.seeds) * sum(len(study.values[c.model]) for c in cells)
+    started, done_before = time.monotonic(), progress()[0] if progress else 0
     for cell in cells:
         todo = sweeps(study, cell, held)
         jobs = sum(len(seeds) * len(values) for seeds, values in todo)
@@ -78,4 +85,18 @@ def run_cells(study: Study, cells: list[Cell], study_dir: Path, extra: list[str]
                  for seeds, values in todo]
         if any(codes):
             failed.append(cell.label)
+        if progress:
+            print("[study] " + progress_line(*progress(), total, done_before,
+                                             time.monotonic() - started),
+                  file=sys.stderr, flush=True)
     return failed
+
+
+def progress_line(done: int, failed: int, total: int, done_before: int,
+                  seconds: float) -> str:
+    """Jobs done, failed and left, and the time the rest should take at this launch's pace."""
+    left = total - done - failed
+    ran = done - done_before
+    eta = (f"; the {left} left should take about {seconds / ran * left / 3600:.1f} h at this "
+           f"launch's pace" if ran > 0 and left > 0 else "")
+    return f"progress: {done} of {total} jobs done, {failed} failed{eta}"

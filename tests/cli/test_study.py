@@ -20,15 +20,16 @@ from ..cli_helpers import TINY, run_cli
 
 SHIPPED = sorted(p.stem for p in STUDIES.glob("*.yaml"))  # the grids the package ships
 
-# Two cells, three values (probsparse refused under autoregressive decoding), two seeds.
+# Two cells, three values (the Poisson loss refused when the run reads the data: the sigmoid
+# series are not counts), two seeds.
 GRID = f"""
 title: A tiny study
-sweep: {{group: attention}}
+sweep: {{group: loss}}
 seeds: [0, 1]
 models:
   tiny:
     overrides: [{", ".join(TINY)}, epochs=1, model.decoding=autoregressive]
-    values: [vanilla, einsum, probsparse]
+    values: [mse, gaussian, poisson]
     cells:
       h4: [out_len=4]
       h6: [out_len=6]
@@ -153,45 +154,45 @@ models:
 def test_a_study_runs_its_grid_and_reports_what_the_runs_measured(ran):
     base, proc = ran
     out = base / "outputs" / "study" / "tiny"
-    assert proc.returncode == 1, proc.stderr  # probsparse refused: its jobs failed
+    assert proc.returncode == 1, proc.stderr  # poisson refused: its jobs failed
     assert "cells with failed jobs: tiny/h4" in proc.stderr
     report = json.loads((out / "study.json").read_text())
     (h4, h6) = report["cells"]
-    assert [row["value"] for row in h4["rows"]] == ["vanilla", "einsum"]
+    assert [row["value"] for row in h4["rows"]] == ["mse", "gaussian"]
     # each row is the runs' own metrics: the test MSE and the paired ratio over seeds
     mse = {v: {s: metrics(out / "tiny" / "h4" / f"{v}-seed{s}")["test"]["model"]["mse"]
-               for s in (0, 1)} for v in ("vanilla", "einsum")}
-    vanilla, einsum = h4["rows"]
-    assert vanilla["mse"] == pytest.approx(sum(mse["vanilla"].values()) / 2)
-    expected = paired_ratio(mse["einsum"], mse["vanilla"])
-    assert einsum["ratio"]["ratio"] == pytest.approx(expected.ratio)
-    assert einsum["ratio"]["n"] == 2
+               for s in (0, 1)} for v in ("mse", "gaussian")}
+    point, gaussian = h4["rows"]
+    assert point["mse"] == pytest.approx(sum(mse["mse"].values()) / 2)
+    expected = paired_ratio(mse["gaussian"], mse["mse"])
+    assert gaussian["ratio"]["ratio"] == pytest.approx(expected.ratio)
+    assert gaussian["ratio"]["n"] == 2
     for row in h4["rows"]:
         assert row["seconds_per_epoch"] > 0 and row["epochs_run"] == [1, 1]
         assert row["peak_mib"] is not None and row["peak_mib"] > 0
-    scope = metrics(out / "tiny" / "h4" / "einsum-seed0")["run"]["peak_scope"]
+    scope = metrics(out / "tiny" / "h4" / "gaussian-seed0")["run"]["peak_scope"]
     assert scope == ("run" if sys.platform == "linux" else "process")
     # the refused jobs are said, not averaged; the cell not asked for (cells=h4) is no cell
     # "not run", but one not asked for
-    refused = [f for f in report["failed"] if f["value"] == "probsparse"]
-    assert len(refused) == 2 and "model.decoding=autoregressive" in refused[0]["reason"]
+    refused = [f for f in report["failed"] if f["value"] == "poisson"]
+    assert len(refused) == 2 and "loss=poisson describes counts" in refused[0]["reason"]
     assert h6["rows"] == [] and len(h6["missing"]) == 6
     page = (out / "study.md").read_text()
-    assert "| tiny | h4 | einsum | 2 |" in page and "not run" not in page
+    assert "| tiny | h4 | gaussian | 2 |" in page and "not run" not in page
     assert "- not asked for (`cells=h4`): tiny/h6" in page
     assert (h4["asked"], h6["asked"]) == (True, False) and report["selection"] == "cells=h4"
     # what the command line gave every job beyond the cell's overrides is named
     assert h4["extra_overrides"] == ["trainer.num_threads=1"] and h4["differing_overrides"] == []
     assert "Every job also ran with: `trainer.num_threads=1`." in page
     sign = {s["value"]: s for s in report["sign_tests"]}
-    assert sign["einsum"]["pairs"] == 2 and sign["probsparse"]["pairs"] == 0
+    assert sign["gaussian"]["pairs"] == 2 and sign["poisson"]["pairs"] == 0
 
 
 @pytest.mark.slow
 def test_the_same_command_again_trains_only_what_is_missing(ran):
     base, _ = ran
     out = base / "outputs" / "study" / "tiny"
-    done = out / "tiny" / "h4" / "vanilla-seed0" / "metrics.json"
+    done = out / "tiny" / "h4" / "mse-seed0" / "metrics.json"
     before = done.stat().st_mtime_ns
     proc = study(["tiny.yaml", "cells=h4", "trainer.num_threads=1"], base, check=False)
     assert done.stat().st_mtime_ns == before  # not trained again
@@ -200,7 +201,7 @@ def test_the_same_command_again_trains_only_what_is_missing(ran):
     # completed one), one line, and nothing in the dir changes, its saved config included
     kept = {p: p.read_bytes() for p in done.parent.rglob("*") if p.is_file()}
     proc = run_cli([*TINY, "epochs=1", "model.decoding=autoregressive", "out_len=4",
-                    "attention=vanilla", "seed=0", "skip_completed=true", "epochs=2",
+                    "loss=mse", "seed=0", "skip_completed=true", "epochs=2",
                     f"hydra.run.dir={done.parent}"], base, check=False)
     assert proc.returncode == 2
     (line,) = proc.stderr.strip().splitlines()
@@ -218,19 +219,20 @@ def test_partial_studies_merge_and_a_job_run_twice_counts_once(ran, tmp_path):
     base, _ = ran
     out = base / "outputs" / "study" / "tiny"
     other = tmp_path / "elsewhere"
-    shutil.copytree(out / "tiny" / "h4" / "einsum-seed1", other / "tiny" / "h4" / "einsum-seed1")
-    shutil.copytree(out / "tiny" / "h4" / "einsum-seed1", other / "tiny" / "h6" / "einsum-seed1")
+    job = out / "tiny" / "h4" / "gaussian-seed1"
+    shutil.copytree(job, other / "tiny" / "h4" / "gaussian-seed1")
+    shutil.copytree(job, other / "tiny" / "h6" / "gaussian-seed1")
     # a job that failed elsewhere but completed here has run: it is not listed as failed
-    failed_copy = other / "tiny" / "h4" / "vanilla-seed0"
-    shutil.copytree(out / "tiny" / "h4" / "vanilla-seed0", failed_copy)
+    failed_copy = other / "tiny" / "h4" / "mse-seed0"
+    shutil.copytree(out / "tiny" / "h4" / "mse-seed0", failed_copy)
     (failed_copy / "status.json").write_text('{"status": "failed", "reason": "elsewhere"}')
     study(["tiny.yaml", "report", f"from={other}"], base)
     report = json.loads((out / "study.json").read_text())
     assert report["duplicates_set_aside"] == 1
-    assert {f["value"] for f in report["failed"]} == {"probsparse"}
+    assert {f["value"] for f in report["failed"]} == {"poisson"}
     # the copy filed under h6 is h6's (its dir says so), the only run there
     (h6_row,) = report["cells"][1]["rows"]
-    assert h6_row["value"] == "einsum" and h6_row["seeds"] == [1]
+    assert h6_row["value"] == "gaussian" and h6_row["seeds"] == [1]
     assert math.isnan(h6_row["ratio"]["ratio"]) or h6_row["ratio"]["n"] == 0
 
 
@@ -242,8 +244,8 @@ def test_a_cell_whose_jobs_ran_with_different_command_lines_says_so(ran, tmp_pat
     out = base / "outputs" / "study" / "tiny"
     other = tmp_path / "elsewhere"
     for seed, extra in ((0, ["attention.gate=headwise"]), (1, [])):
-        copy = other / "tiny" / "h6" / f"einsum-seed{seed}"
-        shutil.copytree(out / "tiny" / "h4" / f"einsum-seed{seed}", copy)
+        copy = other / "tiny" / "h6" / f"gaussian-seed{seed}"
+        shutil.copytree(out / "tiny" / "h4" / f"gaussian-seed{seed}", copy)
         made = copy / ".hydra" / "overrides.yaml"
         made.write_text(OmegaConf.to_yaml([*OmegaConf.load(made), *extra]))
     study(["tiny.yaml", "report", f"dir={tmp_path / 'report'}", f"from={out},{other}"], base)
@@ -255,7 +257,7 @@ def test_a_cell_whose_jobs_ran_with_different_command_lines_says_so(ran, tmp_pat
     assert ("tiny/h6: its jobs were made with different command lines; only some had "
             "`attention.gate=headwise`.") in page
     # one cell whose every job was gated: the cells' lines differ, each is named
-    shutil.rmtree(other / "tiny" / "h6" / "einsum-seed1")
+    shutil.rmtree(other / "tiny" / "h6" / "gaussian-seed1")
     study(["tiny.yaml", "report", f"dir={tmp_path / 'report'}", f"from={out},{other}"], base)
     page = (tmp_path / "report" / "study.md").read_text()
     assert "- tiny/h6: `attention.gate=headwise trainer.num_threads=1`" in page
@@ -293,7 +295,8 @@ def test_a_study_grows_from_its_report_after_its_run_dirs_are_gone(ran, tmp_path
     kept = json.loads(saved.read_text())
     # a study dir of its own holding one job, and the report: the rest come from the report
     fresh = tmp_path / "fresh"
-    shutil.copytree(out / "tiny" / "h4" / "einsum-seed1", fresh / "tiny" / "h4" / "einsum-seed1")
+    shutil.copytree(out / "tiny" / "h4" / "gaussian-seed1",
+                    fresh / "tiny" / "h4" / "gaussian-seed1")
     study(["tiny.yaml", "report", f"dir={fresh}", f"from={saved}"], base)
     grown = json.loads((fresh / "study.json").read_text())
     for before, after in zip(kept["cells"][0]["rows"], grown["cells"][0]["rows"], strict=True):
@@ -302,7 +305,7 @@ def test_a_study_grows_from_its_report_after_its_run_dirs_are_gone(ran, tmp_path
             assert after[key] == pytest.approx(before[key]), key
     assert grown["duplicates_set_aside"] == 1  # the job in the dir counts, not its record
     assert grown["sign_tests"] == kept["sign_tests"]
-    assert {f["value"] for f in grown["failed"]} == {"probsparse"}  # as the report listed
+    assert {f["value"] for f in grown["failed"]} == {"poisson"}  # as the report listed
     assert grown["cells"][0]["test_fingerprint"] is not None
     # the report's runs keep the overrides it recorded their jobs shared
     assert grown["cells"][0]["extra_overrides"] == ["trainer.num_threads=1"]
@@ -327,9 +330,9 @@ def test_a_study_grows_from_its_report_after_its_run_dirs_are_gone(ran, tmp_path
 def test_a_study_run_from_its_report_trains_only_the_jobs_the_report_lacks(ran, tmp_path):
     base, _ = ran
     report = json.loads((base / "outputs" / "study" / "tiny" / "study.json").read_text())
-    einsum = report["cells"][0]["rows"][1]
-    assert einsum["value"] == "einsum"
-    del einsum["runs"]["1"]  # as if that job had not run where the report was made
+    gaussian = report["cells"][0]["rows"][1]
+    assert gaussian["value"] == "gaussian"
+    del gaussian["runs"]["1"]  # as if that job had not run where the report was made
     (tmp_path / "partial.json").write_text(json.dumps(report))
     fresh = tmp_path / "fresh"
     proc = study(["tiny.yaml", "cells=h4", f"dir={fresh}", f"from={tmp_path / 'partial.json'}",
@@ -337,11 +340,11 @@ def test_a_study_run_from_its_report_trains_only_the_jobs_the_report_lacks(ran, 
     assert "tiny/h4: 3 jobs" in proc.stderr and "(3 held by from=)" in proc.stderr
     # trained: the job the report lacks, and the refused ones it lists as failed; not the rest
     ran_here = sorted(p.name for p in (fresh / "tiny" / "h4").iterdir() if p.is_dir())
-    assert ran_here == ["einsum-seed1", "probsparse-seed0", "probsparse-seed1"]
+    assert ran_here == ["gaussian-seed1", "poisson-seed0", "poisson-seed1"]
     grown = json.loads((fresh / "study.json").read_text())
     rows = {row["value"]: row for row in grown["cells"][0]["rows"]}
-    assert rows["einsum"]["seeds"] == [0, 1] and rows["vanilla"]["seeds"] == [0, 1]
-    assert rows["einsum"]["ratio"]["n"] == 2
+    assert rows["gaussian"]["seeds"] == [0, 1] and rows["mse"]["seeds"] == [0, 1]
+    assert rows["gaussian"]["ratio"]["n"] == 2
 
 
 KNOWN_GRID = """
