@@ -144,7 +144,7 @@ def _build_step(case: str, length: int, cfg: dict, device: str, dtype):
         layout = "wide" if "_wide" in case else "paper"
         kernel = case.rpartition("_")[2] if case.endswith(("_triton", "_flex")) else "auto"
         attn = build_attention("diff", d_model, heads, block_size=block_size, head_layout=layout,
-                               kernel=kernel)
+                               kernel=kernel, trains_on=torch.device(device).type)
     else:
         attn = build_attention(case, d_model, heads)
     attn.to(device, dtype)

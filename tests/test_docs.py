@@ -578,3 +578,22 @@ def test_a_usage_text_prints_its_continued_command_lines_as_written():
             if line.endswith("\\") and not line.endswith("\\\\") and line not in text:
                 joined.append(f"{path.relative_to(REPO)}: {line.strip()}")
     assert not joined, joined
+
+
+# `from seqforecast.x import a, b` in a page, and `seqforecast.x.y(` named in its text
+IMPORTED = re.compile(r"^\s*from (seqforecast[\w.]*) import ([\w, ]+)$", re.M)
+CALLED = re.compile(r"`(seqforecast(?:\.\w+)+)\(")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_name_a_page_imports_from_seqforecast_is_there(page):
+    import importlib
+
+    text = page.read_text()
+    for module, names in IMPORTED.findall(text):
+        found = importlib.import_module(module)
+        for name in (n.strip() for n in names.split(",")):
+            assert hasattr(found, name), f"{page.name}: {module} has no {name}"
+    for dotted in CALLED.findall(text):
+        module, _, name = dotted.rpartition(".")
+        assert hasattr(importlib.import_module(module), name), f"{page.name}: no {dotted}"

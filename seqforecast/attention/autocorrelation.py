@@ -59,8 +59,9 @@ class AutoCorrelation(MechanismAttention):
             raise refuse(site.option("factor"), options.factor, (
                 "a layer reads 1 token, which has no lags" if tokens < 2 else
                 f"floor(factor ln {tokens} tokens) = {lag_count(options.factor, tokens)} lags; "
-                f"the fewest tokens a layer reads are {tokens}: a factor >= "
-                f"{1 / math.log(tokens):.3g} gives one"))
+                f"its {site.stack} layers read {tokens} tokens: a factor >= "
+                f"{1 / math.log(tokens):.3g} gives them one (a stack of fewer tokens needs "
+                f"more)"))
         super().__init__(d_model, n_heads, options, site, causal=why_causal)
 
     def _attend(self, q, k, v, causal, need_weights):

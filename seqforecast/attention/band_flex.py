@@ -77,9 +77,10 @@ class FlexBand(Kernel):
     def cannot_serve(cls, facts: KernelFacts) -> str | None:
         if flex_attention is None:
             return "this torch has no FlexAttention (torch >= 2.5)"
-        return band_refusal(facts) or (None if torch.cuda.is_available() else (
-            "it trains on a GPU, and this machine has none (on the CPU FlexAttention has no "
-            "backward)"))
+        return band_refusal(facts) or (
+            "on the CPU FlexAttention has no backward, and this run trains there: train on a "
+            "GPU (trainer.device=cuda), or use attention.kernel=explicit"
+            if facts.trains_on == "cpu" else None)
 
     @classmethod
     def favoured(cls, facts: KernelFacts) -> bool:

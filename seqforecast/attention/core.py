@@ -150,11 +150,13 @@ class Attention(nn.Module):
         """nn.MultiheadAttention's initialisation (a backend that keeps nn.Linear's overrides)."""
         mha_init([getattr(self, f"{name}_proj") for name in self.reads], self.out_proj)
 
-    def use_kernel(self, choice: str = "auto", kernels: str = "torch") -> Kernel:
+    def use_kernel(self, choice: str = "auto", kernels: str = "torch",
+                   trains_on: str | None = None) -> Kernel:
         """Choose the kernel once (kernels.choose_kernel): `choice` the attention.kernel option,
-        `kernels` the run's set (torch or native). Raises ConfigError in one line where the
-        chosen kernel cannot serve the layer at its site."""
-        self.kernel = choose_kernel(self, choice, kernels)
+        `kernels` the run's set (torch or native), `trains_on` the device type it trains on
+        (None: not trained here). Raises ConfigError in one line where the chosen kernel cannot
+        serve the layer at its site."""
+        self.kernel = choose_kernel(self, choice, kernels, trains_on)
         return self.kernel
 
     # ------------------------------------------------------------------ the one forward

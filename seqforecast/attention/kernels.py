@@ -58,6 +58,8 @@ class KernelFacts(NamedTuple):
     dropout: float = 0.0  # on the weights, in training
     residual: bool = False  # the stack carries residual attention (its q and k grow a layer)
     kernel_set: str = "torch"  # the run's kernel set (trainer.kernels, resolved: model/parts.py)
+    trains_on: str | None = None  # the device type the layer trains on (cpu, cuda, ...);
+    # None: it is not trained where it is built (a saved run evaluated, or a layer built alone)
     q_len: int | None = None  # the tokens its queries (its site's; None: not known)
     k_len: int | None = None  # and its keys number
     width: int = 0  # a group's q/k width, residual attention's carried layers included
@@ -195,29 +197,31 @@ def band_refusal(facts: KernelFacts) -> str | None:
 EXPLICIT = Explicit()
 
 
-def choose_kernel(attn: Attention, choice: str, kernels: str) -> Kernel:
+def choose_kernel(attn: Attention, choice: str, kernels: str,
+                  trains_on: str | None = None) -> Kernel:
     """The kernel layer `attn` runs (`choice`: attention.kernel; `kernels`: the run's set, torch
-    or native), from what its backend and its site tell (residual attention: the site's).
-    ConfigError in one line where the chosen kernel cannot serve."""
+    or native; `trains_on`: the device type a run trains it on, None where it is not trained),
+    from what its backend and its site tell (residual attention: the site's). ConfigError in
+    one line where the chosen kernel cannot serve."""
     site = attn.site
     carried = site.layer if site.residual else 1  # residual attention's layers of q and k
     facts = attn.kernel_facts()._replace(
-        residual=site.residual, kernel_set=kernels, q_len=site.q_len,
+        residual=site.residual, kernel_set=kernels, trains_on=trains_on, q_len=site.q_len,
         k_len=site.k_len, width=attn.group_width() * carried, value_width=attn.head_dim)
     if choice == "auto":
         for name, cls in KERNELS.items():
             if name != LAST and cls.cannot_serve(facts) is None and cls.favoured(facts):
                 return cls(facts)
         return EXPLICIT
+    key = site.option("kernel")  # attention.kernel, or variate_attention.kernel
     if choice not in KERNELS:
-        raise ConfigError(f"attention.kernel={choice!r} is not allowed: choose one of "
+        raise ConfigError(f"{key}={choice!r} is not allowed: choose one of "
                           f"{', '.join(kernel_names())}")
     why = KERNELS[choice].cannot_serve(facts)
     if why:
         serving = [n for n in KERNELS if KERNELS[n].cannot_serve(facts) is None]
-        raise ConfigError(f"attention.kernel={choice} cannot serve {attn.options.name} "
-                          f"attention here: {why}; use attention.kernel=auto (or "
-                          f"{', '.join(serving)})")
+        raise ConfigError(f"{key}={choice} cannot serve {attn.options.name} attention here: "
+                          f"{why}; use {key}=auto (or {', '.join(serving)})")
     return KERNELS[choice](facts)
 
 

@@ -64,15 +64,17 @@ def takes_position(name: str) -> bool:
 
 
 def build_attention(name: str, d_model: int, n_heads: int, *, kernels: str = "torch",
+                    trains_on: str | None = None,
                     site: Site | None = None, position=None, lengths=None, **options
                     ) -> Attention:
     """Build backend `name` with its options as keywords, the rest at their defaults, at
     `site` (where the model puts it; a layer built alone may give `lengths=(Lq, Lk)`, `layer`,
     `cross_attention`, `window_keys` and `residual` instead), with a `position` module inside
     it if given, and choose its kernel: `kernels` is the run's set (torch, or native: the CPU's
-    C kernels). Unknown names or options, values their checks refuse, a site or position the
-    backend cannot serve and a kernel that cannot serve raise ConfigError in one line naming
-    what is allowed."""
+    C kernels), `trains_on` the device type a run trains it on (None: not trained here).
+    Unknown names or options, values their checks refuse, a site or position the backend
+    cannot serve and a kernel that cannot serve raise ConfigError in one line naming what is
+    allowed."""
     backend = _lookup(name)
     check_heads(d_model, n_heads)
     site = site or ALONE
@@ -97,7 +99,7 @@ def build_attention(name: str, d_model: int, n_heads: int, *, kernels: str = "to
                            f"would act nowhere; use sinusoidal, learned or none")
         context["position"] = position
     attn = backend.cls(d_model, n_heads, chosen, site, **context)
-    attn.use_kernel(str(chosen.kernel), kernels)
+    attn.use_kernel(str(chosen.kernel), kernels, trains_on)
     return attn
 
 

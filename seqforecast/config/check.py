@@ -37,8 +37,9 @@ ORDER = ("model", "embedding", "attention", "pos_encoding", "ffn", "data", "trai
 REQUIRED_HINTS = {"data.path": "the CSV file to read", "data.target": "the column to forecast"}
 
 
-def validate_config(cfg: DictConfig | Mapping) -> None:
-    """Raise ConfigError for the first value out of range, or the first rule broken."""
+def validate_config(cfg: DictConfig | Mapping, trains: bool = True) -> None:
+    """Raise ConfigError for the first value out of range, or the first rule broken.
+    `trains`: the config is one to train (not a saved run read to be evaluated)."""
     if isinstance(cfg, DictConfig):
         # read from an unresolved copy ("???" where a value is missing): OmegaConf.missing_keys
         # resolves every node (half a validation), and fails on an interpolation of a missing
@@ -63,10 +64,10 @@ def validate_config(cfg: DictConfig | Mapping) -> None:
     for group in ORDER:
         for check in RULES.get(group, []):
             check(plain)
-    check_model(plain)
+    check_model(plain, trains)
 
 
-def check_model(plain: Mapping) -> None:
+def check_model(plain: Mapping, trains: bool = True) -> None:
     """Build the model a resolved config describes on the meta device (no memory, no
     arithmetic), through the code a run builds it with, for windows of the channels the config
     tells (data.config_channels) and the kernel set the run would take: ConfigError, in one
@@ -83,7 +84,8 @@ def check_model(plain: Mapping) -> None:
         kernels = "torch"
     n_features, n_targets = config_channels(plain["data"], plain.get("dataset"))
     with torch.device("meta"):
-        build_model(plain, n_features, n_targets, kernels)
+        build_model(plain, n_features, n_targets, kernels,
+                    device.partition(":")[0] if trains else None)
 
 
 def _missing(node, path: str = ""):

@@ -152,7 +152,9 @@ def _version_3_to_4(cfg: dict) -> None:
 
 def _version_4_to_5(cfg: dict) -> None:
     """A CSV file's time column is checked for missing time steps (data.missing_times): runs
-    before it read the rows as they were (keep)."""
+    before it read the rows as they were (keep). The root's `published` (the published model
+    whose settings an experiment takes): runs before it named none."""
+    cfg.setdefault("published", None)
     data = cfg.get("data")
     if isinstance(data, dict) and data.get("name") == "csv":
         data.setdefault("missing_times", "keep")

@@ -12,8 +12,9 @@ from ..data import data_source
 from ..options import conflict, refuse
 from ..probabilistic.quantiles import check_quantiles, interval_bounds, quantile_rule
 
-# group -> its rules, run right after that group's own options are checked (check.py), in
-# the order written: a rule may read any group, but reports on the first key it names.
+# group -> its rules, run once every group's own options are checked (check.py), group by
+# group in check.ORDER and each group's in the order written: a rule may read any group, but
+# reports on the first key it names.
 RULES: dict[str, list[Callable[[dict], None]]] = {}
 
 

@@ -21,19 +21,21 @@ def _plain(cfg) -> dict:
     return dict(cfg)
 
 
-def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1, kernels: str = "torch"
-                ) -> WindowForecaster:
+def build_model(cfg: Mapping, n_features: int = 1, n_targets: int = 1, kernels: str = "torch",
+                trains_on: str | None = None) -> WindowForecaster:
     """Build the forecaster from a composed, checked config (groups model, attention,
     pos_encoding, ffn, embedding, data, loss: config/check.py). `n_features`: input
     channels (targets first, then covariates); `n_targets`: channels forecast (1 and 1 for the
     sigmoids). `kernels`: the set it runs, `torch` (stock PyTorch) or `native` (the CPU's C
     kernels: `native.resolve` picks a run's); each piece with a kernel (attention, dropout,
-    the FFN, the residual blocks) is built from it. Every component refuses, when built, what
+    the FFN, the residual blocks) is built from it. `trains_on`: the device type a run trains
+    it on (cpu, cuda), for the kernels that train on some only; None: it is not trained here
+    (a saved run evaluated, or a model built alone). Every component refuses, when built, what
     it cannot be: ConfigError in one line naming the keys (config/check.py builds the model on
     the meta device to check a config so)."""
     cfg = _plain(cfg)
     options = family_options(cfg)
-    kit = Kit(cfg, options, n_features, n_targets, kernels)
+    kit = Kit(cfg, options, n_features, n_targets, kernels, trains_on)
     model = family(options.name).cls(options, kit)
     kit.check_used()
     return model

@@ -34,15 +34,17 @@ from .positional import build_positions
 
 class Kit:
     def __init__(self, cfg: Mapping, options: ModelOptions, n_features: int, n_targets: int,
-                 kernels: str = "torch"):
+                 kernels: str = "torch", trains_on: str | None = None):
         """`cfg`: a composed config as plain values; `options`: its model node as the family's
         options; `n_features`: input channels (targets first, then covariates, then calendar
-        features); `n_targets`: channels forecast; `kernels`: the run's set (torch or native)."""
+        features); `n_targets`: channels forecast; `kernels`: the run's set (torch or native);
+        `trains_on`: the device type the run trains on (None: a saved run evaluated)."""
         if options.d_model % options.n_heads:
             raise refuse("model.d_model", options.d_model,
                          f"must be a multiple of model.n_heads={options.n_heads}")
         self.cfg, self.options = cfg, options
         self.n_features, self.n_targets, self.kernels = n_features, n_targets, kernels
+        self.trains_on = trains_on
         self.parts = kernel_set(kernels)
         self.d_model, self.n_heads = options.d_model, options.n_heads
         self.in_len, self.out_len = cfg["data"]["in_len"], cfg["data"]["out_len"]
@@ -69,6 +71,7 @@ class Kit:
         placed = site._replace(layer=layer, key=key, model=self.options.name, apart=apart)
         options = {k: v for k, v in node.items() if k != "name"}
         attn = build_attention(node["name"], self.d_model, self.n_heads, kernels=self.kernels,
+                               trains_on=self.trains_on,
                                site=placed, position=self.positions.inside(self.n_heads),
                                **options)
         if linear_init:

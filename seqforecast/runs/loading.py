@@ -59,7 +59,7 @@ def load_run(
         raise RunError(f"checkpoint={checkpoint!r} is not allowed: choose one of best, last")
     config_path = run_dir / ".hydra" / "config.yaml"
     saved = saved_config(run_dir)
-    validate_config(saved)
+    validate_config(saved, trains=False)  # read to be scored, wherever it trained
     config = OmegaConf.to_container(saved, resolve=True, enum_to_str=True)
 
     ckpt_path = run_dir / "checkpoints" / f"{checkpoint}.pt"

@@ -211,7 +211,7 @@ def prepare_run(
         log.warning("resuming a run trained with the %s kernels on the %s ones "
                     "(trainer.kernels=%s here): it continues, but not bit for bit as it would "
                     "have run", trained_with, kernels, trainer_cfg["kernels"])
-    model = build_model(plain, data.n_features, data.n_targets, kernels).to(device)
+    model = build_model(plain, data.n_features, data.n_targets, kernels, device.type).to(device)
     problem = model.output.cannot_describe(data)  # a count distribution on real values, ...
     if problem:
         raise DataError(problem)

@@ -10,6 +10,7 @@ import torch
 from seqforecast.attention import AttentionCall, block_local, build_attention
 from seqforecast.attention.band_flex import FlexBand, flex_band_attention
 from seqforecast.attention.band_triton import band_attention, unavailable
+from seqforecast.config import compose_config, validate_config
 from seqforecast.options import ConfigError
 
 from .helpers import randomize_
@@ -124,14 +125,23 @@ def test_diff_block_local_on_flexattention_is_the_explicit_path_forward(length, 
                                dense_band(q, k, v, 0.3, 4, causal), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU-only refusal")
-def test_flex_without_a_gpu_is_refused_when_built_not_run_explicitly():
-    """FlexAttention has no CPU backward: on a machine without CUDA the kernel is refused in one
-    line when the layer is built (a run on it would not train), never skipped call by call."""
+def test_flex_is_refused_where_a_run_trains_it_on_the_cpu_and_serves_one_scored_there():
+    """FlexAttention has no CPU backward: a layer a run trains on the CPU is refused in one line
+    when built (never skipped call by call); one a run trains on a GPU, or a saved run's layer
+    read to be scored (not trained) on the CPU, is built on it."""
     with pytest.raises(ConfigError, match="attention.kernel=flex cannot serve diff attention "
-                                          "here: it trains on a GPU") as err:
-        _pair("flex")
+                                          "here: on the CPU FlexAttention has no backward, "
+                                          "and this run trains there") as err:
+        build_attention("diff", 16, 2, block_size=4, kernel="flex", trains_on="cpu")
     assert "\n" not in str(err.value)
+    for trains_on in ("cuda", None):
+        layer = build_attention("diff", 16, 2, block_size=4, kernel="flex", trains_on=trains_on)
+        assert layer.kernel.name == "flex"
+    flex = ["model=encoder", "attention=diff", "block_size=4", "attention.kernel=flex",
+            "trainer.device=cpu"]
+    with pytest.raises(ConfigError, match="on the CPU FlexAttention has no backward"):
+        validate_config(compose_config(flex))
+    validate_config(compose_config(flex), trains=False)  # evaluate/predict read it so
 
 
 def test_a_padded_call_is_refused_by_a_kernel_without_padding():

@@ -14,6 +14,7 @@ from seqforecast.attention import (
     kernel_names,
 )
 from seqforecast.attention.position import RelativePositionTerms
+from seqforecast.config import compose_config, validate_config
 from seqforecast.options import ConfigError
 
 from ..native.helpers import WHY
@@ -238,3 +239,15 @@ def test_a_kernel_from_a_package_registers_through_its_entry_point_and_runs(tmp_
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "mark").read_text() == "ran"
     assert (tmp_path / "run" / "metrics.json").exists()
+
+
+def test_a_kernel_refused_at_the_variate_position_names_that_positions_key():
+    """The refusal names the key that chose the kernel: variate_attention.kernel at TimeXer's
+    exogenous position, not attention.kernel."""
+    with pytest.raises(ConfigError, match=r"^variate_attention.kernel=sdpa cannot serve diff "
+                                          r"attention here: talking heads' mixing .*; use "
+                                          r"variate_attention.kernel=auto \(or explicit\)$"):
+        validate_config(compose_config([
+            "model=timexer", "embedding=patch", "embedding.patch_len=4", "embedding.stride=4",
+            "in_len=16", "attention@variate_attention=diff", "variate_attention.kernel=sdpa",
+            "variate_attention.talking_heads=true"]))

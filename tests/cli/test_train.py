@@ -95,7 +95,8 @@ def test_single_run_goes_to_outputs_date_time(cwd):
 def test_help_lists_groups_and_options(cwd):
     out = run_cli(["--help"], cwd).stdout
     assert ("attention: autocorrelation, destationary, diff, einsum, flow, fourier, "
-            "learned_mixing, no_mixing, normlin, probsparse, sigmoid, vanilla") in out
+            "learned_mixing, no_mixing, normlin, probsparse, sigmoid, uniform, vanilla, "
+            "zero") in out
     assert "pos_encoding: learned, none, relative, rope, sinusoidal" in out
     assert "ffn: geglu, gelu, glu, relu, swiglu" in out
     assert "python -m seqforecast.train --multirun" in out

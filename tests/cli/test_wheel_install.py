@@ -64,7 +64,8 @@ def test_the_console_scripts_train_evaluate_predict_and_compare_from_an_empty_fo
 ):
     help_text = _run([str(installed / "seqforecast-train"), "--help"], cwd=tmp_path).stdout
     assert ("attention: autocorrelation, destationary, diff, einsum, flow, fourier, "
-            "learned_mixing, no_mixing, normlin, probsparse, sigmoid, vanilla") in help_text
+            "learned_mixing, no_mixing, normlin, probsparse, sigmoid, uniform, vanilla, "
+            "zero") in help_text
     job = _run([str(installed / "seqforecast-train"), "experiment=patchtst", "data.path=x.csv",
                 "--cfg", "job", "--resolve"], cwd=tmp_path).stdout
     assert "patch_len: 16" in job

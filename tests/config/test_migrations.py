@@ -225,3 +225,12 @@ def test_a_csv_run_saved_before_the_time_steps_check_reads_its_rows_as_it_did():
     validate_config(current)
     assert current["data"]["missing_times"] == "keep"
     assert "missing_times" not in migrate(resolved(compose_config()))["data"]  # synthetic data
+
+
+def test_a_run_saved_before_the_published_key_migrates_to_the_config_composed_today():
+    """The root's `published` (with config_version 5): a run saved before it named none, so its
+    migrated config is the one composed now, and resume= and skip_completed= accept it."""
+    old = resolved(compose_config())
+    old["config_version"] = 4
+    del old["published"]
+    assert migrate(old) == resolved(compose_config())
