@@ -79,14 +79,19 @@ def study_command(argv: list[str]) -> None:
     cells = study.select(_list(options["models"]), _list(options["cells"]))
     study_dir = Path(options["dir"] or f"outputs/study/{study.name}")
     sources = [Path(d) for d in _list(options["from"]) or []]
-    failed = [] if report_only else run_cells(study, cells, study_dir, overrides,
-                                              held_jobs(study, sources))
+    failed, stopped = ([], None) if report_only else run_cells(
+        study, cells, study_dir, overrides, held_jobs(study, sources))
     command = "python -m seqforecast.study " + " ".join(shlex.quote(a) for a in argv)
     selection = " ".join(f"{k}={options[k]}" for k in ("models", "cells") if options[k])
     report = build_report(study, study_dir, sources, command, cells, selection or None)
     json_path, md_path = write_report(report, study_dir)
     print(markdown(report), end="")
     print(f"written to {md_path} and {json_path}")
+    if stopped:  # the sweep printed why, in one line
+        print(f"[study] stopped at {stopped}: its launcher submitted no job (the error above); "
+              f"the cells after it were not launched, the runs done are kept and reported: the "
+              f"same command again runs what is missing", file=sys.stderr)
+        sys.exit(2)
     if failed:
         print(f"[study] cells with failed jobs: {', '.join(failed)} (reasons above and in "
               f"each cell's summary.json)", file=sys.stderr)
