@@ -25,27 +25,7 @@ from ..cli_helpers import REPO
 pytestmark = pytest.mark.slurm
 
 SCRIPT = REPO / "scripts" / "slurm_cluster.py"
-QUICK = ["experiment=quick", "data.train_size=64", "data.val_size=16", "log.figures=false"]
-# Two quick jobs, then one long enough (about 0.2 s an epoch here) to be cancelled after its
-# first epoch's checkpoint and before its last; never stopped early (patience), so the job run
-# again trains exactly the epochs left.
-GRID = f"""
-title: A study on SLURM
-sweep: {{group: attention}}
-seeds: [0]
-models:
-  quick:
-    overrides: [{", ".join(QUICK)}, epochs=1]
-    values: [vanilla, einsum]
-    cells:
-      h4: [out_len=4]
-  long:
-    overrides: [experiment=quick, data.train_size=2048, data.val_size=16, log.figures=false,
-                epochs=60, trainer.patience=1000]
-    values: [vanilla]
-    cells:
-      h4: [out_len=4]
-"""
+GRID = REPO / "tests" / "cli" / "slurm_study.yaml"  # two quick jobs and a long one
 # What the launcher asks of SLURM: the node has 2 CPUs, partition cpu
 LAUNCHER = ["hydra/launcher=slurm", "hydra.launcher.partition=cpu",
             "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=1",
@@ -109,7 +89,7 @@ def studied(cluster, tmp_path_factory):
     """The study dispatched to the cluster; its long job cancelled once its first checkpoint is
     written; the same command again, once that job has left the queue."""
     base = tmp_path_factory.mktemp("study")
-    (base / "slurm.yaml").write_text(GRID)
+    shutil.copy(GRID, base / "slurm.yaml")
     long_dir = run_dir(base, "long")
     started = time.monotonic()
     with open(base / "first.out", "w") as out, open(base / "first.err", "w") as err:
