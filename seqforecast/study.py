@@ -114,7 +114,7 @@ def study_command(argv: list[str]) -> None:
             check_budget(plan, budget)
         if mode == "plan":
             return
-    failed = []
+    failed, stopped = [], None
     if mode is None:
         configs = configurations(study, cells, study_dir, overrides, held)
         left = sum(len(c.left) for c in configs)
@@ -128,13 +128,18 @@ def study_command(argv: list[str]) -> None:
             return (sum(f"{model}/{cell}" in labels for model, cell, _, _ in runs),
                     sum(f"{f['model']}/{f['cell']}" in labels for f in failures))
 
-        failed = run_cells(study, cells, study_dir, overrides, held, progress)
+        failed, stopped = run_cells(study, cells, study_dir, overrides, held, progress)
     command = "python -m seqforecast.study " + " ".join(shlex.quote(a) for a in argv)
     selection = " ".join(f"{k}={options[k]}" for k in ("models", "cells") if options[k])
     report = build_report(study, study_dir, sources, command, cells, selection or None)
     json_path, md_path = write_report(report, study_dir)
     print(markdown(report), end="")
     print(f"written to {md_path} and {json_path}")
+    if stopped:  # the sweep printed why, in one line
+        print(f"[study] stopped at {stopped}: its launcher submitted no job (the error above); "
+              f"the cells after it were not launched, the runs done are kept and reported: the "
+              f"same command again runs what is missing", file=sys.stderr)
+        sys.exit(2)
     if failed:
         print(f"[study] cells with failed jobs: {', '.join(failed)} (reasons above and in "
               f"each cell's summary.json)", file=sys.stderr)

@@ -14,7 +14,10 @@ module decides only where a run goes and how it ends:
   resume=<run_dir> would, instead of training its epochs again;
 - bad input (config values, data files, checkpoints, run dirs): one line on stderr, exit 2;
 - non-finite loss: one line naming epoch and step, exit 3;
-- SIGINT/SIGTERM: a checkpoint, a line saying how to resume, exit 130/143.
+- SIGINT/SIGTERM: a checkpoint, a line saying how to resume, exit 130/143;
+- a sweep whose launcher submitted no job (sbatch refused or missing: a SLURM controller that
+  does not answer): one line, exit 4 (seqforecast/launcher_errors.py); a scheduler's job that
+  ended without a result (scancel, out of time): one line, exit 2, like a failed job.
 
 In --multirun a failing job raises instead of exiting, so Hydra records it as failed and runs
 the other jobs; the sweep's summary.json lists every job's status (seqforecast/callbacks.py).
@@ -50,6 +53,7 @@ from .config.rundir import (
 )
 from .config.runmode import mode_by_flags
 from .config.saved import run_choices, saved_choices, saved_config, saved_overrides
+from .launcher_errors import NOT_SUBMITTED, job_lost, submission_failure
 from .runs.training import current_config, run_training
 from .training.checkpoint import CheckpointError, load_checkpoint
 from .training.distributed import Distributed, from_env, init_from_env, shutdown
@@ -289,6 +293,18 @@ def _compose_and_run(ctx: Distributed) -> None:
     except JobFailed as err:  # a sweep's failed job, recorded in its summary.json
         fail(f"a sweep job failed: {err} (every job's status: summary.json in the sweep dir)",
              2, ctx)
+    except Exception as err:  # a launcher's own error (a scheduler's), or a bug: re-raised
+        refused = submission_failure(err)
+        if refused is not None:
+            fail(f"{refused}; no job of this sweep was submitted and no run dir changed: the "
+                 f"same command again (skip_completed=true) runs what is missing once it can",
+                 NOT_SUBMITTED, ctx)
+        lost = job_lost(err)
+        if lost is None:
+            raise
+        fail(f"a sweep job failed: {lost}; the same command again with skip_completed=true "
+             f"continues a run it stopped part-way from its last checkpoint (once the sweep's "
+             f"other jobs have left squeue)", 2, ctx)
 
 
 if __name__ == "__main__":

@@ -29,9 +29,10 @@ PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 
 
 def _study(args: list[str]) -> None:
-    """A study command: its arguments parse, and the study it names loads (its grid)."""
+    """A study command: its arguments parse, and the study it names loads (its grid; a file's
+    path is the repository's, where the pages' commands run)."""
     name = study.parse(args)[0]
-    load_study(name)
+    load_study(str(REPO / name) if name.endswith((".yaml", ".yml")) else name)
 
 
 # Each tool's own parser: what its command line would accept or refuse.

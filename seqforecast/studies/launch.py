@@ -5,7 +5,9 @@ launcher the user names (the basic one in-process, `hydra/launcher=joblib` on on
 The seeds are swept before the values, so jobs run seed by seed, each seed's whole row of
 values together: a study stopped part-way leaves complete pairs, not one side of them.
 `skip_completed=true` makes a rerun of the same command train only the jobs not yet completed;
-the jobs a `from` report or dir holds completed are not launched at all.
+the jobs a `from` report or dir holds completed are not launched at all. A launcher that submits
+no job (a SLURM controller that does not answer) stops the study at that cell: every later cell
+would fail the same way.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..launcher_errors import NOT_SUBMITTED
 from .grid import Cell, Study
 
 SUBDIR = "${{hydra.runtime.choices.{group}}}-seed${{seed}}"  # <value>-seed<seed>
@@ -65,12 +68,14 @@ def sweeps(study: Study, cell: Cell, held: set[tuple]) -> list[tuple[tuple[int, 
 
 def run_cells(study: Study, cells: list[Cell], study_dir: Path, extra: list[str],
               held: set[tuple] = frozenset(),
-              progress: Callable[[], tuple[int, int]] | None = None) -> list[str]:
+              progress: Callable[[], tuple[int, int]] | None = None
+              ) -> tuple[list[str], str | None]:
     """Run each cell's multirun(s) in turn, leaving out the jobs `held` elsewhere (a `from`
     report or dir); returns the cells whose sweep did not exit cleanly (a failed job: its reason
-    is in the cell's summary.json and in the report). `progress()`: the jobs of `cells` done
-    and failed so far, said after each cell with the time the rest should take at the pace of
-    this launch."""
+    is in the cell's summary.json and in the report), and the cell at which the study stopped
+    because its launcher submitted no job (None where it did not: the sweep printed why).
+    `progress()`: the jobs of `cells` done and failed so far, said after each cell with the
+    time the rest should take at the pace of this launch."""
     failed = []
     total = len(study.seeds) * sum(len(study.values[c.model]) for c in cells)
     started, done_before = time.monotonic(), progress()[0] if progress else 0
@@ -80,16 +85,18 @@ def run_cells(study: Study, cells: list[Cell], study_dir: Path, extra: list[str]
         kept = len(study.seeds) * len(study.values[cell.model]) - jobs
         print(f"[study] {cell.label}: {jobs} jobs in {cell_dir(study_dir, cell)}"
               + (f" ({kept} held by from=)" if kept else ""), file=sys.stderr, flush=True)
-        codes = [subprocess.run(multirun_command(study, cell, study_dir, extra, seeds,
-                                                 values)).returncode
-                 for seeds, values in todo]
-        if any(codes):
-            failed.append(cell.label)
+        for seeds, values in todo:
+            code = subprocess.run(multirun_command(study, cell, study_dir, extra, seeds,
+                                                   values)).returncode
+            if code == NOT_SUBMITTED:
+                return failed, cell.label
+            if code and cell.label not in failed:
+                failed.append(cell.label)
         if progress:
             print("[study] " + progress_line(*progress(), total, done_before,
                                              time.monotonic() - started),
                   file=sys.stderr, flush=True)
-    return failed
+    return failed, None
 
 
 def progress_line(done: int, failed: int, total: int, done_before: int,

@@ -347,6 +347,36 @@ def test_a_study_run_from_its_report_trains_only_the_jobs_the_report_lacks(ran, 
     assert rows["gaussian"]["ratio"]["n"] == 2
 
 
+@pytest.mark.slow
+def test_a_launcher_that_submits_no_job_stops_the_study_in_one_line(ran, tmp_path, monkeypatch):
+    """hydra/launcher=slurm where SLURM is not (no srun on PATH): the first cell's sweep
+    submits nothing and says why in one line (seqforecast.train exits 4); the study stops
+    there, exit 2, its later cells not launched, every run and the report as they were. (A
+    controller that does not answer: tests/cli/test_slurm_cluster.py, against a real one.)"""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    base, _ = ran
+    copy = tmp_path / "study"
+    shutil.copytree(base, copy)
+    out = copy / "outputs" / "study" / "tiny"
+    kept = {p: p.read_bytes() for p in out.rglob("*")
+            if p.is_file() and p.name in ("metrics.json", "status.json")}
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))  # no srun, no sbatch
+    proc = study(["tiny.yaml", "hydra/launcher=slurm", "trainer.num_threads=1"], copy,
+                 check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("error: ")]
+    assert line.startswith("error: SLURM is not installed here (no srun on PATH)"), line
+    assert "no job of this sweep was submitted and no run dir changed" in line
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        "[study] stopped at tiny/h4: its launcher submitted no job")
+    assert "tiny/h6" not in proc.stderr  # the next cell was not launched
+    assert {p: p.read_bytes() for p in kept} == kept
+    report = json.loads((out / "study.json").read_text())
+    assert [row["value"] for row in report["cells"][0]["rows"]] == ["mse", "gaussian"]
+
+
 KNOWN_GRID = """
 sweep: {group: attention}
 seeds: [0, 1, 2]
