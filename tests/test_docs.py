@@ -346,15 +346,17 @@ def test_the_literature_speed_tables_are_their_reports():
 
 
 def test_the_attention_study_page_is_its_reports():
-    """The tables on docs/benchmarks/attention_study.md are benchmarks/attention_study.json's,
-    attention_study_variate.json's, attention_controls.json's, attention_controls_variate.json's
-    then attention_controls_gated.json's, as `python -m seqforecast.study` prints them, and each
+    """The tables on docs/benchmarks/attention_study.md are benchmarks/attention_field.json's
+    (the verdict at the top), then attention_study.json's, attention_study_variate.json's,
+    attention_controls.json's, attention_controls_variate.json's and
+    attention_controls_gated.json's, as `python -m seqforecast.study` prints them, and each
     report's .md beside it too."""
     from seqforecast.studies.report import markdown
 
     printed = {name: markdown(json.loads((REPO / "benchmarks" / f"{name}.json").read_text()))
-               for name in ("attention_study", "attention_study_variate", "attention_controls",
-                            "attention_controls_variate", "attention_controls_gated")}
+               for name in ("attention_field", "attention_study", "attention_study_variate",
+                            "attention_controls", "attention_controls_variate",
+                            "attention_controls_gated")}
     page = (REPO / "docs" / "benchmarks" / "attention_study.md").read_text()
     assert _table_rows(page) == [row for text in printed.values() for row in _table_rows(text)]
     for name, text in printed.items():
@@ -598,3 +600,13 @@ def test_every_name_a_page_imports_from_seqforecast_is_there(page):
     for dotted in CALLED.findall(text):
         module, _, name = dotted.rpartition(".")
         assert hasattr(importlib.import_module(module), name), f"{page.name}: no {dotted}"
+
+
+def test_the_large_files_table_is_its_report():
+    """speed.md's table of Electricity and Traffic is benchmarks/large_files.json as
+    bench_large_files.py prints it, and its .md beside it too."""
+    report = json.loads((REPO / "benchmarks" / "large_files.json").read_text())
+    printed = load_script("bench_large_files.py").markdown(report)
+    page = (REPO / "docs" / "benchmarks" / "speed.md").read_text()
+    assert "\n".join(_table_rows(printed)) in page
+    assert (REPO / "benchmarks" / "large_files.md").read_text() == printed

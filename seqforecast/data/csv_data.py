@@ -19,7 +19,7 @@ import torch
 from .csv_series import DataError, Series, check_scaled, read_series, read_table
 from .gaps import GapFiller
 from .scaling import Scaler, fit_scaler
-from .splits import FileTargets, ForecastData, Split, add_fingerprints
+from .splits import FileTargets, ForecastData, Split, WindowSplit, add_fingerprints
 from .time_features import feature_names, time_features
 from .windows import (
     SPLITS,
@@ -77,6 +77,14 @@ def csv_data(
                                if data_cfg["time_features"] else [])
     if mark_names:
         marks = time_features(series.times, data_cfg["time_freq"])  # [rows, k]
+    # A file without gaps: its windows are index arithmetic over one buffer of its rows (the
+    # calendar features as further channels), as the field's loaders read them, instead of
+    # copies (in_len + out_len rows each). The same numbers either way: each window's
+    # values are those rows, in float32.
+    rows_buffer = None
+    if not filler.has_gaps:
+        buffer = scaled if marks is None else np.concatenate([scaled, marks], axis=1)
+        rows_buffer = torch.from_numpy(buffer).float().to(device)  # [rows, C + k]
     splits, info, files = {}, {}, {}
     for name in SPLITS:
         span = ranges[name]
@@ -93,14 +101,18 @@ def csv_data(
                 f"window needs {need}"
             )
         inputs, targets = window_rows(starts, in_len, out_len)
-        src, target = to_tensors(
-            filler.inputs(inputs, np.asarray(starts)),
-            filler.targets(targets, span, name, n_targets),
-            n_targets,
-        )
-        if marks is not None:  # [N, in_len, C] + [N, in_len, k]
-            src = torch.cat([src, torch.from_numpy(marks[inputs]).float()], dim=-1)
-        splits[name] = Split(src.to(device), target.to(device))
+        if rows_buffer is not None:  # every window a slice of the one buffer of rows
+            splits[name] = WindowSplit(rows_buffer, torch.tensor(starts, device=device),
+                                       in_len, out_len, n_targets, None)
+        else:  # a gap is filled window by window (from that window's past only): copies
+            src, target = to_tensors(
+                filler.inputs(inputs, np.asarray(starts)),
+                filler.targets(targets, span, name, n_targets),
+                n_targets,
+            )
+            if marks is not None:  # [N, in_len, C] + [N, in_len, k]
+                src = torch.cat([src, torch.from_numpy(marks[inputs]).float()], dim=-1)
+            splits[name] = Split(src.to(device), target.to(device))
         files[name] = FileTargets(targets, series.values, n_targets, data_cfg["fill"])
         info[name] = split_info(span, starts, in_len, out_len, stride, protocol, series)
     test = splits["test"]
@@ -110,7 +122,7 @@ def csv_data(
         test=test,
         n_features=len(columns) + len(mark_names),
         n_targets=n_targets,
-        probe=Split(test.src[-1:], test.target[-1:]),  # the newest test window
+        probe=Split(*test.take(slice(len(test) - 1, len(test)))),  # the newest test window
         scaler=scaler,
         state={
             "columns": columns,

@@ -42,13 +42,26 @@ def least_squares(
 ) -> tuple[Tensor, Tensor]:
     """Closed-form fit y ~ x @ w + b in float64 with a tiny ridge: x [N, k], y [N, m] ->
     (w [k, m], b [m]). `weight` [N]: each sample's error counts weight² times."""
+    return solve_normal(*normal_equations(x, y, weight), ridge)
+
+
+def normal_equations(x: Tensor, y: Tensor, weight: Tensor | None = None
+                     ) -> tuple[Tensor, Tensor]:
+    """(x'x, x'y) of the fit y ~ [x, 1] @ w in float64: [k + 1, k + 1], [k + 1, m]. Sums over
+    the samples, so those of several batches of samples add up to the whole's (a fit too large
+    to hold at once: `solve_normal(sum of grams, sum of x'y)`)."""
     x = torch.cat([x.double(), torch.ones(len(x), 1, dtype=torch.float64, device=x.device)], 1)
     y = y.double()
     if weight is not None:
         w = weight.double()[:, None]
         x, y = x * w, y * w
-    gram = x.T @ x + ridge * torch.eye(x.shape[1], dtype=x.dtype, device=x.device)
-    solution = torch.linalg.solve(gram, x.T @ y)  # [k + 1, m]
+    return x.T @ x, x.T @ y
+
+
+def solve_normal(gram: Tensor, xty: Tensor, ridge: float = 1e-6) -> tuple[Tensor, Tensor]:
+    """The least-squares (w [k, m], b [m]) from normal_equations' sums, with a tiny ridge."""
+    gram = gram + ridge * torch.eye(gram.shape[0], dtype=gram.dtype, device=gram.device)
+    solution = torch.linalg.solve(gram, xty)  # [k + 1, m]
     return solution[:-1], solution[-1]
 
 

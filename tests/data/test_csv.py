@@ -255,3 +255,42 @@ def test_the_test_windows_fingerprint_ignores_the_columns_read_beside_the_target
     fills = {data(gappy, fill=fill).info["test"]["fingerprint"] for fill in ("ffill",
                                                                             "interpolate")}
     assert len(fills) == 2 and test_print not in fills
+
+
+def test_a_file_without_gaps_holds_its_rows_once_and_each_window_is_those_rows(tmp_path):
+    """A file without gaps: every split's windows are index arithmetic over one buffer of the
+    scaled rows (calendar features beside them), never copied window by window (Electricity's
+    windows, copied, took 20 GB here), and each window is exactly the rows it names: the
+    copies a gap makes (data.fill) hold the same numbers where nothing was missing."""
+    from seqforecast.data.splits import WindowSplit, fingerprint
+    from seqforecast.data.windows import forecast_starts, window_rows
+
+    path = write_price_file(tmp_path / "prices.csv")
+    values = {"target": "price", "features": ["load"], "time_column": "time", "in_len": 24,
+              "out_len": 12, "split": [0.7, 0.15, 0.15], "time_features": True,
+              "time_freq": "h"}
+    data = csv_data(csv_cfg(path, **values), torch.device("cpu"))
+    splits = [data.train, data.val, data.test]
+    assert all(isinstance(s, WindowSplit) for s in splits)
+    assert splits[0].values is splits[1].values is splits[2].values  # one buffer of the rows
+    assert splits[0].values.shape[0] == 200 and data.n_features == splits[0].values.shape[1]
+    series = read_series(str(path), ["price", "load"], "time")
+    scaled = data.scaler.transform(series.values)
+    for name, split in zip(("train", "val", "test"), splits, strict=True):
+        start, stop = data.info[name]["rows"]
+        starts = forecast_starts(range(start, stop), 24, 12, 1)
+        inputs, targets = window_rows(starts, 24, 12)
+        torch.testing.assert_close(split.src[..., :2], torch.from_numpy(scaled[inputs]).float(),
+                                   rtol=0, atol=0)
+        torch.testing.assert_close(split.target, torch.from_numpy(scaled[targets][..., :1])
+                                   .float(), rtol=0, atol=0)
+        # the fingerprint hashed in chunks is the whole's
+        assert fingerprint(split, data, chunk=7) == fingerprint(
+            Split(split.src, split.target), data, chunk=len(split))
+    # a gap elsewhere (the last row) makes copies: the windows that do not reach it are equal
+    gappy = write_price_file(tmp_path / "gappy.csv", gap_at=199)
+    copied = csv_data(csv_cfg(gappy, **values, fill="ffill"), torch.device("cpu"))
+    assert not isinstance(copied.train, WindowSplit)
+    assert torch.equal(copied.train.src, data.train.src)
+    assert torch.equal(copied.val.target, data.val.target)
+    assert torch.equal(data.probe.src, data.test.src[-1:])  # the newest test window

@@ -3,6 +3,7 @@
 import argparse
 import importlib.util
 import json
+import math
 import subprocess
 import sys
 
@@ -321,3 +322,44 @@ def test_gpu_visit_refuses_cuda_where_there_is_none(tmp_path):
     proc = subprocess.run([sys.executable, str(REPO / "scripts" / "gpu_visit.py"), "--out",
                            str(tmp_path)], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 2 and "--device cuda needs a CUDA device" in proc.stderr
+
+
+def test_bench_large_files_times_each_model_at_a_files_shape_by_its_name(tmp_path):
+    """Each file of the given shape is written under its catalog name and run by name with its
+    published settings; each case's step, epoch and peak memory come back as a row; a case
+    that runs out of memory is a row saying so, not the benchmark's end."""
+    out = tmp_path / "large.json"
+    table = run_script(
+        "bench_large_files.py", "--shape", "electricity=1200x5", "traffic=1200x7",
+        "--models", "itransformer", "timexer", "--horizons", "96", "--steps", "1",
+        "--in-process", "--data-dir", str(tmp_path / "data"), "--out", str(out),
+        "--set", "d_model=16", "ffn.d_ff=16", "model.encoder_layers=1", "batch_size=8",
+        cwd=tmp_path)
+    report = json.loads(out.read_text())
+    assert report["shapes"] == {"electricity": [1200, 5], "traffic": [1200, 7]}
+    header = (tmp_path / "data" / "traffic.csv").read_text().splitlines()[0]
+    assert header == "date,0,1,2,3,4,5,OT"
+    cases = {(c["file"], c["model"]): c for c in report["cases"]}
+    assert set(cases) == {(f, m) for f in ("electricity", "traffic")
+                          for m in ("itransformer", "timexer")}
+    for case in cases.values():
+        assert case["status"] == "ok" and case["step_seconds"] > 0 and case["peak_mib"] > 0
+        # the catalog's borders at this shape: 70% train, 20% test, the windows of each
+        assert case["test_windows"] == 240 - 96 + 1 and case["val_windows"] == 120 - 96 + 1
+        # batches of 8 windows, the last incomplete one dropped where the recipe drops it
+        assert case["train_windows"] // 8 <= case["steps_per_epoch"] <= math.ceil(
+            case["train_windows"] / 8)
+        assert case["epoch_seconds"] >= case["steps_per_epoch"] * case["step_seconds"]
+    assert "| traffic | timexer | 96 |" in table
+    assert table.endswith(out.with_suffix(".md").read_text() + "\n")  # the table printed last
+    bench = load_script("bench_large_files.py")
+
+    def no_memory(spec):
+        raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate")
+
+    bench.measure = no_memory
+    spec = {"file": "traffic", "model": "patchtst", "horizon": 96, "memory_gib": 20,
+            "capped": False}
+    row = bench.worker(spec)
+    assert row["status"] == "out of memory: needs more than 20 GiB of address space"
+    assert "out of memory" in bench.markdown({**report, "cases": [row]})

@@ -77,3 +77,29 @@ def test_several_seasons_give_a_seasonal_naive_each():
         several["seasonal_naive_7"](src)[0, :, 0], src[0, [*range(29, 36), *range(29, 34)], 0]
     )
     assert "seasonal_naive" not in fit_baselines(Split(src, target), 0)
+
+
+def test_nlinear_fitted_batch_by_batch_is_the_fit_of_every_window(monkeypatch):
+    """A fit whose windows hold more than FIT_ONCE_VALUES values reads them in batches and adds
+    up the normal equations: the same map as one fit of every window (to float64's rounding),
+    where one fit below the threshold is the very computation it always was."""
+    from seqforecast.training import baselines
+
+    gen = torch.Generator().manual_seed(2)
+    src = torch.randn(300, 10, 3, generator=gen)
+    target = torch.randn(300, 4, 3, generator=gen) + src[:, -4:] * 0.5
+    whole = NLinear.fit(src, target)
+    parts = NLinear.fit_batches((src[i : i + 37], target[i : i + 37]) for i in range(0, 300, 37))
+    torch.testing.assert_close(parts.weight, whole.weight, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(parts.bias, whole.bias, rtol=1e-5, atol=1e-6)
+    batches = list(baselines.fit_batches(Split(src, target), 200_000))
+    assert len(batches) == 1  # 300 x 14 x 3 values: one fit, as before
+    monkeypatch.setattr(baselines, "FIT_ONCE_VALUES", 1000)
+    monkeypatch.setattr(baselines, "FIT_BATCH_VALUES", 420)  # 10 windows a batch
+    batches = list(baselines.fit_batches(Split(src, target), 200_000))
+    assert [len(b[0]) for b in batches] == [10] * 30
+    assert torch.equal(torch.cat([b[0] for b in batches]), src)
+    sampled = list(baselines.fit_batches(Split(src, target), 100))  # evenly spaced, batched
+    assert torch.equal(torch.cat([b[1] for b in sampled]), Split(src, target).sample(100).target)
+    batched = fit_baselines(Split(src, target))["nlinear"]
+    torch.testing.assert_close(batched(src), whole(src), rtol=1e-5, atol=1e-5)
