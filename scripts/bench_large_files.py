@@ -129,10 +129,12 @@ def measure(spec: dict) -> dict:
         eval_batch = int(cfg.trainer.eval_batch_size)
         val, test = loop.data.val, loop.data.test
         started = time.perf_counter()
-        predict(loop.net, val.src[:eval_batch], eval_batch)
+        # take() gathers just these windows; val.src would gather every one of them
+        predict(loop.net, val.take(slice(0, eval_batch))[0], eval_batch)
         eval_seconds = time.perf_counter() - started
         parameters = sum(p.numel() for p in loop.net.parameters())
-    peak = memory.report()
+        peak = memory.report()
+        calibration = calibrate(loop, cfg) if spec.get("calibration") else {}
     epochs = int(cfg.trainer.epochs)
     val_seconds = eval_seconds * math.ceil(len(val) / eval_batch)
     test_seconds = eval_seconds * math.ceil(len(test) / eval_batch)
@@ -145,7 +147,34 @@ def measure(spec: dict) -> dict:
             "step_seconds": step_seconds, "eval_batch_seconds": eval_seconds,
             "epoch_seconds": epoch_seconds, "epochs": epochs,
             "run_hours_at_most": (epochs * epoch_seconds + test_seconds) / 3600,
-            "peak_mib": peak["peak_rss_mib"] - (peak["rss_at_start_mib"] or 0.0)}
+            "peak_mib": peak["peak_rss_mib"] - (peak["rss_at_start_mib"] or 0.0),
+            **calibration}
+
+
+def calibrate(loop, cfg) -> dict:
+    """The end of a run's conformal calibration (every forecaster calibrated on the validation
+    windows' errors and scored on the test windows: Evaluator.interval_metrics), timed, and the
+    resident set's peak while it runs above its size before."""
+    import torch
+    from omegaconf import OmegaConf
+
+    from seqforecast.training.memory import PeakMemory
+
+    intervals = OmegaConf.to_container(cfg.intervals, resolve=True)
+    memory = PeakMemory(torch.device("cpu"))
+    memory.start()
+    started = time.perf_counter()
+    try:
+        loop.evaluator.interval_metrics(loop.net, intervals)
+    except (MemoryError, RuntimeError) as err:  # the training step's row stands; this fails
+        if not isinstance(err, MemoryError) and "alloc" not in str(err).lower():
+            raise
+        return {"calibration_method": intervals["method"], "calibration_seconds": None,
+                "calibration_peak_mib": None}
+    seconds = time.perf_counter() - started
+    peak = memory.report()
+    return {"calibration_method": intervals["method"], "calibration_seconds": seconds,
+            "calibration_peak_mib": peak["peak_rss_mib"] - (peak["rss_at_start_mib"] or 0.0)}
 
 
 def worker(spec: dict) -> dict:
@@ -184,6 +213,7 @@ def markdown(report: dict) -> str:
         f"{MACHINE_GIB} GiB |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    calibrated = [r for r in report["cases"] if "calibration_seconds" in r]
     for r in report["cases"]:
         head = f"| {r['file']} | {r['model']} | {r['horizon']} |"
         if r["status"] != "ok":
@@ -194,6 +224,16 @@ def markdown(report: dict) -> str:
             f"{head} {r['in_len']} | {r['batch_size']} | {r['parameters']:,} | "
             f"{r['step_seconds']:.3g} | {r['steps_per_epoch']} | {r['epoch_seconds']:.0f} | "
             f"{r['epochs']} | {hours(r['run_hours_at_most'])} | {r['peak_mib']:.0f} | {fits} |")
+    if calibrated:
+        lines += ["", "The end of a run: every forecaster's conformal calibration on the "
+                  "validation windows and its scoring on the test windows (`--calibration`).", "",
+                  "| file | model | horizon | intervals | seconds | peak MiB |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {r['file']} | {r['model']} | {r['horizon']} | {r['calibration_method']} | "
+                  + (f"{r['calibration_seconds']:.0f} | {r['calibration_peak_mib']:.0f} |"
+                     if r["calibration_seconds"] is not None else
+                     f"out of memory: needs more than {report['memory_gib']:g} GiB of address "
+                     f"space | |") for r in calibrated]
     return "\n".join(lines) + "\n"
 
 
@@ -237,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="where the synthetic files are written (default: a temporary dir)")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds a case may take")
+    parser.add_argument("--calibration", action="store_true",
+                        help="also time the end of a run's conformal calibration, and its peak")
     parser.add_argument("--in-process", action="store_true",
                         help="each case in this process, uncapped (the tests)")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "large_files.json")
@@ -269,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
                             "data_dir": str(data_dir), "steps": args.steps,
                             "warmup": args.warmup, "memory_gib": args.memory_gib,
                             "capped": not args.in_process, "set": args.set,
+                            "calibration": args.calibration,
                             "shape": [] if shapes[file] == catalog[file] else
                             shape_overrides(*shapes[file])}
                     found = run_worker(__file__, spec, args.timeout,

@@ -278,6 +278,14 @@ def cli() -> None:
         _compose_and_run(ctx)
     finally:
         shutdown(ctx)
+    if ctx.enabled and not ctx.is_main:
+        # A finished rank other than the first (which wrote every file) leaves without the
+        # interpreter's teardown: under load, a thread of the torch runtime could still be
+        # joinable when its objects were destroyed at exit, and the rank aborted ("terminate
+        # called without an active exception") after its run had finished.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def _compose_and_run(ctx: Distributed) -> None:

@@ -4,6 +4,7 @@ scripts give them, and the key map that loads its official weights into this pac
     patchtst.py      PatchTST (model=encoder; experiment=patchtst)
     itransformer.py  iTransformer (model=itransformer; experiment=itransformer)
     timexer.py       TimeXer (model=timexer; experiment=timexer)
+    results.py       the published tables' results, which studies show beside their rows
 
 A published model's experiment names it (`published: <name>` in its YAML) and writes each key a
 setting may change as `${published:<key>,<the preset's value>}`: composing `experiment=<name>
@@ -35,7 +36,7 @@ from .registry import (
 )
 
 for _module in pkgutil.iter_modules(__path__):  # each published model registers itself
-    if _module.name not in ("common", "registry"):
+    if _module.name not in ("common", "registry", "results"):
         importlib.import_module(f"{__name__}.{_module.name}")
 
 from .itransformer import load_itransformer_weights, load_official_itransformer  # noqa: E402

@@ -8,6 +8,8 @@ seeds; read from a YAML file (this folder's `<name>.yaml`, or a path of one's ow
       fixed: 96                      # every cell's in_len (the fixed track)
       search: [96, 192, 336, 512]    # the candidates, the same for every value (arm)
       cells: [etth1-96, ettm1-336]   # the cells that search it (omitted: every cell)
+    references:                      # optional: rows scored beside the study's, trained by
+      linear: true                   # none of its jobs (references.py)
     models:
       <model>:
         overrides: [experiment=patchtst, ...]   # every job of the model
@@ -40,6 +42,7 @@ from omegaconf.errors import OmegaConfBaseException
 from ..options import ConfigError
 from ..published import horizons as published_horizons
 from ..published import published_overrides
+from .references import References
 
 STUDIES = Path(__file__).resolve().parent
 
@@ -73,6 +76,7 @@ class Study:
     values: dict[str, tuple[str, ...]]  # model -> the swept values, the reference first
     cells: tuple[Cell, ...]
     axes: dict[str, str] | None = None  # model -> the axis its swept position attends along
+    references: References | None = None  # the rows scored beside the study's (references.py)
 
     def axis(self, model: str) -> str:
         return (self.axes or {}).get(model, "time")
@@ -151,6 +155,7 @@ def load_study(name: str) -> Study:
             values={model: tuple(spec["values"]) for model, spec in models.items()},
             cells=cells,
             axes=axes,
+            references=References.parse(raw.get("references"), list(models)),
         )
     except ConfigError as err:
         raise StudyError(f"{path}: {err}") from None

@@ -29,8 +29,10 @@ from ..comparison.runs import (
     window_prints,
 )
 from ..config.saved import saved_choices
+from ..published.results import published_table
 from ..stats import paired_ratio, sign_test, summarize
 from .grid import Cell, Study, StudyError
+from .references import LINEAR, linear_fits, paper_count
 from .verdict import verdicts
 
 SPLIT = "test"
@@ -107,6 +109,8 @@ def report_runs(path: Path, study: Study) -> tuple[dict, list[dict]]:
                            "splits": {SPLIT: split}}
                 if kept.get("val_mse") is not None:  # reports since the lookback search
                     metrics["val"] = {"model": {"mse": kept["val_mse"]}}
+                if entry.get("linear"):  # a study with reference rows
+                    metrics["linear"] = entry["linear"]
                 config = {REPORTED: str(path), REPORTED_EXTRAS: entry.get("extra_overrides")}
                 runs[(cell.model, cell.name, row["value"], int(seed))] = Run(
                     Path(kept["run_dir"]), int(seed), config, [], metrics)
@@ -239,7 +243,46 @@ def _cell(study: Study, cell: Cell, runs: dict) -> dict:
     entry["test_fingerprint_v1"] = _known([recorder], "fingerprint_v1") if recorder else None
     entry["rows"] = [_row(v, value_runs, reference) for v, value_runs in by_value.items()
                      if value_runs]
+    if study.references:
+        _score_references(study, cell, entry, by_value)
     return entry
+
+
+def _score_references(study: Study, cell: Cell, entry: dict, by_value: dict) -> None:
+    """The cell's reference rows (references.py): its linear fits and the best of them, each
+    row's paired MSE ratio to that best fit, the MSE on the windows the model's published
+    loader scores, and the published rows of this cell."""
+    refs = study.references
+    runs = sorted((r for value_runs in by_value.values() for r in value_runs.values()),
+                  key=lambda r: (REPORTED in r.config, r.seed))  # a run dir's first
+    if refs.linear:
+        first = runs[0]
+        entry["linear"] = first.metrics.get("linear") or linear_fits(first.path)
+        best = min(entry["linear"], key=lambda name: entry["linear"][name]["mse"])
+        entry["best_linear"] = best
+        for row in entry["rows"]:
+            mse = {seed: run["mse"] for seed, run in row["runs"].items()}
+            pair = paired_ratio(mse, dict.fromkeys(mse, entry["linear"][best]["mse"]))
+            row["vs_linear"] = {"n": pair.n, "ratio": pair.ratio, "low": pair.low,
+                                "high": pair.high, "verdict": pair.verdict}
+    batch = refs.paper_batch.get(cell.model, 1)  # 1: every window is scored
+    for row in entry["rows"]:
+        for seed, kept in row["runs"].items():
+            run = by_value[row["value"]][seed]
+            if REPORTED in run.config:
+                paper = {"mse": run.metrics["run"].get("paper_mse"),
+                         "mae": run.metrics["run"].get("paper_mae")}
+            elif batch == 1:
+                paper = {"mse": kept["mse"], "mae": kept["mae"]}
+            else:
+                paper = paper_count(run.path, batch)
+            kept["paper_mse"], kept["paper_mae"] = paper["mse"], paper["mae"]
+        known = [r["paper_mse"] for r in row["runs"].values() if r["paper_mse"] is not None]
+        row["paper_mse"] = summarize(known).mean if len(known) == len(row["runs"]) else None
+    if refs.published:
+        rows = published_table(refs.published).rows.get(cell.name, {})
+        entry["published"] = {name: list(rows[name]) for name in (cell.model, "dlinear")
+                              if name in rows}
 
 
 def _searched(study: Study, cell: Cell, runs: dict) -> dict | None:
@@ -333,6 +376,11 @@ def build_report(study: Study, study_dir: Path, sources: list[Path], command: st
         "searched": searched,
         "searched_verdicts": verdicts(searched, references, axes),
         "sign_tests": signs,
+        "references": None if study.references is None else {
+            "linear": study.references.linear,
+            "published": study.references.published and published_table(
+                study.references.published).source,
+            "paper_batch": study.references.paper_batch},
         "failed": failed,
         "duplicates_set_aside": duplicates,
         "selection": selection,
@@ -376,6 +424,48 @@ def _verdict_lines(rows: list[dict], group: str) -> list[str]:
             f"{_ci(v['win_rate'], v['win_rate_ci'], 2)} | {_ci(v['skill'], v['skill_ci'])} | "
             f"{v['cells_lower']} / {v['cells_higher']} | {sign['below']}/{sign['above']}, "
             f"p = {sign['p']:.2g} | {v['verdict']} |")
+    return lines
+
+
+def _reference_lines(report: dict) -> list[str]:
+    """The cells beside their reference rows (references.py), a cell's models together: each
+    row's test MSE, MAE, the MSE on the windows its published loader scores, its paired ratio
+    to the cell's best linear fit; the linear fits; the published rows."""
+    refs = report["references"]
+    lines = ["", "## Beside the reference rows", "",
+             "| cell | forecaster | test MSE (every window) | MAE | MSE as the paper counts | "
+             "÷ best linear [95% CI] | verdict | published MSE |",
+             "|---|---|---|---|---|---|---|---|"]
+    by_cell: dict[str, list[dict]] = {}
+    for entry in report["cells"]:
+        if entry["rows"] and entry.get("track", "fixed") == "fixed":
+            by_cell.setdefault(entry["cell"], []).append(entry)
+    for name, entries in by_cell.items():
+        for entry in entries:
+            published = (entry.get("published") or {}).get(entry["model"])
+            for row in entry["rows"]:
+                shown = entry["model"] if len(entry["rows"]) == 1 else \
+                    f"{entry['model']} {row['value']}"
+                ratio = row.get("vs_linear")
+                lines.append(
+                    f"| {name} | {shown} ({len(row['seeds'])} seeds) | "
+                    f"{_f(row['mse'])}{_spread(row['mse_std'])} | {_f(row['mae'])} | "
+                    f"{_f(row.get('paper_mse'))} | {_interval(ratio) if ratio else '-'} | "
+                    f"{ratio['verdict'] if ratio else ''} | "
+                    f"{_f(published[0], 3) if published else ''} |")
+        linear = next((e for e in entries if e.get("linear")), None)
+        if linear:
+            pub = (linear.get("published") or {}).get("dlinear")
+            for fit, scores in linear["linear"].items():
+                best = " (best linear)" if fit == linear["best_linear"] else ""
+                lines.append(f"| {name} | {LINEAR.get(fit, fit)} (least squares){best} | "
+                             f"{_f(scores['mse'])} | {_f(scores['mae'])} | | | | "
+                             f"{_f(pub[0], 3) if pub and fit == 'dlinear' else ''} |")
+    batches = ", ".join(f"{m} {b}" for m, b in refs.get("paper_batch", {}).items())
+    counted = (f"the windows filling whole batches of its published test loader ({batches}; "
+               f"every window for the others)" if batches else "every window")
+    lines += ["", f"Published: {refs['published'] or 'none'}. Test windows: every one; the MSE "
+              f"as the paper counts: {counted}."]
     return lines
 
 
@@ -435,13 +525,16 @@ def markdown(report: dict) -> str:
                 f"{'' if ref else row['ratio']['verdict']} | {_f(row['seconds_per_epoch'], 1)} | "
                 f"{', '.join(str(e) for e in row['epochs_run'])} | {_f(row['peak_mib'], 0)} |"
             )
-    lines += ["", "Sign test over every pair (each seed of each cell) against the reference:",
-              "", f"| {group} | pairs | lower error | higher error | ties | p (two-sided) | "
-              f"per model (lower/higher) |", "|---|---|---|---|---|---|---|"]
+    if report["sign_tests"]:  # none where each model has one value (a leaderboard)
+        lines += ["", "Sign test over every pair (each seed of each cell) against the "
+                  "reference:", "", f"| {group} | pairs | lower error | higher error | ties | "
+                  f"p (two-sided) | per model (lower/higher) |", "|---|---|---|---|---|---|---|"]
     for s in report["sign_tests"]:
         per_model = "; ".join(f"{m} {t['below']}/{t['above']}" for m, t in s["by_model"].items())
         lines.append(f"| {s['value']} | {s['pairs']} | {s['below']} | {s['above']} | "
                      f"{s['ties']} | {s['p']:.3g} | {per_model or '-'} |")
+    if report.get("references"):
+        lines += _reference_lines(report)
     if report.get("searched"):
         lines += _searched_lines(report)
     # A cell the command did not ask for, with no run anywhere, was not meant to run.

@@ -100,22 +100,24 @@ class Evaluator:
         levels, coverages = intervals["quantiles"], intervals["levels"]
         self.adaptive_radius = {}
         with evaluation(model):
-            errors: dict[str, list[Tensor]] = {name: [] for name in forecasters}
-            for _, src, target, _, _, _ in self._batches("val"):
-                for name, forecast in forecasters.items():
-                    errors[name].append((target - forecast(src)).cpu())
-            residuals = {name: torch.cat(found) for name, found in errors.items()}
-            conformal = {name: SplitConformal(found) for name, found in residuals.items()}
-            self.calibration = conformal  # the model's is what predict draws its bands from
             sums = {name: IntervalSums(levels, coverages, self.n_series) for name in forecasters}
             if intervals["method"] == "adaptive":
+                residuals = {name: self._errors("val", forecast)
+                             for name, forecast in forecasters.items()}
+                self.calibration = {"model": SplitConformal(residuals["model"])}
                 self._adaptive_sums(forecasters, residuals, sums, intervals["gamma"])
             else:
-                for _, src, _, series, truth, scale in self._batches("test"):
-                    for name, forecast in forecasters.items():
-                        quantiles = conformal[name].quantiles(forecast(src).cpu(), levels)
-                        sums[name].add(self._to_raw(quantiles.to(truth), series), truth, scale,
-                                       series)
+                # One forecaster at a time, calibrated then scored, and only the model's
+                # calibration kept (predict's bands): at most one forecaster's errors are held
+                # unsorted (validation windows x horizon x targets: 2.4 GB at Electricity-720).
+                for name, forecast in forecasters.items():
+                    conformal = SplitConformal(self._errors("val", forecast))
+                    for _, src, _, series, truth, scale in self._batches("test"):
+                        quantiles = conformal.quantiles(forecast(src).cpu(), levels)
+                        sums[name].add(self._to_raw(quantiles.to(truth), series), truth,
+                                       scale, series)
+                    if name == "model":
+                        self.calibration = {"model": conformal}
             self.interval_sums = sums  # per series, for per_series.csv
             found = {name: sums.totals() for name, sums in sums.items()}
             own = self._own_interval_sums(model, levels, coverages)
@@ -123,6 +125,18 @@ class Evaluator:
             found["model"].update({OWN + k: v for k, v in own.totals().items()})
             self.interval_sums[OWN + "model"] = own
         return found
+
+    def _errors(self, split: str, forecast: Forecaster) -> Tensor:
+        """target - forecast [N, out_len, targets] over `split`'s windows, model units, on the
+        CPU: filled batch by batch into one tensor (no list of batches joined afterwards)."""
+        windows, filled, out = self.splits[split], 0, None
+        for _, src, target, _, _, _ in self._batches(split):
+            error = (target - forecast(src)).cpu()
+            if out is None:
+                out = error.new_empty((len(windows), *error.shape[1:]))
+            out[filled : filled + len(error)] = error
+            filled += len(error)
+        return out
 
     def _adaptive_sums(self, forecasters: Mapping, residuals: Mapping, sums: Mapping,
                        gamma: float) -> None:

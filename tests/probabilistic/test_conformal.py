@@ -42,6 +42,36 @@ def test_quantiles_never_cross_and_too_few_windows_give_an_open_interval():
         SplitConformal(torch.tensor([[math.nan]]))
 
 
+def test_float32_errors_sorted_in_slices_give_the_float64_bands_to_the_bit(monkeypatch):
+    """The calibration keeps float32 errors in float32, sorted a slice of columns at a time:
+    its quantiles and adaptive radii equal those of the float64 copy sorted whole (the
+    reference: what it held before), to the bit."""
+    from seqforecast.probabilistic import conformal
+
+    g = torch.Generator().manual_seed(3)
+    errors = torch.randn(101, H, T, generator=g) * SIGMA.float()  # float32, as a run's are
+    monkeypatch.setattr(conformal, "SORT_CHUNK_VALUES", 101 * 5)  # 5 columns a slice, of 12
+    split = SplitConformal(errors)
+    assert split.sorted.dtype == torch.float32
+    assert torch.equal(split.sorted.double(), errors.double().sort(dim=0).values)
+    point = torch.randn(7, H, T, generator=g)
+    levels = [0.005, 0.1, 0.5, 0.9, 0.995]
+    reference = errors.double().sort(dim=0).values
+    for i, q in enumerate(levels):
+        got = split.quantiles(point, levels)[..., i]
+        if q >= 0.5:
+            k = math.ceil(102 * q)
+            expected = point.double() + (reference[k - 1] if k <= 101 else math.inf)
+        else:
+            k = math.floor(102 * q)
+            expected = point.double() + (reference[k - 1] if k >= 1 else -math.inf)
+        assert got.dtype == torch.float64 and torch.equal(got, expected)
+    adaptive = AdaptiveConformal(errors, 0.8)
+    rate = torch.full((H, T), 0.2, dtype=torch.float64)
+    k = math.ceil(102 * 0.8)
+    assert torch.equal(adaptive.radius(rate), errors.double().abs().sort(dim=0).values[k - 1])
+
+
 def test_adaptive_conformal_recovers_coverage_when_the_errors_grow():
     g = torch.Generator().manual_seed(2)
     residuals = _errors(1000, g)

@@ -186,49 +186,6 @@ def test_profile_step_splits_the_loops_step_into_products_and_the_rest(tmp_path)
         load_script("profile_step.py").main(["--steps", "1000", "--out", str(out)])
 
 
-def test_bench_leaderboard_scores_every_model_beside_the_linear_fits_and_merges(tmp_path):
-    out = tmp_path / "lb.json"
-    run_script("bench_leaderboard.py", "--smoke", "--runs-dir", str(tmp_path / "runs"),
-               "--out", str(out), cwd=tmp_path)
-    cell = json.loads(out.read_text())["cells"]["etth1-24"]
-    assert {r["model"] for r in cell["runs"]} == {"itransformer", "patchtst", "timexer"}
-    assert all(r["status"] == "ok" and r["mse"] > 0 for r in cell["runs"])
-    itransformer = next(r for r in cell["runs"] if r["model"] == "itransformer")
-    # its loader scores every window: the same number (summed in float64 there)
-    assert abs(itransformer["paper_mse"] / itransformer["mse"] - 1) < 1e-6
-    fits = cell["linear"]
-    assert cell["summary"]["best_linear"] == min(fits, key=lambda n: fits[n]["mse"])
-    ratio = cell["summary"]["patchtst"]["vs_linear"]["ratio"]
-    best = fits[cell["summary"]["best_linear"]]["mse"]
-    assert abs(ratio - cell["summary"]["patchtst"]["mse"] / best) < 1e-9
-    merged = tmp_path / "merged.json"
-    run_script("bench_leaderboard.py", "--merge", str(out), str(out), "--out", str(merged),
-               cwd=tmp_path)
-    assert len(json.loads(merged.read_text())["cells"]["etth1-24"]["runs"]) == 3  # once each
-    # the three models and the two linear fits (no exogenous series: no fit of every input)
-    assert merged.with_suffix(".md").read_text().count("| etth1-24 |") == 5
-    assert "Published: none for these cells." in merged.with_suffix(".md").read_text()
-    # run again into the same runs dir: the completed run is found, not trained over
-    kept = tmp_path / "runs" / "etth1" / "h24" / "timexer" / "seed0" / "checkpoints" / "best.pt"
-    before = kept.stat().st_mtime_ns
-    again = tmp_path / "again.json"
-    run_script("bench_leaderboard.py", "--smoke", "--models", "timexer", "--runs-dir",
-               str(tmp_path / "runs"), "--out", str(again), cwd=tmp_path)
-    (rerun,) = json.loads(again.read_text())["cells"]["etth1-24"]["runs"]
-    first = next(r for r in cell["runs"] if r["model"] == "timexer")
-    assert rerun["reused"] and not first["reused"] and rerun["mse"] == first["mse"]
-    assert kept.stat().st_mtime_ns == before
-    # run again into the table's report: merged into it, the same run met again no repeat
-    run_script("bench_leaderboard.py", "--smoke", "--models", "timexer", "--runs-dir",
-               str(tmp_path / "runs"), "--out", str(out), cwd=tmp_path)
-    grown = json.loads(out.read_text())
-    assert [r["model"] for r in grown["cells"]["etth1-24"]["runs"]] == [
-        "itransformer", "patchtst", "timexer"]
-    assert grown["repeats"] == [] and [s["file"] for s in grown["merged_from"]] == [str(out), None]
-    assert all(r["report"]["command"].endswith(f"--out {out}") and "--models" not in
-               r["report"]["command"] for r in grown["cells"]["etth1-24"]["runs"])
-
-
 def test_an_official_runs_epochs_count_once_across_a_stop():
     leaderboard = load_script("bench_leaderboard.py")
     # the NP run's log: stopped after epoch 10's line, before its state was saved
@@ -238,22 +195,14 @@ def test_an_official_runs_epochs_count_once_across_a_stop():
     assert leaderboard.epoch_costs(log) == [1.5, 2.5, 30.5, 40.5]
 
 
-def test_bench_leaderboard_shows_each_cells_published_table():
-    leaderboard = load_script("bench_leaderboard.py")
-    rows, source = leaderboard.published_rows("np-24")  # the EPF markets: TimeXer's Table 2
-    assert rows["TimeXer"][0] == 0.236 and "TimeXer, Table 2" in source
-    rows, source = leaderboard.published_rows("etth1-96")
-    assert rows["iTransformer"] == (0.386, 0.405) and "iTransformer, Table 10" in source
-    assert leaderboard.published_rows("etth1-24") == ({}, None)
-
-
 def test_bench_leaderboard_refuses_a_cell_without_a_published_setting(tmp_path, capsys):
     leaderboard = load_script("bench_leaderboard.py")
     for argv, message in ((["--datasets", "illness"], "no setting for dataset=illness"),
-                          (["--horizons", "48"], "no setting for out_len=48")):
+                          (["--horizons", "48"], "no setting for out_len=48"),
+                          ([], "the leaderboard's own runs are a study")):
         with pytest.raises(SystemExit) as exit_:
-            leaderboard.main([*argv, "--runs-dir", str(tmp_path), "--out",
-                              str(tmp_path / "lb.json")])
+            leaderboard.main([*(["--official", str(tmp_path)] if argv else []), *argv,
+                              "--runs-dir", str(tmp_path), "--out", str(tmp_path / "lb.json")])
         assert exit_.value.code == 2
         assert message in capsys.readouterr().err
     assert not (tmp_path / "lb.json").exists()  # nothing ran
@@ -352,6 +301,19 @@ def test_bench_large_files_times_each_model_at_a_files_shape_by_its_name(tmp_pat
         assert case["epoch_seconds"] >= case["steps_per_epoch"] * case["step_seconds"]
     assert "| traffic | timexer | 96 |" in table
     assert table.endswith(out.with_suffix(".md").read_text() + "\n")  # the table printed last
+    assert "calibration_seconds" not in cases["traffic", "timexer"]  # not asked for
+    # --calibration: the end of a run's conformal calibration timed beside, its peak measured
+    calibrated = tmp_path / "calibrated.json"
+    run_script("bench_large_files.py", "--shape", "electricity=1200x5", "--files", "electricity",
+               "--models", "itransformer", "--horizons", "96", "--steps", "1", "--in-process",
+               "--calibration", "--data-dir", str(tmp_path / "data"), "--out", str(calibrated),
+               "--set", "d_model=16", "ffn.d_ff=16", "model.encoder_layers=1", "batch_size=8",
+               cwd=tmp_path)
+    (case,) = json.loads(calibrated.read_text())["cases"]
+    assert case["calibration_method"] == "split" and case["calibration_seconds"] > 0
+    assert case["calibration_peak_mib"] >= 0
+    text = calibrated.with_suffix(".md").read_text()
+    assert "| electricity | itransformer | 96 | split |" in text
     bench = load_script("bench_large_files.py")
 
     def no_memory(spec):

@@ -18,16 +18,6 @@ def _write(path, report):
 # ---------------------------------------------------------------- bench_leaderboard.py
 
 
-def _lb_run(seed, mse, **more):
-    return {"dataset": "etth1", "horizon": 96, "model": "itransformer", "variant": "",
-            "seed": seed, "status": "ok", "mse": mse, "mae": mse + 0.02, "paper_mse": mse,
-            "paper_mae": mse + 0.02, "best_epoch": 3, "epochs_run": 6, "train_seconds": 60.0,
-            "wall_seconds": 70.0, "reused": False, "test_windows": 2785,
-            "run_dir": f"runs/seed{seed}",
-            "linear": {"nlinear": {"mse": 0.383, "mae": 0.392},
-                       "dlinear": {"mse": 0.3815, "mae": 0.393}}, **more}
-
-
 def _lb_speed(steps_ratio, rounds):
     return {"model": "timexer", "variant": "", "set": [], "dataset": "etth1", "horizon": 96,
             "threads": 1, "batch": 4, "steps": 2113, "rounds": rounds,
@@ -36,74 +26,89 @@ def _lb_speed(steps_ratio, rounds):
             "speedup_train": steps_ratio, "speedup_epoch": 130.0 / 110.0}
 
 
-def _lb_report(command, machine, runs, speed=(), official=None):
-    return {"command": command, "machine": machine,
-            "protocol": {"in_len": 96, "units": "z (training rows)", "paper_batch": 128},
-            "cells": {"etth1-96": {"runs": runs}}, "official": official or {},
+def _lb_report(command, machine, official=None, speed=()):
+    return {"command": command, "machine": machine, "official": official or {},
             "speed": list(speed)}
 
 
-def test_the_leaderboard_merge_keeps_every_run_and_where_each_came_from(tmp_path):
-    official = {"etth1-96": {"itransformer": {"2023": {"mse": 0.3858, "mae": 0.40,
-                                                       "epochs": 10}}}}
-    first = _write(tmp_path / "seed01.json", _lb_report(
-        "python scripts/bench_leaderboard.py --seeds 0 1", MACHINE_A,
-        [_lb_run(0, 0.3870), _lb_run(1, 0.3890)],
-        speed=[_lb_speed(1.44, [{"a": 1}, {"a": 2}])], official=official))
-    # a later session: seed 0 read again from its run dir (the same run), seed 1 trained anew
-    # with other numbers, seed 2 new; the epoch timed again
+def _official(mse, seed="2023"):
+    return {"etth1-96": {"itransformer": {seed: {"mse": mse, "mae": 0.40, "epochs": 10}}}}
+
+
+def _study_report(path, mse):
+    """A leaderboard study's report holding one row (what the official table reads)."""
+    rows = [{"value": "itransformer", "seeds": [0, 1, 2], "mse": mse, "mse_std": 0.0016}]
+    path.write_text(json.dumps({"cells": [
+        {"model": "itransformer", "cell": "etth1-96", "rows": rows,
+         "published": {"itransformer": [0.386, 0.405]}}]}))
+    return path
+
+
+def test_the_official_runs_merge_keeping_every_run_and_where_each_came_from(tmp_path):
+    study = _study_report(tmp_path / "leaderboard.json", 0.3875)
+    first = _write(tmp_path / "official.json", _lb_report(
+        "python scripts/bench_leaderboard.py --official it", MACHINE_A,
+        official=_official(0.3870), speed=[_lb_speed(1.44, [{"a": 1}, {"a": 2}])]))
+    # a later session: the official run again with other numbers, another seed, the epoch again
     second = _write(tmp_path / "later.json", _lb_report(
-        "python scripts/bench_leaderboard.py --seeds 0 1 2", MACHINE_B,
-        [_lb_run(0, 0.3870, reused=True, wall_seconds=1.0), _lb_run(1, 0.3880),
-         _lb_run(2, 0.3860)], speed=[_lb_speed(1.42, [{"a": 3}])]))
-    out = tmp_path / "leaderboard.json"
+        "python scripts/bench_leaderboard.py --official it --official-seeds 2023 1", MACHINE_B,
+        official={"etth1-96": {"itransformer": {**_official(0.3880)["etth1-96"]["itransformer"],
+                                                **_official(0.3850, "1")["etth1-96"][
+                                                    "itransformer"]}}},
+        speed=[_lb_speed(1.42, [{"a": 3}])]))
+    out = tmp_path / "leaderboard_official.json"
     run_script("bench_leaderboard.py", "--merge", str(first), str(second), "--out", str(out),
-               cwd=tmp_path)
+               "--study", str(study), cwd=tmp_path)
     report = json.loads(out.read_text())
-    runs = {r["seed"]: r for r in report["cells"]["etth1-96"]["runs"]}
-    assert {s: r["mse"] for s, r in runs.items()} == {0: 0.3870, 1: 0.3880, 2: 0.3860}
-    # seed 0 is one run met twice: not a repeat, and the report that measured it first
-    assert runs[0]["report"]["machine"] == MACHINE_A and not runs[0]["reused"]
-    assert runs[1]["report"] == {"command": "python scripts/bench_leaderboard.py --seeds 0 1 2",
-                                 "machine": MACHINE_B}
+    runs = report["official"]["etth1-96"]["itransformer"]
+    assert {s: r["mse"] for s, r in runs.items()} == {"2023": 0.3880, "1": 0.3850}
+    assert runs["2023"]["report"] == {
+        "command": "python scripts/bench_leaderboard.py --official it --official-seeds 2023 1",
+        "machine": MACHINE_B}
     # the earlier measurements the table does not show are kept, with where they came from
-    (again,) = [r for r in report["repeats"] if r["kind"] == "run"]
-    assert (again["seed"], again["mse"], again["report"]["machine"]) == (1, 0.3890, MACHINE_A)
+    (again,) = [r for r in report["repeats"] if r["kind"] == "official"]
+    assert (again["seed"], again["mse"], again["report"]["machine"]) == ("2023", 0.3870,
+                                                                        MACHINE_A)
     (speed,) = report["speed"]
     (earlier,) = [r for r in report["repeats"] if r["kind"] == "speed"]
     assert speed["speedup_train"] == 1.42 and earlier["speedup_train"] == 1.44
-    assert report["official"]["etth1-96"]["itransformer"]["2023"]["report"]["machine"] == \
-        MACHINE_A
-    assert [(s["file"], s["command"]) for s in report["merged_from"]] == [
-        (str(first), "python scripts/bench_leaderboard.py --seeds 0 1"),
-        (str(second), "python scripts/bench_leaderboard.py --seeds 0 1 2")]
+    assert [s["file"] for s in report["merged_from"]] == [str(first), str(second)]
     text = out.with_suffix(".md").read_text()
-    assert "| etth1-96 | iTransformer (3 seeds) | 0.3870 ± 0.0010 |" in text
-    assert "kept in the report beside the table's (test MSE): etth1-96 itransformer seed 1: " \
-           "0.3890." in text
+    # the official runs' mean beside the study's row and the published one
+    assert ("| etth1-96 | iTransformer | 0.3865 ± 0.0021 (seeds 1, 2023) | 0.3875 ± 0.0016 "
+            "(3 seeds) | 1.003 | 0.386 |") in text
+    assert "kept in the report beside the table's (test MSE): etth1-96 official iTransformer " \
+           "seed 2023: 0.3870." in text
     assert "training steps / whole epoch): 1.44x / 1.18x (best of 2 rounds)." in text
 
     # merged again with its own parts: the same table, nothing added twice
     twice = tmp_path / "twice.json"
     run_script("bench_leaderboard.py", "--merge", str(out), str(first), str(second), "--out",
-               str(twice), cwd=tmp_path)
+               str(twice), "--study", str(study), cwd=tmp_path)
     merged = json.loads(twice.read_text())
-    assert merged["cells"] == report["cells"] and merged["speed"] == report["speed"]
+    assert merged["official"] == report["official"] and merged["speed"] == report["speed"]
     assert sorted(map(json.dumps, merged["repeats"])) == sorted(
         map(json.dumps, report["repeats"]))
     assert merged["merged_from"][0]["merged_from"] == report["merged_from"]
+    # a study that has not run the cell: the row says so
+    (tmp_path / "empty.json").write_text(json.dumps({"cells": []}))
+    run_script("bench_leaderboard.py", "--table", "--out", str(out), "--study",
+               str(tmp_path / "empty.json"), cwd=tmp_path)
+    assert "| not in the study reports |" in out.with_suffix(".md").read_text()
 
 
 def test_the_leaderboard_orders_its_cells_and_speed_tables_whatever_the_merge_order():
     leaderboard = load_script("bench_leaderboard.py")
-    runs = [{**_lb_run(0, 0.1), "dataset": d, "horizon": h}
-            for d, h in (("be", 24), ("weather", 96), ("etth1", 96), ("np", 24))]
-    assert list(leaderboard.cells(runs)) == ["etth1-96", "weather-96", "np-24", "be-24"]
+    official = {key: {"timexer": {"2021": {"mse": 0.1}}}
+                for key in ("be-24", "weather-96", "etth1-96", "np-24")}
+    text = leaderboard.markdown({"official": official, "speed": []}, {})
+    assert [line.split(" | ")[0][2:] for line in text.splitlines()[2:6]] == [
+        "etth1-96", "weather-96", "np-24", "be-24"]
     itransformer = {**_lb_speed(0.96, [{}]), "model": "itransformer"}
     bf16 = {**itransformer, "variant": "bf16", "set": ["trainer.precision=bf16"]}
     merged = leaderboard.merge_reports([
-        (None, _lb_report("a", MACHINE_A, [], speed=[_lb_speed(1.4, [{}])])),
-        (None, _lb_report("b", MACHINE_A, [], speed=[bf16, itransformer]))])
+        (None, _lb_report("a", MACHINE_A, speed=[_lb_speed(1.4, [{}])])),
+        (None, _lb_report("b", MACHINE_A, speed=[bf16, itransformer]))])
     assert [(s["model"], s["variant"]) for s in merged["speed"]] == [
         ("itransformer", ""), ("itransformer", "bf16"), ("timexer", "")]
 

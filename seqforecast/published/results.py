@@ -1,0 +1,51 @@
+"""The published results a study shows beside its own rows: test MSE and MAE as the papers print
+them, per table, cell (`<dataset>-<horizon>`) and forecaster. A study names a table
+(`references: {published: <table>}`); a study model shows the published row of its own name
+(a variant, e.g. `itransformer_bf16`, has none), and the least-squares DLinear row shows
+`dlinear`'s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PublishedTable:
+    source: str  # the paper and table, as the report cites it
+    rows: dict[str, dict[str, tuple[float, float | None]]]  # cell -> forecaster -> (MSE, MAE)
+
+
+def _at(horizon: int, by_dataset: dict) -> dict:
+    return {f"{dataset}-{horizon}": rows for dataset, rows in by_dataset.items()}
+
+
+TABLES = {
+    # iTransformer (Liu et al. 2024, ICLR), Table 10, input 96: MSE and MAE as printed there.
+    "itransformer_table10": PublishedTable(
+        "Liu et al. 2024 (ICLR), iTransformer, Table 10 (input 96)",
+        _at(96, {
+            "etth1": {"itransformer": (0.386, 0.405), "patchtst": (0.414, 0.419),
+                      "dlinear": (0.386, 0.400)},
+            "etth2": {"itransformer": (0.297, 0.349), "patchtst": (0.302, 0.348),
+                      "dlinear": (0.333, 0.387)},
+            "ettm1": {"itransformer": (0.334, 0.368), "patchtst": (0.329, 0.367),
+                      "dlinear": (0.345, 0.372)},
+            "ettm2": {"itransformer": (0.180, 0.264), "patchtst": (0.175, 0.259),
+                      "dlinear": (0.193, 0.292)},
+            "weather": {"itransformer": (0.174, 0.214), "patchtst": (0.177, 0.218),
+                        "dlinear": (0.196, 0.255)},
+        })),
+    # TimeXer (Wang et al. 2024, NeurIPS), Table 2: the EPF markets, input 168, horizon 24, MS.
+    "timexer_epf": PublishedTable(
+        "Wang et al. 2024 (NeurIPS), TimeXer, Table 2 (EPF: input 168, horizon 24, one target)",
+        _at(24, {"np": {"timexer": (0.236, None)}, "pjm": {"timexer": (0.093, None)},
+                 "be": {"timexer": (0.379, None)}, "fr": {"timexer": (0.385, None)},
+                 "de": {"timexer": (0.440, None)}})),
+}
+
+
+def published_table(name: str) -> PublishedTable:
+    if name not in TABLES:
+        raise KeyError(f"no published table {name!r}: choose from {', '.join(TABLES)}")
+    return TABLES[name]
