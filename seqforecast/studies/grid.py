@@ -13,7 +13,9 @@ seeds; read from a YAML file (this folder's `<name>.yaml`, or a path of one's ow
     models:
       <model>:
         overrides: [experiment=patchtst, ...]   # every job of the model
-        values: [vanilla, probsparse, ...]      # the swept option's values in this model
+        values: [vanilla, probsparse, ...]      # the swept option's values in this model,
+                                                # or named sets of overrides, each a value:
+                                                # {preset: [], alone: [model.linear_path=none]}
         axis: time                              # what the swept position's tokens are: time
                                                 # (steps, patches) or variates (channels)
         published: patchtst                     # optional: each cell gets the published
@@ -77,6 +79,9 @@ class Study:
     cells: tuple[Cell, ...]
     axes: dict[str, str] | None = None  # model -> the axis its swept position attends along
     references: References | None = None  # the rows scored beside the study's (references.py)
+    # model -> value -> its overrides, for a model whose values are named sets of overrides
+    # rather than options of the swept group (which then only names the column)
+    value_sets: dict[str, dict[str, tuple[str, ...]]] | None = None
 
     def axis(self, model: str) -> str:
         return (self.axes or {}).get(model, "time")
@@ -94,6 +99,12 @@ class Study:
 
     def reference(self, model: str) -> str:
         return self.values[model][0]
+
+    def value_overrides(self, model: str, value: str) -> list[str]:
+        """What a job of `value` adds to its cell's overrides: `<group>=<value>`, or the value's
+        own overrides where the model's values are named sets of them."""
+        sets = (self.value_sets or {}).get(model)
+        return list(sets[value]) if sets is not None else [f"{self.group}={value}"]
 
     def select(self, models: list[str] | None, cells: list[str] | None) -> list[Cell]:
         """The cells of the named models and cells (`etth1-96` or `patchtst/etth1-96`)."""
@@ -153,6 +164,7 @@ def load_study(name: str) -> Study:
             group=raw["sweep"]["group"],
             seeds=tuple(int(s) for s in raw["seeds"]),
             values={model: tuple(spec["values"]) for model, spec in models.items()},
+            value_sets=_value_sets(models),
             cells=cells,
             axes=axes,
             references=References.parse(raw.get("references"), list(models)),
@@ -171,6 +183,20 @@ def load_study(name: str) -> Study:
     if not study.cells or not all(study.values.values()) or not study.seeds:
         raise StudyError(f"{path}: a study needs models with cells and values, and seeds")
     return study
+
+
+def _value_sets(models: dict) -> dict[str, dict[str, tuple[str, ...]]]:
+    """The models whose values are named sets of overrides ({name: [overrides]})."""
+    found = {}
+    for model, spec in models.items():
+        if isinstance(spec["values"], dict):
+            for name, overrides in spec["values"].items():
+                if not (isinstance(overrides, list) and all(isinstance(o, str) and "=" in o
+                                                            for o in overrides)):
+                    raise ConfigError(f"models.{model}.values.{name}={overrides!r} is not "
+                                      f"allowed: a list of key=value overrides (or [])")
+            found[model] = {name: tuple(o) for name, o in spec["values"].items()}
+    return found
 
 
 def _cells(model: str, spec: dict) -> dict[str, list[str]]:

@@ -34,16 +34,32 @@ def multirun_command(study: Study, cell: Cell, study_dir: Path, extra: list[str]
     """The command for one cell's jobs (all of them, or `seeds` x `values`): the cell's
     overrides, seeds x values, the user's overrides (a launcher, threads, data_dir) last so
     they win."""
-    seeds = study.seeds if seeds is None else seeds
     values = study.values[cell.model] if values is None else values
+    return _multirun(cell, study_dir, extra, study.seeds if seeds is None else seeds,
+                     [f"{study.group}=" + ",".join(values)], SUBDIR.format(group=study.group))
+
+
+def multirun_commands(study: Study, cell: Cell, study_dir: Path, extra: list[str],
+                      seeds: tuple[int, ...], values: tuple[str, ...]) -> list[list[str]]:
+    """The commands for `seeds` x `values` of a cell: one multirun sweeping the group's
+    options, or, where the values are named sets of overrides (which Hydra cannot sweep), a
+    multirun of the seeds per value, its run dirs named as the sweep's would be."""
+    if cell.model not in (study.value_sets or {}):
+        return [multirun_command(study, cell, study_dir, extra, seeds, values)]
+    return [_multirun(cell, study_dir, extra, seeds, study.value_overrides(cell.model, value),
+                      f"{value}-seed${{seed}}") for value in values]
+
+
+def _multirun(cell: Cell, study_dir: Path, extra: list[str], seeds: tuple[int, ...],
+              value: list[str], subdir: str) -> list[str]:
     return [
         sys.executable, "-m", "seqforecast.train", "--multirun",
         *cell.overrides,
         "seed=" + ",".join(str(s) for s in seeds),
-        f"{study.group}=" + ",".join(values),
+        *value,
         "skip_completed=true",
         f"hydra.sweep.dir={cell_dir(study_dir, cell)}",
-        "hydra.sweep.subdir=" + SUBDIR.format(group=study.group),
+        f"hydra.sweep.subdir={subdir}",
         *extra,
     ]
 
@@ -86,12 +102,12 @@ def run_cells(study: Study, cells: list[Cell], study_dir: Path, extra: list[str]
         print(f"[study] {cell.label}: {jobs} jobs in {cell_dir(study_dir, cell)}"
               + (f" ({kept} held by from=)" if kept else ""), file=sys.stderr, flush=True)
         for seeds, values in todo:
-            code = subprocess.run(multirun_command(study, cell, study_dir, extra, seeds,
-                                                   values)).returncode
-            if code == NOT_SUBMITTED:
-                return failed, cell.label
-            if code and cell.label not in failed:
-                failed.append(cell.label)
+            for command in multirun_commands(study, cell, study_dir, extra, seeds, values):
+                code = subprocess.run(command).returncode
+                if code == NOT_SUBMITTED:
+                    return failed, cell.label
+                if code and cell.label not in failed:
+                    failed.append(cell.label)
         if progress:
             print("[study] " + progress_line(*progress(), total, done_before,
                                              time.monotonic() - started),

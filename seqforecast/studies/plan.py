@@ -51,7 +51,8 @@ class Configuration:
 
 
 def _compose(study: Study, cell: Cell, value: str, extra: list[str], seed: int):
-    overrides = [*cell.overrides, f"{study.group}={value}", f"seed={seed}", *extra]
+    overrides = [*cell.overrides, *study.value_overrides(cell.model, value), f"seed={seed}",
+                 *extra]
     try:
         cfg = compose_config(overrides)
         validate_config(cfg)

@@ -118,6 +118,15 @@ def report_runs(path: Path, study: Study) -> tuple[dict, list[dict]]:
     return runs, failed
 
 
+def _value(study: Study, model: str, run_dir: Path) -> str | None:
+    """The value a run dir holds: its swept group's option, or, for a model whose values are
+    named sets of overrides, the name its dir carries (<value>-seed<seed>)."""
+    if model in (study.value_sets or {}):
+        name = run_dir.name.rpartition("-seed")[0]
+        return name if name in study.values[model] else None
+    return saved_choices(run_dir).get(study.group)
+
+
 def _same_run(found: Run, recorded: Run) -> bool:
     """Whether a report's record of a job is the run already found: its run dir, its score."""
     return (found.path.resolve() == recorded.path.resolve()
@@ -140,7 +149,7 @@ def collect(study: Study, study_dir: Path | None,
         if (model, cell) not in cells:
             continue
         run = load_run(path, SPLIT)
-        value = saved_choices(path).get(study.group)
+        value = _value(study, model, path)
         key = (model, cell, value, run.seed)
         if not run.ok:
             failed.append({"model": model, "cell": cell, "value": value, "seed": run.seed,
@@ -192,7 +201,8 @@ def _row(value: str, runs: dict[int, Run], reference: dict[int, Run]) -> dict:
     }
 
 
-def _extras(run: Run, cell: Cell, group: str) -> frozenset[str] | None:
+def _extras(run: Run, cell: Cell, group: str,
+            study_sets: dict[str, tuple[str, ...]] | None = None) -> frozenset[str] | None:
     """The overrides a job ran with beyond its cell's own and what the study sweeps (the seed,
     the value): the command line's (threads, data_dir, `attention.gate=headwise` for a gated
     grid). A run read back from a report has its cell's recorded ones, or None (an older
@@ -201,13 +211,15 @@ def _extras(run: Run, cell: Cell, group: str) -> frozenset[str] | None:
         found = run.config.get(REPORTED_EXTRAS)
         return None if found is None else frozenset(found)
     swept = {override_key(o) for o in cell.overrides} | {group, "seed", "skip_completed"}
+    swept |= {override_key(o) for sets in (study_sets or {}).values() for o in sets}
     return frozenset(o for o in run.overrides if override_key(o) not in swept)
 
 
-def _shared_overrides(runs: list[Run], cell: Cell, group: str) -> tuple[list[str], list[str]]:
+def _shared_overrides(runs: list[Run], cell: Cell, group: str,
+                      study_sets: dict | None = None) -> tuple[list[str], list[str]]:
     """The extra overrides every job of the cell shares, and those only some have (a cell whose
     jobs were made with different command lines: the report says so rather than hide it)."""
-    known = [e for e in (_extras(r, cell, group) for r in runs) if e is not None]
+    known = [e for e in (_extras(r, cell, group, study_sets) for r in runs) if e is not None]
     if not known:
         return [], []
     shared = frozenset.intersection(*known)
@@ -234,7 +246,7 @@ def _cell(study: Study, cell: Cell, runs: dict) -> dict:
         entry["problem"] = str(err)
         return entry
     entry["extra_overrides"], entry["differing_overrides"] = _shared_overrides(
-        present, cell, study.group)
+        present, cell, study.group, (study.value_sets or {}).get(cell.model))
     entry["test_windows"] = _known(present, "windows")
     # Both fingerprints of one run: a run that records the former beside the current one, if any
     recorder = next((r for r in present if r.metrics["splits"][SPLIT].get("fingerprint_v1")),

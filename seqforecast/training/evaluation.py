@@ -113,9 +113,10 @@ class Evaluator:
                 for name, forecast in forecasters.items():
                     conformal = SplitConformal(self._errors("val", forecast))
                     for _, src, _, series, truth, scale in self._batches("test"):
-                        quantiles = conformal.quantiles(forecast(src).cpu(), levels)
-                        sums[name].add(self._to_raw(quantiles.to(truth), series), truth,
-                                       scale, series)
+                        point = forecast(src).cpu()
+                        for part in quantile_parts(point, len(levels)):
+                            self._add_quantiles(sums[name], conformal.quantiles(
+                                point[part], levels), truth, scale, series, part)
                     if name == "model":
                         self.calibration = {"model": conformal}
             self.interval_sums = sums  # per series, for per_series.csv
@@ -177,6 +178,15 @@ class Evaluator:
             quantiles = output.quantiles(model(src, distribution=True), own_levels)
             sums.add(self._to_raw(quantiles.to(truth), series), truth, scale, series)
         return sums
+
+    def _add_quantiles(self, sums: IntervalSums, quantiles: Tensor, truth: Tensor,
+                       scale: Tensor | None, series: Tensor | None, part: slice) -> None:
+        """quantiles [b, H, T, Q] (model units) of the windows `part` of a batch, scored."""
+        def pick(found: Tensor | None) -> Tensor | None:
+            return None if found is None else found[part]
+
+        sums.add(self._to_raw(quantiles.to(truth), pick(series)), truth[part], pick(scale),
+                 pick(series))
 
     def _to_raw(self, quantiles: Tensor, series: Tensor | None) -> Tensor:
         """quantiles [B, H, T, Q] in model units -> the data's units, level by level."""
@@ -259,6 +269,19 @@ def _forecast_and_loss(forecast: Forecaster, src: Tensor, target: Tensor):
         return point, output.loss(point.unsqueeze(-1), target)
     params = forecast(src, distribution=True)  # [B, out_len, T, K]
     return output.point(params), output.loss(params, target)
+
+
+QUANTILE_VALUES = 2**23  # quantile values scored at once (float64: 64 MiB, a few copies)
+
+
+def quantile_parts(point: Tensor, levels: int) -> list[slice]:
+    """Slices of a batch's windows [B, H, T] whose quantiles at `levels` levels hold at most
+    QUANTILE_VALUES values: a batch of the field's large files at every level is gigabytes
+    (256 Electricity-720 windows: 256 x 720 x 321 x 13 values, 6 GB in float64, and its
+    scoring makes copies of it). Each window's scores are its own, so the sums are those of
+    the whole batch, in the same order."""
+    step = max(1, QUANTILE_VALUES // max(1, point[0].numel() * levels))
+    return [slice(i, min(i + step, len(point))) for i in range(0, len(point), step)]
 
 
 def adaptive_quantiles(residuals: Tensor, point: Tensor, target: Tensor, series: Tensor,

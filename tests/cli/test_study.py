@@ -478,3 +478,39 @@ def test_a_study_sweeps_the_variate_position_apart_from_the_time_axis(tmp_path):
         text = saved.read_text()
         assert f"variate_attention:\n  name: {value}" in text  # the swept position
         assert "attention:\n  name: flow" in text  # the time axis as the grid fixed it
+
+
+# Values that are named sets of overrides (a variant is several options at once), one cell.
+SETS = f"""
+title: Named sets of overrides
+sweep: {{group: variant}}
+seeds: [0]
+models:
+  tiny:
+    overrides: [{", ".join(TINY)}, epochs=1, model.decoding=autoregressive]
+    values:
+      plain: []
+      wide: [d_model=24, ffn.d_ff=48]
+    cells:
+      h4: [out_len=4]
+"""
+
+
+@pytest.mark.slow
+def test_a_studys_values_may_be_named_sets_of_overrides(tmp_path):
+    (tmp_path / "sets.yaml").write_text(SETS)
+    grid = load_study(str(tmp_path / "sets.yaml"))
+    assert grid.value_overrides("tiny", "wide") == ["d_model=24", "ffn.d_ff=48"]
+    study(["sets.yaml", "trainer.num_threads=1"], tmp_path)
+    out = tmp_path / "outputs" / "study" / "sets"
+    for value, width in (("plain", 16), ("wide", 24)):  # each run dir named as a sweep's
+        saved = OmegaConf.load(out / "tiny" / "h4" / f"{value}-seed0" / ".hydra" / "config.yaml")
+        assert saved.d_model == width
+    report = json.loads((out / "study.json").read_text())
+    (cell,) = report["cells"]
+    assert [row["value"] for row in cell["rows"]] == ["plain", "wide"] and not cell["missing"]
+    assert cell["extra_overrides"] == ["trainer.num_threads=1"]  # the sets' keys are swept
+    assert "| tiny | h4 | wide | 1 |" in (out / "study.md").read_text()
+    (tmp_path / "bad.yaml").write_text(SETS.replace("plain: []", "plain: [d_model]"))
+    with pytest.raises(StudyError, match=r"values.plain=\['d_model'\] is not allowed"):
+        load_study(str(tmp_path / "bad.yaml"))

@@ -76,3 +76,27 @@ def test_train_mse_is_logged_in_the_data_units_like_validation(tmp_path):
     # The validation MSE the loop logs comes from the same evaluator, in the same units.
     val = Evaluator(data, {}, 64).model_metrics(model, "val")
     assert recorder.epochs[0] == val
+
+
+def test_interval_scores_of_a_batch_scored_in_slices_are_those_of_the_whole_batch(monkeypatch):
+    """A batch's conformal quantiles are scored a slice of windows at a time (quantile_parts:
+    at the field's large files a batch's quantiles are gigabytes): every interval score and the
+    calibration predict draws from are those of the batch scored whole, to the bit."""
+    from seqforecast.training import evaluation
+
+    cfg = compose_config(["experiment=quick", "data.test_size=300"])
+    data = synthetic_data(cfg.data, 0, torch.device("cpu"))
+    model = build_model(cfg).eval()
+    intervals = dict(cfg.intervals)
+    whole = Evaluator.for_run(data, cfg)
+    expected = whole.interval_metrics(model, intervals)
+    point = torch.zeros(1, cfg.out_len, 1)
+    monkeypatch.setattr(evaluation, "QUANTILE_VALUES", 7 * point.numel() * len(
+        intervals["quantiles"]))  # 7 windows a slice: batches of 256 in 37 slices
+    assert len(evaluation.quantile_parts(torch.zeros(256, cfg.out_len, 1),
+                                         len(intervals["quantiles"]))) == 37
+    sliced = Evaluator.for_run(data, cfg)
+    assert sliced.interval_metrics(model, intervals) == expected
+    assert torch.equal(sliced.calibration["model"].sorted, whole.calibration["model"].sorted)
+    assert set(expected) == {"model", "last_value", "drift", "nlinear"}
+    assert expected["model"]["coverage_80"] > 0
