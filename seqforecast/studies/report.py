@@ -267,9 +267,13 @@ def _score_references(study: Study, cell: Cell, entry: dict, by_value: dict) -> 
     refs = study.references
     runs = sorted((r for value_runs in by_value.values() for r in value_runs.values()),
                   key=lambda r: (REPORTED in r.config, r.seed))  # a run dir's first
-    if refs.linear:
-        first = runs[0]
-        entry["linear"] = first.metrics.get("linear") or linear_fits(first.path)
+    # the fits a report kept, else those of a run dir (a report made before the study had
+    # reference rows names run dirs that may be gone: no fits then, rather than a failure)
+    first = runs[0]
+    linear = first.metrics.get("linear") or (
+        linear_fits(first.path) if REPORTED not in first.config else None)
+    if refs.linear and linear:
+        entry["linear"] = linear
         best = min(entry["linear"], key=lambda name: entry["linear"][name]["mse"])
         entry["best_linear"] = best
         for row in entry["rows"]:
@@ -281,11 +285,11 @@ def _score_references(study: Study, cell: Cell, entry: dict, by_value: dict) -> 
     for row in entry["rows"]:
         for seed, kept in row["runs"].items():
             run = by_value[row["value"]][seed]
-            if REPORTED in run.config:
+            if batch == 1:
+                paper = {"mse": kept["mse"], "mae": kept["mae"]}
+            elif REPORTED in run.config:
                 paper = {"mse": run.metrics["run"].get("paper_mse"),
                          "mae": run.metrics["run"].get("paper_mae")}
-            elif batch == 1:
-                paper = {"mse": kept["mse"], "mae": kept["mae"]}
             else:
                 paper = paper_count(run.path, batch)
             kept["paper_mse"], kept["paper_mae"] = paper["mse"], paper["mae"]

@@ -125,3 +125,25 @@ def test_the_leaderboard_studies_name_their_published_tables_and_refuse_unknown_
             f"references: {references}"))
         with pytest.raises(StudyError, match=message):
             load_study(str(text))
+
+
+@pytest.mark.slow
+def test_a_report_made_before_the_reference_rows_is_read_without_its_run_dirs(ran, tmp_path):
+    """An earlier report keeps no fits and no paper count, and names run dirs that may be gone:
+    its rows are read back without them (no linear rows, no ratio), not a failure."""
+    out = ran / "outputs" / "study" / "tiny"
+    report = json.loads((out / "study.json").read_text())
+    for cell in report["cells"]:
+        cell.pop("linear"), cell.pop("best_linear")
+        for row in cell["rows"]:
+            for run in row["runs"].values():
+                run.pop("paper_mse"), run.pop("paper_mae")
+                run["run_dir"] = str(tmp_path / "gone" / run["run_dir"].rsplit("/", 1)[-1])
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps(report))
+    run_cli(["tiny.yaml", "report", f"from={older}", f"dir={tmp_path / 'again'}"], ran,
+            module="seqforecast.study")
+    (cell,) = json.loads((tmp_path / "again" / "study.json").read_text())["cells"]
+    (row,) = cell["rows"]
+    assert "linear" not in cell and "vs_linear" not in row and row["paper_mse"] is None
+    assert row["mse"] == report["cells"][0]["rows"][0]["mse"]
