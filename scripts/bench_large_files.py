@@ -167,7 +167,7 @@ def calibrate(loop, cfg) -> dict:
     try:
         loop.evaluator.interval_metrics(loop.net, intervals)
     except (MemoryError, RuntimeError) as err:  # the training step's row stands; this fails
-        if not isinstance(err, MemoryError) and "alloc" not in str(err).lower():
+        if not out_of_memory(err):
             raise
         return {"calibration_method": intervals["method"], "calibration_seconds": None,
                 "calibration_peak_mib": None}
@@ -175,6 +175,11 @@ def calibrate(loop, cfg) -> dict:
     peak = memory.report()
     return {"calibration_method": intervals["method"], "calibration_seconds": seconds,
             "calibration_peak_mib": peak["peak_rss_mib"] - (peak["rss_at_start_mib"] or 0.0)}
+
+
+def out_of_memory(err: Exception) -> bool:
+    """A MemoryError, or torch's allocator refusing (a RuntimeError that says so)."""
+    return isinstance(err, MemoryError) or "alloc" in str(err).lower()
 
 
 def worker(spec: dict) -> dict:
@@ -187,7 +192,7 @@ def worker(spec: dict) -> dict:
     try:
         return measure(spec)
     except (MemoryError, RuntimeError) as err:
-        if isinstance(err, MemoryError) or "alloc" in str(err).lower():
+        if out_of_memory(err):
             return {**label, "status": f"out of memory: needs more than {spec['memory_gib']:g} "
                                        f"GiB of address space"}
         raise

@@ -86,6 +86,7 @@ from bench_common import (  # noqa: E402
 
 from seqforecast.runs.loading import load_run  # noqa: E402
 from seqforecast.stats import paired_ratio  # noqa: E402
+from seqforecast.studies.references import loader_windows, windows_per_series  # noqa: E402
 from seqforecast.training.evaluation import Evaluator  # noqa: E402
 from seqforecast.training.metrics import evaluation  # noqa: E402
 
@@ -275,13 +276,8 @@ def paper_count(run_dir: Path, batch: int = PAPER_BATCH) -> dict:
             src, target = test.take(index)
             for name, forecast in (("model", run.model), ("nlinear", nlinear)):
                 errors[name].append((forecast(src) - target).double())
-    # Windows of one series each (a channel), or of time carrying every channel (patchtst).
-    series = np.zeros(len(test), int) if test.series is None else test.series.cpu().numpy()
-    keep = np.zeros(len(series), bool)
-    for s in np.unique(series):
-        where = np.flatnonzero(series == s)  # this channel's windows, in time order
-        keep[where[: len(where) // batch * batch]] = True
-    found = {"windows_per_channel": int(keep.sum() // len(np.unique(series)))}
+    keep = loader_windows(test, batch)
+    found = {"windows_per_channel": windows_per_series(test, keep)}
     for name, parts in errors.items():
         error = torch.cat(parts)[torch.from_numpy(keep)]
         found[name] = {"mse": float(error.square().mean()), "mae": float(error.abs().mean())}

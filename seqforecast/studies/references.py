@@ -124,12 +124,24 @@ def _paper_count(run_dir: Path, batch: int) -> dict:
         for index in test.chunks(1024):
             src, target = test.take(index)
             errors.append((run.model(src) - target).double())
+    keep = loader_windows(test, batch)
+    error = torch.cat(errors)[torch.from_numpy(keep)]
+    return {"mse": float(error.square().mean()), "mae": float(error.abs().mean()),
+            "windows_per_channel": windows_per_series(test, keep)}
+
+
+def loader_windows(test, batch: int) -> np.ndarray:
+    """A mask of the test windows a loader of `batch` that drops its last incomplete batch
+    scores: per series (a channel-independent model's channel), its first whole batches."""
     # Windows of one series each (a channel), or of time carrying every channel.
     series = np.zeros(len(test), int) if test.series is None else test.series.cpu().numpy()
     keep = np.zeros(len(series), bool)
     for s in np.unique(series):
         where = np.flatnonzero(series == s)  # this channel's windows, in time order
         keep[where[: len(where) // batch * batch]] = True
-    error = torch.cat(errors)[torch.from_numpy(keep)]
-    return {"mse": float(error.square().mean()), "mae": float(error.abs().mean()),
-            "windows_per_channel": int(keep.sum() // len(np.unique(series)))}
+    return keep
+
+
+def windows_per_series(test, keep: np.ndarray) -> int:
+    series = 1 if test.series is None else len(np.unique(test.series.cpu().numpy()))
+    return int(keep.sum() // series)

@@ -270,9 +270,9 @@ def _score_references(study: Study, cell: Cell, entry: dict, by_value: dict) -> 
     # the fits a report kept, else those of a run dir (a report made before the study had
     # reference rows names run dirs that may be gone: no fits then, rather than a failure)
     first = runs[0]
-    linear = first.metrics.get("linear") or (
-        linear_fits(first.path) if REPORTED not in first.config else None)
-    if refs.linear and linear:
+    linear = refs.linear and (first.metrics.get("linear") or (
+        linear_fits(first.path) if REPORTED not in first.config else None))
+    if linear:
         entry["linear"] = linear
         best = min(entry["linear"], key=lambda name: entry["linear"][name]["mse"])
         entry["best_linear"] = best
