@@ -106,10 +106,11 @@ def _in_process(name, args, cwd, main):
     return subprocess.CompletedProcess([name, *args], code, out.getvalue(), err.getvalue())
 
 
-def run_script(name, *args, cwd, fresh=False):
-    """Run scripts/<name> with `args` in `cwd`; assert it exits 0 and return its stdout. Its
-    main(argv) in this process (as run_cli), unless `fresh`: the processes it starts (trains,
-    workers, the official code) are its own either way."""
+def run_script(name, *args, cwd, fresh=False, check=True):
+    """Run scripts/<name> with `args` in `cwd`; assert it exits 0 and return its stdout (or,
+    unless `check`, the finished process). Its main(argv) in this process (as run_cli), unless
+    `fresh`: the processes it starts (trains, workers, the official code) are its own either
+    way."""
     if fresh:
         proc = subprocess.run(
             [sys.executable, str(REPO / "scripts" / name), *args],
@@ -118,6 +119,8 @@ def run_script(name, *args, cwd, fresh=False):
     else:
         script = load_script(name)
         proc = _in_process(name, args, cwd, lambda: script.main(list(args)))
+    if not check:
+        return proc
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
@@ -154,3 +157,26 @@ def assert_refused(args, cwd, expected):
     assert lines[-1].startswith("error: ") and expected in lines[-1], proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (run_dir / "metrics.json").exists() and not (run_dir / "checkpoints").exists()
+
+
+def write_ett_file(path: Path, rows: int = 700) -> Path:
+    """An hourly file in ETT's layout: a date column and three channels of different scales,
+    daily and weekly cycles, a drift and noise (same bytes every time)."""
+    import csv
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(["date", "HUFL", "MUFL", "OT"])
+        for i in range(rows):
+            moment = str(np.datetime64("2016-07-01T00:00") + np.timedelta64(i, "h"))
+            cells = [
+                level * (1 + 0.3 * np.sin(2 * np.pi * i / 24 + k) + 0.1 * np.sin(
+                    2 * np.pi * i / 168) + 0.0005 * i) + rng.normal(0, 0.05 * level)
+                for k, level in enumerate((5.0, 2.0, 30.0))
+            ]
+            writer.writerow([moment.replace("T", " "), *(f"{c:.4f}" for c in cells)])
+    return path

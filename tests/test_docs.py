@@ -277,39 +277,32 @@ def test_the_readme_is_a_short_front_door():
 
 # ---------------------------------------------------------------- benchmark tables
 
-STUDY_NAMES = {"patchtst": "vanilla (published)", "patchtst_diff": "diff",
-               "patchtst_diff_block": "diff block-local", "patchtst_rope": "rope"}
+def test_the_long_horizon_page_is_its_reports():
+    """Every table on docs/benchmarks/longhorizon.md is a report as its tool prints it: the
+    long-horizon study's rows beside their reference rows and across cells
+    (benchmarks/longhorizon.json), the official checkpoints beside them
+    (benchmarks/longhorizon_official.json) and the epoch beside the official code; the patience
+    table of patchtst.md is benchmarks/patchtst_patience.json; each .md beside its report is
+    that print, so a run that changes a number fails here until the page says it."""
+    from seqforecast.studies.report import markdown
 
-
-def _paired(interval, pair: dict) -> str:
-    """A paired ratio as the page prints it: `interval` (the report's own formatter), then the
-    verdict's first word ("higher (beyond noise)" -> "higher")."""
-    return f"{interval(pair)} {pair['verdict'].split(' (')[0]}"
-
-
-def test_the_attention_study_table_is_its_report():
-    """The study's table in longhorizon.md, row by row, is benchmarks/patchtst_attention.json
-    as printed (3 decimals for ratios, 4 for MSE), so a merge that changes a number fails here
-    until the page says it too."""
-    report = json.loads((REPO / "benchmarks" / "patchtst_attention.json").read_text())
-    interval = load_script("bench_longhorizon.py")._interval
-    expected = []
-    for stem in ("ETTh1", "ETTh2"):
-        for horizon in ("96", "336"):
-            summary = report["files"][stem]["horizons"][horizon]["summary"]
-            for i, (variant, s) in enumerate(summary.items()):
-                cell = f"{stem}-{horizon}" if i == 0 else ""
-                name = STUDY_NAMES[variant] + ("" if s["n"] == 3 else f" (n={s['n']})")
-                vs_vanilla = _paired(interval, s["vs_reference"]) if s.get("vs_reference") else ""
-                vs_nlinear = _paired(interval, s["vs_nlinear"])
-                epochs = ", ".join(map(str, s["best_epochs"]))
-                row = (f"| {cell} | {name} | {s['mse']:.4f} / {s['paper_count_mse']:.4f} | "
-                       f"{vs_vanilla} | {vs_nlinear} | {epochs} |")
-                expected.append(row.replace("|  |", "| |"))  # an empty cell is "| |"
+    printed = markdown(json.loads((REPO / "benchmarks" / "longhorizon.json").read_text()))
+    assert (REPO / "benchmarks" / "longhorizon.md").read_text() == printed
+    across, beside = printed.split("## Beside the reference rows", 1)
+    bench = load_script("bench_longhorizon.py")
+    official = bench.official_markdown(
+        json.loads((REPO / "benchmarks" / "longhorizon_official.json").read_text())["entries"],
+        bench.study_rows(REPO / "benchmarks" / "longhorizon.json"))
+    assert (REPO / "benchmarks" / "longhorizon_official.md").read_text() == official
+    speed = bench.speed_markdown(
+        json.loads((REPO / "benchmarks" / "patchtst_speed.json").read_text())["speed"])
     page = (REPO / "docs" / "benchmarks" / "longhorizon.md").read_text()
-    section = page.split("### The attention study on the published model", 1)[1]
-    table = section.split("\n\n", 3)[2].splitlines()[2:]  # its rows, past the header
-    assert table == expected
+    assert _table_rows(page) == [row for text in (beside, across, official, speed)
+                                 for row in _table_rows(text)]
+    patience = bench.patience_markdown(
+        json.loads((REPO / "benchmarks" / "patchtst_patience.json").read_text())["entries"])
+    assert (REPO / "benchmarks" / "patchtst_patience.md").read_text() == patience
+    assert patience in (REPO / "docs" / "patchtst.md").read_text()
 
 
 def _table_rows(markdown: str) -> list[str]:

@@ -1,8 +1,8 @@
 """The published results a study shows beside its own rows: test MSE and MAE as the papers print
 them, per table, cell (`<dataset>-<horizon>`) and forecaster. A study names a table
 (`references: {published: <table>}`); a study model shows the published row of its own name
-(a variant, e.g. `itransformer_bf16`, has none), and the least-squares DLinear row shows
-`dlinear`'s.
+(a variant, e.g. `itransformer_bf16`, has none), the least-squares DLinear row shows
+`dlinear`'s, and a row no study row stands beside is shown on its own.
 """
 
 from __future__ import annotations
@@ -42,6 +42,27 @@ TABLES = {
         _at(24, {"np": {"timexer": (0.236, None)}, "pjm": {"timexer": (0.093, None)},
                  "be": {"timexer": (0.379, None)}, "fr": {"timexer": (0.385, None)},
                  "de": {"timexer": (0.440, None)}})),
+    # PatchTST (Nie et al. 2023, ICLR), Table 3: PatchTST/64 (input 512), PatchTST/42 (input
+    # 336) and DLinear (input 336, as Table 3 prints the DLinear paper's rows).
+    "patchtst_table3": PublishedTable(
+        "Nie et al. 2023 (ICLR), PatchTST, Table 3 (PatchTST/64: input 512; /42 and DLinear: "
+        "336)",
+        {**_at(96, {"etth1": {"PatchTST/64": (0.370, 0.400), "PatchTST/42": (0.375, 0.399),
+                              "dlinear": (0.375, 0.399)},
+                    "etth2": {"PatchTST/64": (0.274, 0.337), "PatchTST/42": (0.274, 0.336),
+                              "dlinear": (0.289, 0.353)}}),
+         **_at(192, {"etth1": {"PatchTST/64": (0.413, 0.429), "PatchTST/42": (0.414, 0.421),
+                               "dlinear": (0.405, 0.416)},
+                     "etth2": {"PatchTST/64": (0.341, 0.382), "PatchTST/42": (0.339, 0.379),
+                               "dlinear": (0.383, 0.418)}}),
+         **_at(336, {"etth1": {"PatchTST/64": (0.422, 0.440), "PatchTST/42": (0.431, 0.436),
+                               "dlinear": (0.439, 0.443)},
+                     "etth2": {"PatchTST/64": (0.329, 0.384), "PatchTST/42": (0.331, 0.380),
+                               "dlinear": (0.448, 0.465)}}),
+         **_at(720, {"etth1": {"PatchTST/64": (0.447, 0.468), "PatchTST/42": (0.449, 0.466),
+                               "dlinear": (0.472, 0.490)},
+                     "etth2": {"PatchTST/64": (0.379, 0.422), "PatchTST/42": (0.379, 0.422),
+                               "dlinear": (0.605, 0.551)}})}),
 }
 
 

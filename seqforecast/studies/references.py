@@ -14,7 +14,8 @@ by the study (`references:` in its file).
   test MSE) is the cell's reference: each row's paired MSE ratio to it, over seeds.
 - paper_batch: the MSE and MAE on the test windows the model's published code scores: its test
   loader drops the last incomplete batch of that size (`drop_last=True`), per channel for a
-  channel-independent model, so the newest windows are never scored.
+  channel-independent model, so the newest windows are never scored. The cell's linear fits are
+  scored on those windows too, beside the model's.
 
 Both are read from a run dir once and kept beside it (`reference_scores.json`), and in the
 study's report, so a report rebuilt without the run dirs keeps them.
@@ -80,37 +81,69 @@ def linear_fits(run_dir: Path) -> dict[str, dict[str, float]]:
     return _cached(run_dir, "linear", lambda: _linear_fits(Path(run_dir)))
 
 
+def linear_paper_count(run_dir: Path, batch: int) -> dict[str, dict[str, float]]:
+    """The cell's linear fits scored on the windows a test loader of `batch` scores."""
+    return _cached(run_dir, f"linear_paper_batch_{batch}",
+                   lambda: _linear_paper_count(Path(run_dir), batch))
+
+
 def paper_count(run_dir: Path, batch: int) -> dict[str, float]:
     """The model's test MSE and MAE on the windows a test loader of `batch` scores."""
     return _cached(run_dir, f"paper_batch_{batch}", lambda: _paper_count(Path(run_dir), batch))
 
 
-def _linear_fits(run_dir: Path) -> dict:
-    from ..model.linear_path import least_squares
-    from ..runs.loading import load_run
+def _scores(error: torch.Tensor) -> dict[str, float]:
+    return {"mse": float(error.square().mean()), "mae": float(error.abs().mean())}
 
-    run = load_run(run_dir, "best", "cpu")
+
+def _linear_errors(run) -> dict[str, torch.Tensor]:
+    """Each least-squares fit's test errors ([N, out_len, targets], z units): DLinear's class,
+    and a map of every input where the file has exogenous series."""
+    from ..model.linear_path import least_squares
+
     data, targets = run.data, run.data.n_targets
-    nlinear = json.loads((run_dir / "metrics.json").read_text())["test"]["nlinear"]
-    # z units where the data was scaled, as the study's rows are (report._score)
-    found = {"nlinear": {"mse": nlinear.get("mse_scaled", nlinear["mse"]),
-                         "mae": nlinear.get("mae_scaled", nlinear["mae"])}}
     # Every channel of every window one sample: its window's values in, its horizon out.
     x = data.train.src[..., :targets].transpose(1, 2).reshape(-1, data.train.src.shape[1])
     y = data.train.target.transpose(1, 2).reshape(-1, data.train.target.shape[1])
     weight, bias = least_squares(x.double(), y.double(), 1e-6)
     src, target = data.test.src[..., :targets].double(), data.test.target.double()
-    error = (src.transpose(1, 2) @ weight + bias).transpose(1, 2) - target  # [N, out_len, T]
-    found["dlinear"] = {"mse": float(error.square().mean()), "mae": float(error.abs().mean())}
+    errors = {"dlinear": (src.transpose(1, 2) @ weight + bias).transpose(1, 2) - target}
     if len(data.state["columns"]) > targets:  # exogenous series (the EPF markets)
         # a linear map of every input channel's window (calendar features too) to the targets'
         # horizon: the inputs the model reads
         weight, bias = least_squares(data.train.src.flatten(1).double(),
                                      data.train.target.flatten(1).double(), 1e-6)
-        error = (data.test.src.flatten(1).double() @ weight + bias).view_as(target) - target
-        found["linear_all_inputs"] = {"mse": float(error.square().mean()),
-                                      "mae": float(error.abs().mean())}
-    return found
+        forecast = (data.test.src.flatten(1).double() @ weight + bias).view_as(target)
+        errors["linear_all_inputs"] = forecast - target
+    return errors
+
+
+def _linear_fits(run_dir: Path) -> dict:
+    from ..runs.loading import load_run
+
+    run = load_run(run_dir, "best", "cpu")
+    nlinear = json.loads((run_dir / "metrics.json").read_text())["test"]["nlinear"]
+    # z units where the data was scaled, as the study's rows are (report._score)
+    found = {"nlinear": {"mse": nlinear.get("mse_scaled", nlinear["mse"]),
+                         "mae": nlinear.get("mae_scaled", nlinear["mae"])}}
+    return found | {name: _scores(error) for name, error in _linear_errors(run).items()}
+
+
+def _linear_paper_count(run_dir: Path, batch: int) -> dict:
+    from ..runs.loading import load_run
+    from ..training.evaluation import Evaluator
+
+    run = load_run(run_dir, "best", "cpu")
+    test = run.data.test
+    nlinear = Evaluator.for_run(run.data, run.config).baselines["nlinear"]
+    parts = []
+    with torch.no_grad():
+        for index in test.chunks(1024):
+            src, target = test.take(index)
+            parts.append((nlinear(src) - target).double())
+    keep = torch.from_numpy(loader_windows(test, batch))
+    errors = {"nlinear": torch.cat(parts), **_linear_errors(run)}
+    return {name: _scores(error[keep]) for name, error in errors.items()}
 
 
 def _paper_count(run_dir: Path, batch: int) -> dict:
@@ -126,8 +159,7 @@ def _paper_count(run_dir: Path, batch: int) -> dict:
             errors.append((run.model(src) - target).double())
     keep = loader_windows(test, batch)
     error = torch.cat(errors)[torch.from_numpy(keep)]
-    return {"mse": float(error.square().mean()), "mae": float(error.abs().mean()),
-            "windows_per_channel": windows_per_series(test, keep)}
+    return {**_scores(error), "windows_per_channel": windows_per_series(test, keep)}
 
 
 def loader_windows(test, batch: int) -> np.ndarray:

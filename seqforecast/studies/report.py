@@ -32,7 +32,7 @@ from ..config.saved import saved_choices
 from ..published.results import published_table
 from ..stats import paired_ratio, sign_test, summarize
 from .grid import Cell, Study, StudyError
-from .references import LINEAR, linear_fits, paper_count
+from .references import LINEAR, linear_fits, linear_paper_count, paper_count
 from .verdict import verdicts
 
 SPLIT = "test"
@@ -111,6 +111,8 @@ def report_runs(path: Path, study: Study) -> tuple[dict, list[dict]]:
                     metrics["val"] = {"model": {"mse": kept["val_mse"]}}
                 if entry.get("linear"):  # a study with reference rows
                     metrics["linear"] = entry["linear"]
+                if entry.get("linear_paper"):
+                    metrics["linear_paper"] = entry["linear_paper"]
                 config = {REPORTED: str(path), REPORTED_EXTRAS: entry.get("extra_overrides")}
                 runs[(cell.model, cell.name, row["value"], int(seed))] = Run(
                     Path(kept["run_dir"]), int(seed), config, [], metrics)
@@ -282,6 +284,11 @@ def _score_references(study: Study, cell: Cell, entry: dict, by_value: dict) -> 
             row["vs_linear"] = {"n": pair.n, "ratio": pair.ratio, "low": pair.low,
                                 "high": pair.high, "verdict": pair.verdict}
     batch = refs.paper_batch.get(cell.model, 1)  # 1: every window is scored
+    if linear and batch > 1:  # the fits on the windows the model's published loader scores
+        paper = first.metrics.get("linear_paper") or (
+            linear_paper_count(first.path, batch) if REPORTED not in first.config else None)
+        if paper:  # (none from a report made before the fits were counted so)
+            entry["linear_paper"] = paper
     for row in entry["rows"]:
         for seed, kept in row["runs"].items():
             run = by_value[row["value"]][seed]
@@ -295,10 +302,9 @@ def _score_references(study: Study, cell: Cell, entry: dict, by_value: dict) -> 
             kept["paper_mse"], kept["paper_mae"] = paper["mse"], paper["mae"]
         known = [r["paper_mse"] for r in row["runs"].values() if r["paper_mse"] is not None]
         row["paper_mse"] = summarize(known).mean if len(known) == len(row["runs"]) else None
-    if refs.published:
+    if refs.published:  # every published row of the cell: the report shows each once
         rows = published_table(refs.published).rows.get(cell.name, {})
-        entry["published"] = {name: list(rows[name]) for name in (cell.model, "dlinear")
-                              if name in rows}
+        entry["published"] = {name: list(scores) for name, scores in rows.items()}
 
 
 def _searched(study: Study, cell: Cell, runs: dict) -> dict | None:
@@ -470,13 +476,20 @@ def _reference_lines(report: dict) -> list[str]:
                     f"{ratio['verdict'] if ratio else ''} | "
                     f"{_f(published[0], 3) if published else ''} |")
         linear = next((e for e in entries if e.get("linear")), None)
+        published = {k: v for e in entries for k, v in (e.get("published") or {}).items()}
         if linear:
-            pub = (linear.get("published") or {}).get("dlinear")
+            paper = linear.get("linear_paper") or {}
             for fit, scores in linear["linear"].items():
                 best = " (best linear)" if fit == linear["best_linear"] else ""
+                pub = published.get("dlinear") if fit == "dlinear" else None
+                counted = f" {_f(paper[fit]['mse'])} " if fit in paper else " "
                 lines.append(f"| {name} | {LINEAR.get(fit, fit)} (least squares){best} | "
-                             f"{_f(scores['mse'])} | {_f(scores['mae'])} | | | | "
-                             f"{_f(pub[0], 3) if pub and fit == 'dlinear' else ''} |")
+                             f"{_f(scores['mse'])} | {_f(scores['mae'])} |{counted}| | | "
+                             f"{_f(pub[0], 3) if pub else ''} |")
+        # the published rows no row above stands beside, each on its own
+        beside = {e["model"] for e in entries} | ({"dlinear"} if linear else set())
+        lines += [f"| {name} | {forecaster} (published) | | | | | | {_f(scores[0], 3)} |"
+                  for forecaster, scores in published.items() if forecaster not in beside]
     batches = ", ".join(f"{m} {b}" for m, b in refs.get("paper_batch", {}).items())
     counted = (f"the windows filling whole batches of its published test loader ({batches}; "
                f"every window for the others)" if batches else "every window")

@@ -2,11 +2,11 @@
 
 import pytest
 
-from ..cli_helpers import load_script
+from ..cli_helpers import write_ett_file
 
 
 @pytest.fixture(scope="module")
 def ett_file(tmp_path_factory):
-    """A file in ETT's layout and length (scripts/bench_longhorizon.py's smoke file)."""
-    return load_script("bench_longhorizon.py").write_smoke_file(
+    """A file in ETT's layout and length (cli_helpers.write_ett_file)."""
+    return write_ett_file(
         tmp_path_factory.mktemp("ett") / "ett.csv")

@@ -17,7 +17,7 @@ from seqforecast.studies.grid import StudyError, load_study
 from seqforecast.studies.references import SCORES_FILE
 from seqforecast.training.metrics import evaluation
 
-from ..cli_helpers import load_script, run_cli
+from ..cli_helpers import run_cli, write_ett_file
 
 BATCH = 16
 GRID = """
@@ -39,7 +39,7 @@ models:
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory):
     base = tmp_path_factory.mktemp("leaderboard")
-    path = load_script("bench_longhorizon.py").write_smoke_file(base / "ETTsmoke.csv")
+    path = write_ett_file(base / "ETTsmoke.csv")
     (base / "tiny.yaml").write_text(GRID.format(batch=BATCH, path=path))
     run_cli(["tiny.yaml", "trainer.num_threads=1"], base, module="seqforecast.study",
             fresh=True)
@@ -82,6 +82,21 @@ def test_each_row_is_scored_beside_the_cells_linear_fits_and_its_papers_windows(
         paper = float((run.model(src) - target).double().square().mean())
     assert row["runs"]["0"]["paper_mse"] == pytest.approx(paper, rel=1e-6)
     assert row["runs"]["0"]["paper_mse"] != row["runs"]["0"]["mse"]
+    # the linear fits on those windows too: DLinear's above, and NLinear (the window less its
+    # last value through one least-squares map, the last value added back) fitted here alike
+    assert cell["linear_paper"]["dlinear"]["mse"] == pytest.approx(
+        float((error[:kept] ** 2).mean()), rel=1e-5)
+    last = x[:, -1:].numpy()
+    design = np.hstack([x.numpy() - last, np.ones((len(x), 1))])
+    coef = np.linalg.lstsq(design, y.numpy() - last, rcond=None)[0]
+    windows = data.test.src[..., :data.n_targets].transpose(1, 2).double().numpy()
+    ends = windows[..., -1:]
+    nl_error = (windows - ends) @ coef[:-1] + coef[-1] + ends - \
+        data.test.target.transpose(1, 2).double().numpy()
+    assert cell["linear"]["nlinear"]["mse"] == pytest.approx(float((nl_error ** 2).mean()),
+                                                             rel=1e-4)
+    assert cell["linear_paper"]["nlinear"]["mse"] == pytest.approx(
+        float((nl_error[:kept] ** 2).mean()), rel=1e-4)
     assert (run_dir / SCORES_FILE).is_file()  # read from the run once, kept beside it
     page = (out / "study.md").read_text()
     assert "## Beside the reference rows" in page
@@ -114,7 +129,8 @@ def test_the_leaderboard_studies_name_their_published_tables_and_refuse_unknown_
     table = published_table("itransformer_table10")
     assert table.rows["etth1-96"]["itransformer"] == (0.386, 0.405)
     assert published_table("timexer_epf").rows["np-24"]["timexer"][0] == 0.236
-    assert set(TABLES) == {"itransformer_table10", "timexer_epf"}
+    assert set(TABLES) == {"itransformer_table10", "timexer_epf", "patchtst_table3"}
+    assert published_table("patchtst_table3").rows["etth2-720"]["dlinear"] == (0.605, 0.551)
     text = (tmp_path / "bad.yaml")
     for references, message in (
             ("{linear: true, baseline: x}", "references.baseline is not known"),
@@ -147,3 +163,27 @@ def test_a_report_made_before_the_reference_rows_is_read_without_its_run_dirs(ra
     (row,) = cell["rows"]
     assert "linear" not in cell and "vs_linear" not in row and row["paper_mse"] is None
     assert row["mse"] == report["cells"][0]["rows"][0]["mse"]
+
+
+def test_published_rows_no_study_row_stands_beside_are_shown_on_their_own():
+    """A cell's published rows: beside the study row of the model's name, beside the DLinear
+    fit, and the rest (PatchTST/64, /42 beside an encoder) each a row of its own; the fits'
+    MSE on the paper's windows in that column."""
+    from seqforecast.studies.report import _reference_lines
+
+    rows = published_table("patchtst_table3").rows["etth1-96"]
+    fits = {"nlinear": {"mse": 0.37, "mae": 0.39}, "dlinear": {"mse": 0.371, "mae": 0.392}}
+    report = {"references": {"published": "patchtst_table3", "paper_batch": {"encoder": 128}},
+              "cells": [{"cell": "etth1-96", "model": "encoder", "linear": fits,
+                         "best_linear": "nlinear",
+                         "linear_paper": {"nlinear": {"mse": 0.366}, "dlinear": {"mse": 0.367}},
+                         "published": {k: list(v) for k, v in rows.items()},
+                         "rows": [{"value": "preset", "seeds": [0, 1], "mse": 0.37,
+                                   "mse_std": 0.0, "mae": 0.39, "paper_mse": 0.366}]}]}
+    lines = _reference_lines(report)
+    assert "| etth1-96 | nlinear (least squares) (best linear) | 0.3700 | 0.3900 | 0.3660 | " \
+           "| |  |" in lines
+    assert "| etth1-96 | dlinear (least squares) | 0.3710 | 0.3920 | 0.3670 | | | 0.375 |" in lines
+    assert "| etth1-96 | PatchTST/64 (published) | | | | | | 0.370 |" in lines
+    assert "| etth1-96 | PatchTST/42 (published) | | | | | | 0.375 |" in lines
+    assert not any("dlinear (published)" in line for line in lines)

@@ -1,12 +1,14 @@
 """The long-horizon protocol from the command line: the preset on an ETT-shaped file, metrics
-in z units read back by evaluate and compare, a wrong border refused, and the benchmark script
-in its smoke mode."""
+in z units read back by evaluate and compare, a wrong border refused, and what the benchmark
+script adds to the study (studies/longhorizon.yaml): what a shorter patience keeps, an official
+checkpoint scored."""
 
 import csv
 import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from ..cli_helpers import run_cli, run_script
 
@@ -73,46 +75,56 @@ def test_a_wrong_border_is_one_line_and_exit_2(ett_file, tmp_path):
     )
 
 
-def test_bench_longhorizon_smoke_writes_its_tables(tmp_path):
-    out = tmp_path / "longhorizon.json"
-    # the test set scored every epoch: what a shorter patience's epoch scores is kept too
-    stdout = run_script("bench_longhorizon.py", "--smoke", "--runs-dir", str(tmp_path / "runs"),
-                        "--out", str(out), "--set", "log.test_every=1", cwd=tmp_path)
-    report = json.loads(out.read_text())
-    entry = report["files"]["ETTsmoke"]
-    assert entry["borders"] == ["400", "530", "660"] and set(entry["horizons"]) == {"24", "48"}
-    for horizon, h in entry["horizons"].items():
-        (run,) = h["runs"]
-        assert run["status"] == "ok" and run["test_windows"] == 3 * (130 - int(horizon) + 1)
-        # The published code's count: whole batches of 32 per channel, the newest dropped.
-        per_channel = (130 - int(horizon) + 1) // 32 * 32
-        assert run["paper_count"]["windows_per_channel"] == per_channel
-        assert h["summary"]["preset"]["vs_nlinear"]["n"] == 1
-        # epochs 0 and 1 scored on test; the kept one's is the run's test MSE (data units)
-        curve = dict(map(tuple, run["test_curve"]))
-        assert sorted(curve) == [0, 1]
-        final = json.loads((Path(run["run_dir"]) / "metrics.json").read_text())
-        assert curve[run["best_epoch"]] == pytest.approx(final["test"]["model"]["mse"], rel=1e-5)
-        # Plain early stopping over 2 epochs keeps the lower validation epoch at any of these
-        # patiences; the run keeps its own (a trained epoch must beat the best by 1%), so the
-        # ratio is 1 where the two agree and the test curve's ratio where they do not.
-        val = dict(map(tuple, run["val_curve"]))
-        plain = min(val, key=val.get)
-        expected = curve[plain] / curve[run["best_epoch"]]
-        assert h["summary"]["preset"]["test_with_patience"] == pytest.approx(
-            {"3": expected, "5": expected, "10": expected}, rel=1e-12
-        )
-    assert "| 24 | seqforecast preset (n=1) |" in stdout
-    assert (tmp_path / "longhorizon.md").read_text().startswith("### ETTsmoke")
-    # another seed into the same report: merged into it, the first seed's runs kept
-    run_script("bench_longhorizon.py", "--smoke", "--seeds", "1", "--runs-dir",
-               str(tmp_path / "runs"), "--out", str(out), cwd=tmp_path)
-    grown = json.loads(out.read_text())
-    for horizon, h in grown["files"]["ETTsmoke"]["horizons"].items():
-        assert [r["seed"] for r in h["runs"]] == [0, 1]
-        assert h["runs"][0] == {**entry["horizons"][horizon]["runs"][0],
-                                "report": {k: report[k] for k in ("command", "machine")}}
-        assert h["summary"]["preset"]["n"] == 2
-    assert grown["repeats"] == [] and grown["variants"] == ["preset"]
-    assert [s["file"] for s in grown["merged_from"]] == [str(out), None]
-    assert "| 24 | seqforecast preset (n=2) |" in (tmp_path / "longhorizon.md").read_text()
+def test_bench_longhorizon_reads_what_a_shorter_patience_keeps(ett_file, tmp_path):
+    # the test set scored every epoch: what a shorter patience's epoch scores can be read off
+    run_dir = tmp_path / "run"
+    run_cli([*SMALL, f"data.path={ett_file}", "epochs=4", "model.linear_path=none",
+             "model.linear_init=zero", "trainer.validate_initial=false",
+             "trainer.min_improvement=0", "trainer.selection_blocks=0", "trainer.patience=4",
+             "log.test_every=1", f"hydra.run.dir={run_dir}"], tmp_path)
+    out = tmp_path / "patience.json"
+    stdout = run_script("bench_longhorizon.py", "--patience", str(run_dir), "--paper-batch",
+                        "32", "--out", str(out), cwd=tmp_path)
+    (entry,) = json.loads(out.read_text())["entries"]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert entry["patience"] == 4 and entry["best_epoch"] == metrics["run"]["best_epoch"]
+    val, test = dict(map(tuple, entry["val_curve"])), dict(map(tuple, entry["test_curve"]))
+    assert sorted(val) == sorted(test) == [1, 2, 3, 4]
+    # the kept epoch's test MSE (data units) is the run's; plain selection keeps the lowest
+    assert test[entry["best_epoch"]] == pytest.approx(metrics["test"]["model"]["mse"], rel=1e-5)
+    assert entry["best_epoch"] == min(val, key=val.get)
+    for patience, kept in entry["kept"].items():
+        # the first epoch no lower one follows within `patience` epochs
+        expected = next(e for e in sorted(val) if all(
+            val[later] >= val[e] for later in sorted(val) if e < later <= e + int(patience)))
+        assert kept["epoch"] == expected
+        assert kept["test_ratio"] == pytest.approx(test[expected] / test[entry["best_epoch"]])
+    assert f"| run | 4: {entry['best_epoch']} of 4 (" in stdout
+    assert (tmp_path / "patience.md").read_text() == stdout.rstrip("\n") + "\n"
+
+
+def test_bench_longhorizon_scores_an_official_checkpoint_beside_the_study(ett_file, tmp_path):
+    from ..model.official_reference import official_state_dict
+
+    weights = tmp_path / "checkpoint.pth"
+    torch.save(official_state_dict(3, 96, 24, 16, 8, 16, 4, 128, 3), weights)
+    out = tmp_path / "official.json"
+    cell = ["--dataset", "etth1", "--horizon", "24", "--in-len", "96", "--paper-batch", "32",
+            "--set", f"data.path={ett_file}", *BORDERS, "--runs-dir", str(tmp_path / "runs"),
+            "--out", str(out), "--study", str(tmp_path / "no-study.json")]
+    stdout = run_script("bench_longhorizon.py", "--official", str(weights), *cell, cwd=tmp_path)
+    (entry,) = json.loads(out.read_text())["entries"]
+    metrics = json.loads((Path(entry["run_dir"]) / "metrics.json").read_text())
+    assert metrics["run"]["epochs_run"] == 0 and entry["cell"] == "etth1-24"
+    assert entry["mse"] == metrics["test"]["model"]["mse_scaled"]
+    # PatchTST's windows are of time: 107 test windows, the loader's 3 whole batches of 32
+    assert metrics["splits"]["test"]["windows"] == 130 - 24 + 1
+    assert entry["windows_per_channel"] == 96 and entry["paper_mse"] != entry["mse"]
+    assert f"| etth1-24 | not in the study | {entry['mse']:.4f} / {entry['paper_mse']:.4f} |" \
+        in stdout
+    # nothing to score: one line, exit 2, the report kept
+    proc = run_script("bench_longhorizon.py", "--official", str(tmp_path / "none.pth"), *cell,
+                      cwd=tmp_path, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].endswith("none.pth: no such file")
+    assert len(json.loads(out.read_text())["entries"]) == 1

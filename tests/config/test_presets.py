@@ -14,7 +14,7 @@ from seqforecast.model import build_model
 from seqforecast.training import train_model
 from seqforecast.training.monitor import Monitor
 
-from ..cli_helpers import REPO, load_script, run_cli
+from ..cli_helpers import REPO, run_cli, write_ett_file
 
 PRESETS = sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.yaml"))
 
@@ -59,7 +59,7 @@ def test_a_preset_composes_and_trains_one_step(preset, tmp_path, monkeypatch):
 
 def _ett_like_file(tmp_path: Path) -> Path:
     """Hourly rows in ETT's layout, as many as the hourly ETT borders need (14,400)."""
-    return load_script("bench_longhorizon.py").write_smoke_file(tmp_path / "ett.csv", rows=14_400)
+    return write_ett_file(tmp_path / "ett.csv", rows=14_400)
 
 
 

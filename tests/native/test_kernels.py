@@ -14,7 +14,7 @@ from seqforecast.config import compose_config
 from seqforecast.model import build_model
 from seqforecast.native import KernelsUnavailable, build, resolve
 from seqforecast.training.checkpoint import load_checkpoint, save_checkpoint
-from tests.cli_helpers import TINY, load_script, run_cli
+from tests.cli_helpers import TINY, run_cli, write_ett_file
 
 from .helpers import needs_kernels
 
@@ -78,8 +78,7 @@ def test_native_swaps_three_pieces_chooses_its_attention_kernel_and_keeps_the_st
 
 @pytest.fixture(scope="module")
 def ett_file(tmp_path_factory):
-    bench = load_script("bench_longhorizon.py")
-    return bench.write_smoke_file(tmp_path_factory.mktemp("ett") / "ett.csv")
+    return write_ett_file(tmp_path_factory.mktemp("ett") / "ett.csv")
 
 
 SMALL = ["experiment=patchtst", "in_len=96", "out_len=24", "batch_size=32", "epochs=1",

@@ -113,53 +113,6 @@ def test_the_leaderboard_orders_its_cells_and_speed_tables_whatever_the_merge_or
         ("itransformer", ""), ("itransformer", "bf16"), ("timexer", "")]
 
 
-# ---------------------------------------------------------------- bench_longhorizon.py
-
-
-def _lh_run(variant, seed, mse, **more):
-    return {"file": "ETTh1", "horizon": 96, "variant": variant, "seed": seed, "status": "ok",
-            "mse": mse, "mae": 0.40, "val_mse": 0.7,
-            "baselines": {"nlinear": {"mse": 0.3702, "mae": 0.3915},
-                          "last_value": {"mse": 1.29, "mae": 0.71}},
-            "best_epoch": 20 + seed, "epochs_run": 30 + seed, "train_seconds": 600.0 + mse,
-            "wall_seconds": 700.0, "reused": False, "test_windows": 2785,
-            "paper_count": {"model": {"mse": mse - 0.004}, "nlinear": {"mse": 0.3664}},
-            "val_curve": [[1, 0.9], [2, 0.8]], "test_curve": [], "run_dir": "x", **more}
-
-
-def _lh_report(command, runs):
-    return {"command": command, "machine": MACHINE_A,
-            "protocol": {"in_len": 336, "stride": 1, "units": "z (training rows)",
-                         "paper_batch": 128, "published_source": "Nie et al."},
-            "files": {"ETTh1": {"path": "/data/ETTh1.csv", "rows": 17420, "channels": 7,
-                                "borders": ["8640", "11520", "14400"],
-                                "horizons": {"96": {"runs": runs}}}}}
-
-
-def test_the_long_horizon_merge_keeps_a_rerun_beside_the_table(tmp_path):
-    """A rerun of cases the table holds (a check after a kernel change) merged before the
-    table's own report: the table keeps the runs it was made from, the rerun's are kept in
-    `repeats` and named under the table; each seed's report counts once."""
-    rerun = _write(tmp_path / "rerun.json", _lh_report("rerun", [_lh_run("patchtst", 0, 0.3799)]))
-    seeds = [_write(tmp_path / f"s{seed}.json", _lh_report(
-        f"seed {seed}", [_lh_run("patchtst", seed, mse)]))
-        for seed, mse in ((0, 0.3812), (1, 0.3778), (2, 0.3800))]
-    out = tmp_path / "patchtst.json"
-    run_script("bench_longhorizon.py", "--merge", str(rerun), *map(str, seeds), str(seeds[0]),
-               "--variants", "patchtst", "--out", str(out), cwd=tmp_path)
-    report = json.loads(out.read_text())
-    h = report["files"]["ETTh1"]["horizons"]["96"]
-    assert [(r["seed"], r["mse"]) for r in h["runs"]] == [(0, 0.3812), (1, 0.3778), (2, 0.3800)]
-    assert h["summary"]["patchtst"]["n"] == 3
-    assert [r["report"]["command"] for r in h["runs"]] == ["seed 0", "seed 1", "seed 2"]
-    (again,) = report["repeats"]
-    assert (again["seed"], again["mse"], again["report"]["command"]) == (0, 0.3799, "rerun")
-    assert report["variants"] == ["patchtst"]
-    assert ("kept in the report beside the table's (test MSE, every window / the papers' "
-            "count): 96 patchtst seed 0: 0.3799 / 0.3759 (epoch 20).") in \
-        out.with_suffix(".md").read_text()
-
-
 # ---------------------------------------------------------------- bench_realdata.py
 
 
