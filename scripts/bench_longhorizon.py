@@ -30,8 +30,10 @@ run scored its test set every epoch (`log.test_every=1`, from its TensorBoard ev
 MSE of each epoch: the epoch plain early stopping with a shorter patience (3, 5, 10) would have
 kept, and its test MSE over the run's own (benchmarks/patchtst_patience.json).
 
-Each mode adds its measurements to its `--out` report (`add_entry`: one entry each, with the
-command and machine that measured it), so reports made in several sessions stay one.
+`--official` and `--patience` add their measurements to their `--out` report (`add_entry`: one
+entry each, with the command and machine that measured it), so reports made in several sessions
+stay one; a run read again by `--patience` replaces its earlier entry. `--speed` measures its
+rounds as one report and writes it whole (`write_report`), in place of the last one.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from bench_common import (  # noqa: E402
     REPO,
     add_entry,
     merge_entries,
+    save_report,
     timed_official,
     train_run,
     write_report,
@@ -284,6 +287,16 @@ def patience_entry(run_dir: Path, batch: int = PAPER_BATCH) -> dict:
             "kept": kept}
 
 
+def add_patience_entry(out: Path, argv: list[str] | None, run_dir: Path, batch: int) -> None:
+    """Add a run's patience entry to `out`, named by its last three folders (a study run's
+    model, cell and value-seed), in place of an entry read off the same run dir before."""
+    if out.is_file():
+        report = merge_entries([out])
+        report["entries"] = [e for e in report["entries"] if e.get("run_dir") != str(run_dir)]
+        save_report(out, report)
+    add_entry(out, __file__, argv, "/".join(run_dir.parts[-3:]), **patience_entry(run_dir, batch))
+
+
 def patience_markdown(entries: list[dict]) -> str:
     """One row a run: its own patience and kept epoch (its test MSE, both counts), then the
     epoch each shorter patience keeps and, where the run scored every epoch's test set, that
@@ -341,8 +354,7 @@ def main(argv: list[str] | None = None) -> int:
             if not (run_dir / "metrics.json").is_file():
                 parser.error(f"{run_dir}: not a completed run dir (no metrics.json)")
         for run_dir in args.patience:
-            add_entry(args.out, __file__, argv, run_dir.name,
-                      **patience_entry(run_dir, args.paper_batch))
+            add_patience_entry(args.out, argv, run_dir, args.paper_batch)
         text = patience_markdown(merge_entries([args.out])["entries"])
     else:
         if args.official:

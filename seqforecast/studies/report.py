@@ -478,7 +478,9 @@ def _reference_lines(report: dict) -> list[str]:
         linear = next((e for e in entries if e.get("linear")), None)
         published = {k: v for e in entries for k, v in (e.get("published") or {}).items()}
         if linear:
-            paper = linear.get("linear_paper") or {}
+            # the fits on a published loader's windows, from the cell's entry whose model has
+            # such a loader (a cell's models share their windows, not their loaders)
+            paper = next((e["linear_paper"] for e in entries if e.get("linear_paper")), {})
             for fit, scores in linear["linear"].items():
                 best = " (best linear)" if fit == linear["best_linear"] else ""
                 pub = published.get("dlinear") if fit == "dlinear" else None
@@ -492,7 +494,8 @@ def _reference_lines(report: dict) -> list[str]:
                   for forecaster, scores in published.items() if forecaster not in beside]
     batches = ", ".join(f"{m} {b}" for m, b in refs.get("paper_batch", {}).items())
     counted = (f"the windows filling whole batches of its published test loader ({batches}; "
-               f"every window for the others)" if batches else "every window")
+               f"every window for the others; the linear fits: those of the cell's first model "
+               f"with such a loader)" if batches else "every window")
     lines += ["", f"Published: {refs['published'] or 'none'}. Test windows: every one; the MSE "
               f"as the paper counts: {counted}."]
     return lines

@@ -173,8 +173,12 @@ def test_published_rows_no_study_row_stands_beside_are_shown_on_their_own():
 
     rows = published_table("patchtst_table3").rows["etth1-96"]
     fits = {"nlinear": {"mse": 0.37, "mae": 0.39}, "dlinear": {"mse": 0.371, "mae": 0.392}}
+    # a model scored on every window first: its entry has the fits but not on the paper's count
+    every = {"cell": "etth1-96", "model": "other", "linear": fits, "best_linear": "nlinear",
+             "rows": [{"value": "x", "seeds": [0], "mse": 0.38, "mse_std": float("nan"),
+                       "mae": 0.4, "paper_mse": 0.38}]}
     report = {"references": {"published": "patchtst_table3", "paper_batch": {"encoder": 128}},
-              "cells": [{"cell": "etth1-96", "model": "encoder", "linear": fits,
+              "cells": [every, {"cell": "etth1-96", "model": "encoder", "linear": fits,
                          "best_linear": "nlinear",
                          "linear_paper": {"nlinear": {"mse": 0.366}, "dlinear": {"mse": 0.367}},
                          "published": {k: list(v) for k, v in rows.items()},
@@ -187,3 +191,4 @@ def test_published_rows_no_study_row_stands_beside_are_shown_on_their_own():
     assert "| etth1-96 | PatchTST/64 (published) | | | | | | 0.370 |" in lines
     assert "| etth1-96 | PatchTST/42 (published) | | | | | | 0.375 |" in lines
     assert not any("dlinear (published)" in line for line in lines)
+    assert sum("(least squares)" in line for line in lines) == 2  # the fits once a cell

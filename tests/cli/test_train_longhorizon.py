@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ..cli_helpers import run_cli, run_script
+from ..cli_helpers import load_script, run_cli, run_script
 
 pytestmark = pytest.mark.slow  # trains: make test-fast skips it
 
@@ -99,8 +99,22 @@ def test_bench_longhorizon_reads_what_a_shorter_patience_keeps(ett_file, tmp_pat
             val[later] >= val[e] for later in sorted(val) if e < later <= e + int(patience)))
         assert kept["epoch"] == expected
         assert kept["test_ratio"] == pytest.approx(test[expected] / test[entry["best_epoch"]])
-    assert f"| run | 4: {entry['best_epoch']} of 4 (" in stdout
+    # named by the run dir's last three folders (a study run's model/cell/value-seed)
+    name = "/".join(run_dir.parts[-3:])
+    assert entry["name"] == name and f"| {name} | 4: {entry['best_epoch']} of 4 (" in stdout
     assert (tmp_path / "patience.md").read_text() == stdout.rstrip("\n") + "\n"
+    # the same run read again replaces its entry
+    run_script("bench_longhorizon.py", "--patience", str(run_dir), "--paper-batch", "32",
+               "--out", str(out), cwd=tmp_path)
+    (again,) = json.loads(out.read_text())["entries"]
+    assert again["val_curve"] == entry["val_curve"]
+
+
+@pytest.mark.parametrize("patience, kept", [(3, 1), (4, 5), (10, 5), (1, 1)])
+def test_a_shorter_patience_keeps_the_best_epoch_before_it_stops(patience, kept):
+    # the error rises for three epochs after epoch 1, then falls below it at epoch 5
+    curve = [[1, 0.5], [2, 0.6], [3, 0.7], [4, 0.8], [5, 0.4]]
+    assert load_script("bench_longhorizon.py").kept_with_patience(curve, patience) == kept
 
 
 def test_bench_longhorizon_scores_an_official_checkpoint_beside_the_study(ett_file, tmp_path):
@@ -109,6 +123,12 @@ def test_bench_longhorizon_scores_an_official_checkpoint_beside_the_study(ett_fi
     weights = tmp_path / "checkpoint.pth"
     torch.save(official_state_dict(3, 96, 24, 16, 8, 16, 4, 128, 3), weights)
     out = tmp_path / "official.json"
+    # the study's report at this cell: its patchtst vanilla row and NLinear, both counts
+    study = tmp_path / "study.json"
+    study.write_text(json.dumps({"cells": [
+        {"model": "patchtst", "cell": "etth1-24", "linear": {"nlinear": {"mse": 0.61}},
+         "linear_paper": {"nlinear": {"mse": 0.52}},
+         "rows": [{"value": "vanilla", "seeds": [0, 1], "mse": 0.7, "paper_mse": 0.6}]}]}))
     cell = ["--dataset", "etth1", "--horizon", "24", "--in-len", "96", "--paper-batch", "32",
             "--set", f"data.path={ett_file}", *BORDERS, "--runs-dir", str(tmp_path / "runs"),
             "--out", str(out), "--study", str(tmp_path / "no-study.json")]
@@ -122,6 +142,12 @@ def test_bench_longhorizon_scores_an_official_checkpoint_beside_the_study(ett_fi
     assert entry["windows_per_channel"] == 96 and entry["paper_mse"] != entry["mse"]
     assert f"| etth1-24 | not in the study | {entry['mse']:.4f} / {entry['paper_mse']:.4f} |" \
         in stdout
+    # beside the study's row: the ratio in both counts, NLinear in both
+    stdout = run_script("bench_longhorizon.py", "--table", "--out", str(out), "--study",
+                        str(study), cwd=tmp_path)
+    ratio = f"{0.7 / entry['mse']:.3f} / {0.6 / entry['paper_mse']:.3f}"
+    assert f"| etth1-24 | 0.7000 / 0.6000 (n=2) | {entry['mse']:.4f} / " \
+        f"{entry['paper_mse']:.4f} | {ratio} | 0.6100 / 0.5200 |" in stdout
     # nothing to score: one line, exit 2, the report kept
     proc = run_script("bench_longhorizon.py", "--official", str(tmp_path / "none.pth"), *cell,
                       cwd=tmp_path, check=False)
