@@ -1,0 +1,91 @@
+"""DataFrames in and out of the CSV path: a long frame (neuralforecast's `unique_id, ds, y`)
+or a wide one (a time column and a column a series) written as the CSV a run reads, and a
+forecast CSV (`seqforecast.predict`'s) read back as a long frame in neuralforecast's column
+conventions. pandas is imported by the caller (the `frames` extra)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+# predict's bound and quantile columns: <target>_lo80, <target>_hi80, <target>_q2.5
+_BOUND = re.compile(r"^(?P<target>.+)_(?P<side>lo|hi|q)(?P<level>\d+(?:\.\d+)?)$")
+
+
+def check_frame(df, id_col: str | None, time_col: str, columns: list[str]) -> None:
+    """ValueError naming the column: one missing, a time stamp unsorted or repeated within a
+    series, a value that is not a number."""
+    import pandas as pd
+
+    for name in [*([id_col] if id_col else []), time_col, *columns]:
+        if name not in df.columns:
+            raise ValueError(f"column {name!r} is not in the frame (its columns: "
+                             f"{', '.join(map(str, df.columns))})")
+    for name in columns:
+        if not pd.api.types.is_numeric_dtype(df[name]):
+            raise ValueError(f"column {name!r} holds values that are not numbers "
+                             f"(dtype {df[name].dtype}); give numbers, NaN where missing")
+    groups = df.groupby(id_col, sort=False)[time_col] if id_col else [(None, df[time_col])]
+    for series, times in groups:
+        where = f" in series {series!r}" if id_col else ""
+        if times.duplicated().any():
+            first = times[times.duplicated()].iloc[0]
+            raise ValueError(f"column {time_col!r}: time stamp {first} repeats{where}; give "
+                             f"each step once")
+        if not times.is_monotonic_increasing:
+            raise ValueError(f"column {time_col!r}: time stamps are not sorted{where}; sort "
+                             f"the frame by {time_col!r} first")
+
+
+def write_csv(df, path: Path, id_col: str | None, time_col: str, columns: list[str]) -> Path:
+    """The frame's id (long frames), time and value columns as the CSV a run reads."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    df[[*([id_col] if id_col else []), time_col, *columns]].to_csv(path, index=False)
+    return path
+
+
+def forecast_frame(path: Path, alias: str, id_col: str | None, time_col: str,
+                   datetimes: bool) -> object:
+    """A forecast CSV as a long frame: `unique_id` (the series' id, or a wide run's column),
+    `ds`, the point forecast under `alias`, each band as `<alias>-lo-<level>` and
+    `<alias>-hi-<level>` (neuralforecast's names) and the model's own quantiles as
+    `<alias>-q-<level>`; `ds` as datetimes where `datetimes` (as the frame's were)."""
+    import pandas as pd
+
+    raw = pd.read_csv(path, dtype={id_col: str} if id_col else None)
+    values = [c for c in raw.columns if c not in (id_col, time_col)]
+    targets = [c for c in values if c not in _bounds_of(values)]
+    parts = []
+    # a panel run writes id, time, its target and its bounds; a wide run time, then each
+    # target and its bounds: one long block per target column, the wide run's named by it
+    for target in targets:
+        own = [target, *(c for c in values if _target_of(c) == target)]
+        part = raw[[*([id_col] if id_col else []), time_col, *own]].rename(
+            columns={time_col: "ds", **{c: _renamed(c, alias, target) for c in own}})
+        if id_col:
+            part = part.rename(columns={id_col: "unique_id"})
+        else:
+            part.insert(0, "unique_id", target)
+        parts.append(part)
+    long = pd.concat(parts, ignore_index=True)
+    if datetimes:
+        long["ds"] = pd.to_datetime(long["ds"])
+    return long.reset_index(drop=True)
+
+
+def _target_of(column: str) -> str | None:
+    found = _BOUND.match(column)
+    return found["target"] if found else None
+
+
+def _bounds_of(columns: list[str]) -> set[str]:
+    """The columns that are another column's bound or quantile."""
+    return {c for c in columns if _target_of(c) in columns}
+
+
+def _renamed(column: str, alias: str, target: str) -> str:
+    """`target` -> alias; its bound or quantile <target>_lo80 -> <alias>-lo-80."""
+    if column == target:
+        return alias
+    found = _BOUND.match(column)
+    return f"{alias}-{found['side']}-{found['level']}"

@@ -1,0 +1,133 @@
+"""seqforecast.Forecaster on DataFrames: a long frame trained to the same run as the command line
+on the same CSV (metrics and weights to the last digit), its forecast equal to
+`seqforecast.predict`'s, a wide frame's series each its own unique_id, a CLI run loaded, and bad
+frames and config values refused in one ValueError naming what is wrong."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from seqforecast import Forecaster
+
+from ..cli_helpers import run_cli
+
+pd = pytest.importorskip("pandas")  # the dev extra installs it (the frames extra for users)
+pytestmark = pytest.mark.slow  # trains: make test-fast skips it
+
+SMALL = ["in_len=24", "out_len=6", "d_model=8", "n_heads=2", "ffn.d_ff=16", "epochs=2",
+         "trainer.num_threads=1", "log.figures=false"]
+
+
+def long_frame(series: int = 3, steps: int = 160) -> "pd.DataFrame":
+    rng = np.random.default_rng(0)
+    times = pd.date_range("2021-03-01", periods=steps, freq="h")
+    return pd.concat([pd.DataFrame({
+        "unique_id": f"s{s}", "ds": times,
+        "y": np.sin(np.arange(steps) / 24 * 2 * np.pi + s) + s + 0.1 * rng.standard_normal(steps),
+        "temp": rng.standard_normal(steps)}) for s in range(series)], ignore_index=True)
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    root = tmp_path_factory.mktemp("forecaster")
+    fc = Forecaster(*SMALL, seed=3, run_dir=root / "api").fit(long_frame(), hist_exog_list=["temp"])
+    # the same CSV through the command line, the same overrides
+    run_cli(["data=csv", f"data.path={fc.run_dir / 'input.csv'}", "data.time_column=ds",
+             "data.id_column=unique_id", "data.target=y", "data.features=[temp]", *SMALL,
+             "seed=3", f"hydra.run.dir={root / 'cli'}"], root)
+    return fc, root
+
+
+def test_a_long_frame_trains_the_command_lines_run_to_the_last_digit(fitted):
+    fc, root = fitted
+    cli = json.loads((root / "cli" / "metrics.json").read_text())
+    assert fc.metrics["test"] == cli["test"] and fc.metrics["val"] == cli["val"]
+    ours = torch.load(fc.run_dir / "checkpoints" / "best.pt", weights_only=True)["model"]
+    theirs = torch.load(root / "cli" / "checkpoints" / "best.pt", weights_only=True)["model"]
+    assert ours.keys() == theirs.keys()
+    assert all(torch.equal(ours[k], theirs[k]) for k in ours)
+    # the frame's rows in the file as they were: series by series, in time order
+    with open(fc.run_dir / "input.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    frame = long_frame()
+    assert [r["unique_id"] for r in rows] == list(frame["unique_id"])
+    assert np.allclose([float(r["y"]) for r in rows], frame["y"])
+    # the command line's files, TensorBoard's events among them; the frame's own two beside
+    def files(run_dir):
+        return sorted("events" if p.name.startswith("events.out.tfevents") else
+                      str(p.relative_to(run_dir)) for p in run_dir.rglob("*") if p.is_file())
+    assert "events" in files(fc.run_dir)
+    assert files(fc.run_dir) == sorted([*files(root / "cli"), "frame.json", "input.csv"])
+
+
+def test_the_forecast_frame_is_predicts_csv(fitted):
+    fc, root = fitted
+    forecast = fc.predict()
+    run_cli([f"run_dir={fc.run_dir}", f"input={fc.run_dir / 'input.csv'}",
+             f"output={root / 'forecast.csv'}"], root, module="seqforecast.predict")
+    written = pd.read_csv(root / "forecast.csv")
+    assert list(forecast["unique_id"]) == list(written["unique_id"])
+    assert np.array_equal(forecast["transformer"].to_numpy(), written["y"].to_numpy())
+    for level in ("80", "95"):  # the run's conformal bands, under neuralforecast's names
+        assert np.array_equal(forecast[f"transformer-lo-{level}"], written[f"y_lo{level}"])
+        assert np.array_equal(forecast[f"transformer-hi-{level}"], written[f"y_hi{level}"])
+    # 6 steps a series, continuing each series' hourly stamps, as datetimes like the frame's
+    last = long_frame().groupby("unique_id")["ds"].max()
+    for series, steps in forecast.groupby("unique_id")["ds"]:
+        assert list(steps) == list(pd.date_range(last[series], periods=7, freq="h")[1:])
+    # from a frame given: the forecast moves with its last rows; the run's own weights
+    recent = long_frame()
+    recent["y"] += 1.0
+    moved = fc.predict(recent)
+    assert moved.shape == forecast.shape
+    assert not np.allclose(moved["transformer"], forecast["transformer"])
+
+
+def test_a_saved_run_and_a_cli_run_load_to_the_same_forecast(fitted, tmp_path):
+    fc, root = fitted
+    saved = fc.save(tmp_path / "saved")
+    again = Forecaster.load(saved).predict()
+    assert again.equals(fc.predict())
+    cli = Forecaster.load(root / "cli", alias="mine").predict(long_frame())
+    assert np.array_equal(cli["mine"], fc.predict()["transformer"])
+
+
+def test_a_wide_frame_forecasts_each_column_as_a_series(tmp_path):
+    frame = long_frame(series=2).pivot(index="ds", columns="unique_id", values="y")
+    frame = frame.reset_index().rename_axis(columns=None)
+    fc = Forecaster(*SMALL, run_dir=tmp_path / "wide").fit(frame)
+    forecast = fc.predict()
+    assert sorted(forecast["unique_id"].unique()) == ["s0", "s1"]
+    assert forecast.groupby("unique_id").size().tolist() == [6, 6]
+    saved = json.loads((tmp_path / "wide" / "frame.json").read_text())
+    assert saved["targets"] == ["s0", "s1"] and saved["id_col"] is None
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda f: f.drop(columns="y"), "column 'y' is not in the frame"),
+    (lambda f: f.iloc[::-1], "column 'ds': time stamps are not sorted in series 's2'"),
+    (lambda f: pd.concat([f.iloc[:2], f.iloc[1:]]), "time stamp 2021-03-01 01:00:00 repeats"),
+    (lambda f: f.assign(y="high"), "column 'y' holds values that are not numbers"),
+])
+def test_a_bad_frame_is_one_value_error_naming_the_column(change, message, tmp_path):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        Forecaster(*SMALL, run_dir=tmp_path / "bad").fit(change(long_frame()))
+    assert not (tmp_path / "bad").exists()  # nothing written
+
+
+def test_a_config_value_the_run_refuses_is_its_one_line(tmp_path):
+    with pytest.raises(ValueError, match=r"training failed \(exit 2\): .*attention"):
+        Forecaster(*SMALL, attention="nonesuch", run_dir=tmp_path / "bad").fit(long_frame())
+    with pytest.raises(ValueError, match="has not been fitted"):
+        Forecaster().predict()
+
+
+def test_a_completed_run_is_not_trained_over(fitted):
+    fc, _ = fitted
+    before = (fc.run_dir / "input.csv").read_bytes()
+    with pytest.raises(ValueError, match="holds a completed run"):
+        Forecaster(*SMALL, run_dir=fc.run_dir).fit(long_frame(series=1))
+    assert (fc.run_dir / "input.csv").read_bytes() == before
