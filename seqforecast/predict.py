@@ -1,5 +1,5 @@
 """python -m seqforecast.predict run_dir=<run> input=recent.csv output=forecast.csv
-                               [checkpoint=best|last] [device=...] [ids=a,b]
+                               [future=known.csv] [checkpoint=best|last] [device=...] [ids=a,b]
 
 Forecasts the next out_len steps after a CSV's last rows with a run trained on CSV data: the
 run's config and checkpoint (loaded with weights_only=True), the last in_len rows of the
@@ -10,7 +10,9 @@ bands.json, the kept model's validation errors per horizon step; for an interval
 run, the widths its adaptive intervals reached by the end of its test windows), and for a
 probabilistic run (loss=quantile|gaussian|poisson) its own quantiles (<target>_q2.5, ...).
 Forecast times are written as the input writes its own (2013/1/1 0:00 continues as 2013/1/2
-0:00: the fields' order, separators, padding and clock).
+0:00: the fields' order, separators, padding and clock). A run with known-future covariates
+(data.futr) reads their values over the forecast steps from future= (a CSV with the time
+column, the id column of a panel, and those columns: the out_len steps after the input's end).
 
 A panel run (data.id_column or data.targets) reads the input in the run's format and writes,
 in long format (id, time, value), the next out_len steps of every series (or those named in
@@ -31,9 +33,11 @@ from torch import Tensor
 
 from .cli_args import UsageError, parse_key_values, run_tool
 from .data import DataError, read_series
+from .data.covariates import window_with_future
 from .data.dates import TimeStyle
 from .data.gaps import GapFiller
 from .data.panel_data import read_panel
+from .data.panel_read import read_long, show_time
 from .data.scaling import Scaler, fit_scaler
 from .data.time_features import time_features
 from .data.windows import window_rows
@@ -49,7 +53,7 @@ from .training.report import csv_cell
 USAGE = " ".join(line.strip() for line in __doc__.strip().splitlines()[:2])
 DEFAULTS = {
     "run_dir": None, "input": None, "output": None, "checkpoint": "best", "device": None,
-    "ids": None,
+    "ids": None, "future": None,
 }
 
 
@@ -81,8 +85,10 @@ def next_times(times: list[datetime], steps: int, source: Path) -> list[datetime
     return [times[-1] + step * k for k in range(1, steps + 1)]
 
 
-def forecast_csv(run: LoadedRun, input_path: Path, output_path: Path) -> tuple[int, str]:
-    """Write the forecast; returns (rows written, first forecast time or '')."""
+def forecast_csv(run: LoadedRun, input_path: Path, output_path: Path,
+                 future_path: Path | None = None) -> tuple[int, str]:
+    """Write the forecast; returns (rows written, first forecast time or ''). `future_path`:
+    the known-future columns' values over the forecast steps (a data.futr run)."""
     state = run.checkpoint.get("data_state")
     data_cfg = run.config["data"]
     if not state:
@@ -105,8 +111,16 @@ def forecast_csv(run: LoadedRun, input_path: Path, output_path: Path) -> tuple[i
     # Gaps are filled as for any window's inputs: from rows before the forecast start only.
     filler = GapFiller(scaler.transform(series.values), data_cfg["fill"], columns, str(input_path))
     rows = len(series.values)
+    futr = state.get("futr") or []
+    last = series.times[-in_len:] if series.times else None
+    future = read_future(run, future_path, last, input_path)  # [out_len, F], or None
     inputs, _ = window_rows([rows], in_len, 0)  # [1, in_len] row indices
     window = filler.inputs(inputs, np.array([rows]))  # [1, in_len, C], model units
+    if futr:  # the known-future columns led: their last in_len values of history then future
+        history = filler.inputs(np.arange(rows)[None], np.array([rows]))[0]  # [rows, C]
+        scaled = scaler.transform(np.pad(future, ((0, 0), (len(columns) - len(futr), 0)),
+                                         constant_values=np.nan))[:, -len(futr):]
+        window = window_with_future(history, scaled, len(futr), in_len)[None]
     if data_cfg["time_features"]:  # the calendar features of the window's own steps
         marks = time_features(series.times[-in_len:], data_cfg["time_freq"])  # [in_len, k]
         window = np.concatenate([window, marks[None]], axis=-1)  # [1, in_len, C + k]
@@ -136,10 +150,13 @@ def forecast_csv(run: LoadedRun, input_path: Path, output_path: Path) -> tuple[i
 
 
 def forecast_panel(
-    run: LoadedRun, input_path: Path, output_path: Path, only: list[str] | None
+    run: LoadedRun, input_path: Path, output_path: Path, only: list[str] | None,
+    future_path: Path | None = None,
 ) -> tuple[int, int, list[str]]:
     """A panel run: the next out_len steps of every series of the input (or the ids in
-    `only`), in long format: id, time, value. Returns (series, rows written, notes)."""
+    `only`), in long format: id, time, value. Returns (series, rows written, notes).
+    `future_path`: the known-future columns' values over each series' forecast steps (a
+    data.futr run)."""
     state, data_cfg = run.checkpoint["data_state"], run.config["data"]
     if input_path.resolve() == output_path.resolve():
         raise UsageError(f"output={output_path} would overwrite the input; choose another file")
@@ -154,6 +171,8 @@ def forecast_panel(
             f"{', '.join(map(repr, unknown[:5]))}"
         )
     saved = {series_id: k for k, series_id in enumerate(state["ids"])}
+    futr = state.get("futr") or []
+    future = read_future_panel(run, future_path, panel, chosen, input_path)
     windows, kept, notes, refitted, short, known = [], [], [], [], [], []
     for series_id in chosen:
         s = position[series_id]
@@ -168,7 +187,11 @@ def forecast_panel(
             shift, scale = fitted.shift, fitted.scale
             refitted.append(series_id)
         known.append(saved.get(series_id, -1))  # the run's own index of it (bands)
-        windows.append((rows[-in_len:] - shift.numpy()) / scale.numpy())
+        history = (rows - shift.numpy()) / scale.numpy()  # [rows, C], model units
+        ahead = None
+        if futr:  # [out_len, F], scaled as the series' known-future columns
+            ahead = (future[series_id] - shift.numpy()[-len(futr):]) / scale.numpy()[-len(futr):]
+        windows.append(window_with_future(history, ahead, len(futr), in_len))
         kept.append((s, shift[: panel.n_targets], scale[: panel.n_targets]))
     if short:
         notes.append(
@@ -209,6 +232,75 @@ def forecast_panel(
                   for t, row in zip(steps, values, strict=True)]
     atomic_write_text(output_path, "\n".join(lines) + "\n")
     return len(kept), len(lines) - 1, notes
+
+
+def read_future(run: LoadedRun, future_path: Path | None, times: list[datetime] | None,
+                input_path: Path) -> np.ndarray | None:
+    """A data.futr run's known-future values over the out_len steps after the input's end
+    (the `future` CSV's rows after the input's last time, or its first rows without a time
+    column): [out_len, F], data units; None for a run without them (future= refused)."""
+    state, data_cfg = run.checkpoint["data_state"], run.config["data"]
+    futr, out_len = state.get("futr") or [], data_cfg["out_len"]
+    if not futr:
+        if future_path is not None:
+            raise UsageError("future= gives known-future covariates; this run was trained "
+                             "without them (data.futr)")
+        return None
+    if future_path is None:
+        raise UsageError(f"this run reads known-future covariates ({', '.join(futr)}); give "
+                         f"their values over the next out_len={out_len} steps with "
+                         f"future=<csv>")
+    time_column = state["time_column"]
+    known = read_series(future_path, futr, time_column, "error", "error",
+                        data_cfg.get("date_order", "auto"), "keep")
+    values, first = known.values, 0
+    if time_column:
+        expected = next_times(times, out_len, input_path)
+        first = int(np.searchsorted(np.array(known.times, dtype="datetime64[us]"),
+                                    np.datetime64(expected[0])))
+        given = known.times[first : first + out_len]
+        if given != expected:
+            raise DataError(
+                f"{future_path}: the known-future values must cover the {out_len} steps "
+                f"after the input's last time, {expected[0]} to {expected[-1]}; it has "
+                f"{len(given)} of them" + (f", from {given[0]}" if given else ""))
+    if len(values) - first < out_len:
+        raise DataError(f"{future_path}: {len(values) - first} rows; the run forecasts "
+                        f"out_len={out_len} steps and reads each one's known-future values")
+    return values[first : first + out_len]
+
+
+def read_future_panel(run: LoadedRun, future_path: Path | None, panel, chosen: list[str],
+                      input_path: Path) -> dict[str, np.ndarray]:
+    """A panel data.futr run's known-future values: per series id forecast, its out_len
+    steps after its last input time, [out_len, F] in data units ({} without data.futr)."""
+    state, data_cfg = run.checkpoint["data_state"], run.config["data"]
+    futr, out_len = state.get("futr") or [], data_cfg["out_len"]
+    if not futr or future_path is None:
+        read_future(run, future_path, None, input_path)  # refuses the mismatch in one line
+        return {}
+    known = read_long(future_path, state["id_column"], state["time_column"], futr, "error",
+                      data_cfg.get("date_order", "auto"), "keep")
+    rows_of = {series_id: known.rows(s) for s, series_id in enumerate(known.ids)}
+    future = {}
+    for series_id in chosen:
+        s = panel.ids.index(series_id)
+        if series_id not in rows_of:
+            raise DataError(f"{future_path}: series {series_id!r} has no known-future rows; "
+                            f"give the {out_len} steps after its last time")
+        times = panel.times[panel.rows(s)]
+        moments = known.times[rows_of[series_id]]
+        after = moments[moments > times[-1]][:out_len]
+        expected = np.array(next_times(times.tolist(), out_len, input_path),
+                            dtype=moments.dtype)
+        if len(after) < out_len or (after != expected).any():
+            raise DataError(
+                f"{future_path}: series {series_id!r} needs known-future values at the "
+                f"{out_len} steps after its last time {show_time(times[-1])}; it has "
+                f"{int(np.isin(after, expected).sum())} of them")
+        first = rows_of[series_id].start + int(np.searchsorted(moments, after[0]))
+        future[series_id] = known.values[first : first + out_len]
+    return future
 
 
 def band_levels(run: LoadedRun) -> list[float]:
@@ -285,7 +377,9 @@ def predict_command(argv: list[str]) -> None:
     state = run.checkpoint.get("data_state") or {}
     if state.get("kind") == "panel":
         only = [i.strip() for i in args["ids"].split(",") if i.strip()] if args["ids"] else None
-        series, rows, notes = forecast_panel(run, Path(args["input"]), Path(args["output"]), only)
+        future = Path(args["future"]) if args["future"] else None
+        series, rows, notes = forecast_panel(run, Path(args["input"]), Path(args["output"]),
+                                             only, future)
         for note in notes:
             print(f"note: {note}")
         steps = run.config["data"]["out_len"]
@@ -295,7 +389,8 @@ def predict_command(argv: list[str]) -> None:
         return
     if args["ids"]:
         raise UsageError("ids= picks series of a panel run; this run read one series")
-    rows, first = forecast_csv(run, Path(args["input"]), Path(args["output"]))
+    rows, first = forecast_csv(run, Path(args["input"]), Path(args["output"]),
+                               Path(args["future"]) if args["future"] else None)
     since = f" from {first}" if first else ""
     print(f"wrote {args['output']}: {rows} steps{since} ({args['checkpoint']} checkpoint)")
     say_bands(run)

@@ -4,6 +4,7 @@
     fc = Forecaster("experiment=itransformer", in_len=96, out_len=24, epochs=5)
     fc.fit(df)                      # long: unique_id, ds, y; or wide: ds and a column a series
     forecast = fc.predict()         # unique_id, ds, <alias>[, <alias>-lo-80, <alias>-hi-80]
+    fc.fit(df, futr_exog_list=["load"]).predict(futr_df=next_day)  # known-future covariates
     fc.metrics["test"]["model"]     # what metrics.json holds
     Forecaster.load("outputs/2026-12-06/12-00-00").predict(recent)   # a CLI run too
 
@@ -54,27 +55,29 @@ class Forecaster:
 
     # ------------------------------------------------------------------ training
     def fit(self, df, id_col: str | None = "unique_id", time_col: str = "ds",
-            target_col: str | list[str] = "y", hist_exog_list: list[str] | None = None
-            ) -> Forecaster:
+            target_col: str | list[str] = "y", hist_exog_list: list[str] | None = None,
+            futr_exog_list: list[str] | None = None) -> Forecaster:
         """Train on `df`: long (`id_col`, `time_col`, the target, `hist_exog_list`: past
-        covariates, the model's inputs beside the target) or, where the frame has no `id_col`,
-        wide (`time_col` and the target columns: `target_col` a list, or every other column).
-        The last rows are the validation and test splits, as data=csv makes them. Returns self."""
+        covariates, the model's inputs beside the target; `futr_exog_list`: covariates known
+        in advance, whose values over the forecast steps `predict` takes from `futr_df`) or,
+        where the frame has no `id_col`, wide (`time_col` and the target columns: `target_col`
+        a list, or every other column). The last rows are the validation and test splits, as
+        data=csv makes them. Returns self."""
         if id_col is not None and id_col not in df.columns:
             id_col = None  # a wide frame
         if id_col is None and target_col == "y" and "y" not in df.columns:
             target_col = [c for c in df.columns if c != time_col and c not in
-                          (hist_exog_list or [])]
+                          [*(hist_exog_list or []), *(futr_exog_list or [])]]
         targets = [target_col] if isinstance(target_col, str) else list(target_col)
-        features = list(hist_exog_list or [])
+        features, futr = list(hist_exog_list or []), list(futr_exog_list or [])
         if id_col is not None and len(targets) != 1:
             raise ValueError(f"a long frame forecasts one target column; got {targets}")
-        check_frame(df, id_col, time_col, [*targets, *features])
+        check_frame(df, id_col, time_col, [*targets, *features, *futr])
         run_dir = self.run_dir or _new_run_dir()
         if completed_record(run_dir) is not None:  # its input.csv is that run's: kept
             raise ValueError(f"{run_dir} holds a completed run; give another run_dir, or "
                              f"Forecaster.load it")
-        path = write_csv(df, run_dir / INPUT, id_col, time_col, [*targets, *features])
+        path = write_csv(df, run_dir / INPUT, id_col, time_col, [*targets, *features, *futr])
         data = ["data=csv", f"data.path={_quoted(str(path.resolve()))}",
                 f"data.time_column={_quoted(time_col)}"]
         if id_col is not None:
@@ -83,8 +86,10 @@ class Forecaster:
             data += [f"data.targets={_hydra_value(targets)}"]
         if features:
             data += [f"data.features={_hydra_value(features)}"]
+        if futr:
+            data += [f"data.futr={_hydra_value(futr)}"]
         self.frame = {"id_col": id_col, "time_col": time_col, "targets": targets,
-                      "features": features, "datetime": _is_datetime(df[time_col])}
+                      "features": features, "futr": futr, "datetime": _is_datetime(df[time_col])}
         (run_dir / FRAME).write_text(json.dumps(self.frame, indent=1) + "\n")
         command = [sys.executable, "-m", "seqforecast.train", *data, *self.overrides,
                    f"hydra.run.dir={_quoted(str(run_dir.resolve()))}"]
@@ -120,10 +125,13 @@ class Forecaster:
         """The run's metrics.json: validation and test errors beside its baselines."""
         return json.loads((self._trained() / "metrics.json").read_text())
 
-    def predict(self, df=None, checkpoint: str = "best"):
+    def predict(self, df=None, futr_df=None, checkpoint: str = "best"):
         """The next out_len steps after each series' last row of `df` (default: the frame fit
         trained on), as a long frame: `unique_id`, `ds`, the forecast under the alias, and the
-        run's bands (`<alias>-lo-80`, `<alias>-hi-80`) and own quantiles where it has them."""
+        run's bands (`<alias>-lo-80`, `<alias>-hi-80`) and own quantiles where it has them.
+        `futr_df`: a run with known-future covariates needs their values over those steps
+        (the id and time columns and those covariates, the out_len steps after each series'
+        last row; neuralforecast's futr_df)."""
         import pandas  # noqa: F401  (the frames extra: a clear ImportError before any work)
 
         from ..predict import forecast_csv, forecast_panel
@@ -137,7 +145,19 @@ class Forecaster:
         if time_col is None:
             raise ValueError(f"{run_dir} was trained without a time column; predict from a "
                              f"frame needs one")
+        futr = state.get("futr") or []
+        if futr and futr_df is None:
+            raise ValueError(f"this run reads known-future covariates ({', '.join(futr)}): give "
+                             f"futr_df with their values over the next "
+                             f"{run.config['data']['out_len']} steps")
+        if futr_df is not None and not futr:
+            raise ValueError("futr_df gives known-future covariates; this run was trained "
+                             "without them (fit's futr_exog_list)")
         with tempfile.TemporaryDirectory(prefix="seqforecast-predict-") as scratch:
+            future = None
+            if futr:
+                check_frame(futr_df, id_col, time_col, futr)
+                future = write_csv(futr_df, Path(scratch) / "future.csv", id_col, time_col, futr)
             source = run_dir / INPUT
             if df is not None:
                 # a wide panel's series are its columns; else the run's columns, by series
@@ -148,9 +168,9 @@ class Forecaster:
                 raise ValueError(f"{run_dir} holds no frame of its own ({INPUT}): give df")
             out = Path(scratch) / "forecast.csv"
             if panel:  # long: id (the run's id column, or "id" for a wide file), time, value
-                forecast_panel(run, source, out, None)
+                forecast_panel(run, source, out, None, future)
             else:  # wide: time, each target
-                forecast_csv(run, source, out)
+                forecast_csv(run, source, out, future)
             alias = self.alias or run.config["model"]["name"]
             datetimes = _is_datetime(df[time_col]) if df is not None else \
                 bool(self.frame and self.frame["datetime"])

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .covariates import lead
 from .csv_series import DataError, Series, check_scaled, read_series, read_table
 from .gaps import GapFiller
 from .scaling import Scaler, fit_scaler
@@ -36,7 +37,9 @@ def csv_data(
 ) -> ForecastData:
     path = data_cfg["path"]
     targets = target_columns(data_cfg)
-    columns = [*targets, *data_cfg["features"]]  # the targets first
+    futr = list(data_cfg.get("futr", []))
+    # the targets first, then the past covariates, then the known-future ones (covariates.py)
+    columns = [*targets, *data_cfg["features"], *futr]
     n_targets = len(targets)
     series = read_series(path, columns, data_cfg["time_column"], data_cfg["fill"],
                          data_cfg["duplicate_times"], data_cfg["date_order"],
@@ -71,6 +74,7 @@ def csv_data(
     # Scaling is affine, so scaling before filling equals filling before scaling.
     scaled = scaler.transform(series.values)
     check_scaled(path, scaled, columns, np.arange(rows) + 2)
+    scaled = lead(scaled, len(futr), out_len)  # known-future columns: the horizon's values
     filler = GapFiller(scaled, data_cfg["fill"], columns, str(path))
     # Calendar features (never scaled, never missing): further input channels after the columns.
     marks, mark_names = None, (feature_names(data_cfg["time_freq"])
@@ -126,6 +130,7 @@ def csv_data(
         scaler=scaler,
         state={
             "columns": columns,
+            "futr": futr,  # the last columns: known in advance, read led by out_len rows
             "time_column": data_cfg["time_column"],
             "scaler": scaler.state(),
             "rows": {name: [r.start, r.stop] for name, r in ranges.items()},
@@ -154,7 +159,8 @@ def target_columns(data_cfg: Mapping) -> list[str]:
         return [data_cfg["target"]]
     if targets == "all":
         header, _ = read_table(Path(data_cfg["path"]))
-        return [c for c in header if c != data_cfg["time_column"] and c not in data_cfg["features"]]
+        return [c for c in header if c != data_cfg["time_column"]
+                and c not in [*data_cfg["features"], *data_cfg.get("futr", [])]]
     return list(targets)
 
 

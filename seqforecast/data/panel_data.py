@@ -26,6 +26,7 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
+from .covariates import lead
 from .csv_data import mase_scale
 from .csv_series import DataError, check_scaled
 from .panel_read import Panel, read_long, read_wide, show_time
@@ -41,7 +42,8 @@ def read_panel(data_cfg: Mapping) -> Panel:
                 "data.id_column (long format) and data.targets (wide format) exclude each "
                 "other: a long panel forecasts data.target"
             )
-        columns = [data_cfg["target"], *data_cfg["features"]]
+        # the target, the past covariates, the known-future ones (covariates.py)
+        columns = [data_cfg["target"], *data_cfg["features"], *data_cfg.get("futr", [])]
         return read_long(
             data_cfg["path"],
             data_cfg["id_column"],
@@ -51,10 +53,11 @@ def read_panel(data_cfg: Mapping) -> Panel:
             data_cfg["date_order"],
             data_cfg.get("missing_times", "keep"),  # runs before the key: kept
         )
-    if data_cfg["features"]:
+    if data_cfg["features"] or data_cfg.get("futr"):
+        key = "data.features" if data_cfg["features"] else "data.futr"
         raise DataError(
-            "data.features with data.targets: each column is its own series, which has no "
-            "covariates; read them as channels of one series with data.columns=channels"
+            f"{key} with data.targets: each column is its own series, which has no "
+            f"covariates; read them as channels of one series with data.columns=channels"
         )
     return read_wide(data_cfg["path"], data_cfg["time_column"], data_cfg["targets"],
                      data_cfg["fill"], data_cfg["date_order"],
@@ -89,6 +92,8 @@ def panel_data(
     row_series = np.repeat(np.arange(len(panel)), panel.lengths())
     buffer = (panel.values - shift[row_series]) / scale[row_series]
     check_scaled(data_cfg["path"], buffer, panel.columns, panel.lines)
+    futr = list(data_cfg.get("futr", []))
+    buffer = lead(buffer, len(futr), out_len, panel.lengths())  # the horizon's known values
     values = torch.from_numpy(buffer).float().to(device)
     splits, info, files = {}, {}, {}
     for k, name in enumerate(SPLITS):
@@ -140,6 +145,7 @@ def panel_data(
         state={
             "kind": "panel",
             "columns": panel.columns,
+            "futr": futr,  # the last columns: known in advance, read led by out_len rows
             "time_column": data_cfg["time_column"],
             "id_column": data_cfg["id_column"],
             "ids": panel.ids,

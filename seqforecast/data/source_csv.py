@@ -51,7 +51,12 @@ class CsvOptions:  # data=csv: your own series (csv_data.py, panel_data.py)
     # (own scaler, windows, metrics) | channels: the channels of one series, windows carrying all
     id_column: str | None = option(None, column)  # long panel: the column naming each row's
     # series
-    features: list[str] = option([], factory=True)  # further columns read (covariates)
+    features: list[str] = option([], factory=True)  # past covariates (hist): further columns
+    # read over the input steps only
+    futr: list[str] = option([], factory=True)  # known-future covariates: columns whose values
+    # over the forecast steps are known in advance (calendar, a published load forecast); each
+    # window reads them led by out_len rows, so its last out_len input steps hold the horizon's
+    # values (covariates.py); predict takes those values from future=<csv>
     time_column: str | None = None  # times, checked sorted and unique: ISO 8601, or a date
     # such as 2013/1/31 0:00, 31/1/2013 or 1/31/2013 (data/dates.py)
     date_order: DateOrder = DateOrder.auto  # a date with its year last: auto (the file shows
@@ -82,6 +87,28 @@ class CsvOptions:  # data=csv: your own series (csv_data.py, panel_data.py)
     # published scripts' choice for every file) | s | min | d | w | m
 
 
+def check_futr(data: Mapping) -> None:
+    """Known-future columns: neither forecast nor read as past covariates, and a window long
+    enough to hold the horizon's values (they are read led by out_len rows)."""
+    futr = data["futr"]
+    if not futr:
+        return
+    forecast = ([data["target"]] if data["targets"] is None
+                else [] if data["targets"] == "all" else list(data["targets"]))
+    for key, names in (("data.target/targets", forecast), ("data.features", data["features"])):
+        both = [c for c in futr if c in names]
+        if both:
+            raise conflict("data.futr", futr, key, names,
+                           f"{', '.join(map(repr, both))} cannot be known in advance and "
+                           f"{'forecast' if key != 'data.features' else 'a past covariate'}; "
+                           f"name each column once")
+    if data["in_len"] < data["out_len"]:
+        raise refuse("data.futr", futr,
+                     f"needs data.in_len >= data.out_len (here {data['in_len']} < "
+                     f"{data['out_len']}): a window reads known-future columns led by out_len "
+                     f"rows, its last out_len steps the horizon's values")
+
+
 @register_source("csv", CsvOptions)
 class CsvFile(DataSource):
     """A CSV file's series: its test windows are its last rows, in time order."""
@@ -101,6 +128,7 @@ class CsvFile(DataSource):
         data = self.cfg
         target, targets, id_column = data["target"], data["targets"], data["id_column"]
         features = data["features"]
+        check_futr(data)
         if targets is None:
             if target is None:
                 raise ConfigError(
@@ -122,10 +150,10 @@ class CsvFile(DataSource):
                                f"{', '.join(map(repr, both))} cannot be both forecast and "
                                f"exogenous")
         if id_column:
-            if id_column == target or id_column in features:
-                raise conflict("data.id_column", id_column, "data.target/features",
-                               [target, *features], "the id column names each row's series; it "
-                               "cannot be forecast or read")
+            if id_column == target or id_column in [*features, *data["futr"]]:
+                raise conflict("data.id_column", id_column, "data.target/features/futr",
+                               [target, *features, *data["futr"]], "the id column names each "
+                               "row's series; it cannot be forecast or read")
             if data["columns"] == "channels":
                 raise conflict("data.columns", "channels", "data.id_column", id_column,
                                "a long panel has one target; channels of one series are wide "
@@ -155,7 +183,7 @@ class CsvFile(DataSource):
 
     def channels(self, dataset: Mapping | None = None) -> tuple[int, int]:
         data = self.cfg
-        features = len(data["features"])
+        features = len(data["features"]) + len(data["futr"])
         if self.is_panel:  # each window one series: its target and covariates
             return 1 + features, 1
         targets = data["targets"]

@@ -52,6 +52,7 @@ class Kit:
         self.n_marks = len(data_source(cfg["data"]).calendar_features())
         data = cfg["data"]  # what the data adds beside its series, as (key, value), or None
         self.covariates = (("data.features", data["features"]) if data.get("features") else
+                           ("data.futr", data["futr"]) if data.get("futr") else
                            ("data.time_features", "true") if self.n_marks else None)
         self.positions = build_positions(cfg["pos_encoding"])
         self.built: list[Attention] = []  # every attention, in the order built

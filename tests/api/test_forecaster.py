@@ -131,3 +131,28 @@ def test_a_completed_run_is_not_trained_over(fitted):
     with pytest.raises(ValueError, match="holds a completed run"):
         Forecaster(*SMALL, run_dir=fc.run_dir).fit(long_frame(series=1))
     assert (fc.run_dir / "input.csv").read_bytes() == before
+
+
+def test_known_future_covariates_from_a_future_frame(tmp_path):
+    """futr_exog_list trains with data.futr; predict takes their next out_len values from
+    futr_df, as the command line's predict takes future=<csv>, and refuses a run without it
+    or a frame missing steps in one ValueError."""
+    frame = long_frame(series=2, steps=166)
+    frame["load"] = np.cos(np.arange(len(frame)) / 7)
+    history = frame.groupby("unique_id").head(160)
+    ahead = frame.groupby("unique_id").tail(6)[["unique_id", "ds", "load"]]
+    fc = Forecaster(*SMALL, run_dir=tmp_path / "api").fit(history, futr_exog_list=["load"])
+    assert json.loads((fc.run_dir / "frame.json").read_text())["futr"] == ["load"]
+    forecast = fc.predict(futr_df=ahead)
+    ahead.to_csv(tmp_path / "future.csv", index=False)
+    run_cli([f"run_dir={fc.run_dir}", f"input={fc.run_dir / 'input.csv'}",
+             f"output={tmp_path / 'forecast.csv'}", f"future={tmp_path / 'future.csv'}"],
+            tmp_path, module="seqforecast.predict")
+    written = pd.read_csv(tmp_path / "forecast.csv")
+    assert np.array_equal(forecast["transformer"].to_numpy(), written["y"].to_numpy())
+    with pytest.raises(ValueError, match=r"known-future covariates \(load\): give futr_df"):
+        fc.predict()
+    with pytest.raises(ValueError, match="'s1' needs known-future values at the 6 steps"):
+        fc.predict(futr_df=ahead.iloc[:-1])
+    with pytest.raises(ValueError, match="column 'load' is not in the frame"):
+        fc.predict(futr_df=ahead.drop(columns="load"))

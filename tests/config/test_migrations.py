@@ -234,3 +234,15 @@ def test_a_run_saved_before_the_published_key_migrates_to_the_config_composed_to
     old["config_version"] = 4
     del old["published"]
     assert migrate(old) == resolved(compose_config())
+
+
+def test_a_csv_run_saved_before_known_future_columns_read_none():
+    """data.futr (config_version 6): a CSV run saved before it read no known-future column; its
+    migrated config is the one composed now, and validates."""
+    new = resolved(compose_config(["data=csv", "data.path=x.csv", "data.target=y"]))
+    old = {**new, "config_version": 5, "data": {k: v for k, v in new["data"].items()
+                                                 if k != "futr"}}
+    current = migrate(old)
+    validate_config(current)
+    assert current == new and current["data"]["futr"] == []
+    assert "futr" not in migrate(resolved(compose_config()))["data"]  # synthetic data

@@ -69,12 +69,14 @@ def test_a_registered_source_is_built_and_asked_by_its_name(ramp):
 
 
 def test_the_project_s_sources_say_what_their_configs_tell():
-    csv = {"name": "csv", "features": ["wind"], "targets": ["a", "b"], "columns": "channels",
+    csv = {"name": "csv", "features": ["wind"], "futr": ["load"], "targets": ["a", "b"],
+           "columns": "channels",
            "id_column": None, "time_features": True, "time_freq": "h", "season": 24,
            "scale": "none"}
     source = data_source(csv)
     assert source.ordered_in_time and not source.scaled_units()
-    assert source.channels() == (2 + 1 + 4, 2)  # targets, the feature, 4 hourly calendar ones
+    # targets, the past and the known-future covariate, 4 hourly calendar ones
+    assert source.channels() == (2 + 1 + 1 + 4, 2)
     assert source.season() == 24 and source.calendar_features()[0].startswith("time:")
     sigmoid = data_source({"name": "sigmoid"})
     assert not sigmoid.ordered_in_time and sigmoid.season() == 0 and sigmoid.channels() == (1, 1)
