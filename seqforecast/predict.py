@@ -33,7 +33,7 @@ from torch import Tensor
 
 from .cli_args import UsageError, parse_key_values, run_tool
 from .data import DataError, read_series
-from .data.covariates import window_with_future
+from .data.covariates import known_columns, window_with_future
 from .data.dates import TimeStyle
 from .data.gaps import GapFiller
 from .data.panel_data import read_panel
@@ -118,9 +118,10 @@ def forecast_csv(run: LoadedRun, input_path: Path, output_path: Path,
     window = filler.inputs(inputs, np.array([rows]))  # [1, in_len, C], model units
     if futr:  # the known-future columns led: their last in_len values of history then future
         history = filler.inputs(np.arange(rows)[None], np.array([rows]))[0]  # [rows, C]
-        scaled = scaler.transform(np.pad(future, ((0, 0), (len(columns) - len(futr), 0)),
-                                         constant_values=np.nan))[:, -len(futr):]
-        window = window_with_future(history, scaled, len(futr), in_len)[None]
+        at = known_columns(columns, futr)
+        full = np.full((len(future), len(columns)), np.nan)  # the known columns' scaling
+        full[:, at] = future
+        window = window_with_future(history, scaler.transform(full)[:, at], at, in_len)[None]
     if data_cfg["time_features"]:  # the calendar features of the window's own steps
         marks = time_features(series.times[-in_len:], data_cfg["time_freq"])  # [in_len, k]
         window = np.concatenate([window, marks[None]], axis=-1)  # [1, in_len, C + k]
@@ -172,6 +173,8 @@ def forecast_panel(
         )
     saved = {series_id: k for k, series_id in enumerate(state["ids"])}
     futr = state.get("futr") or []
+    at = known_columns(panel.columns, futr)
+    n_static = len(state.get("static") or [])
     future = read_future_panel(run, future_path, panel, chosen, input_path)
     windows, kept, notes, refitted, short, known = [], [], [], [], [], []
     for series_id in chosen:
@@ -184,14 +187,17 @@ def forecast_panel(
             shift, scale = state["shift"][saved[series_id]], state["scale"][saved[series_id]]
         else:  # a series the run never saw: scaled on its own rows
             fitted = fit_scaler(data_cfg["scale"], rows)
-            shift, scale = fitted.shift, fitted.scale
+            shift, scale = fitted.shift.clone(), fitted.scale.clone()
+            if n_static:  # its static values as the run scaled every series' (across them)
+                shift[-n_static:] = state["shift"][0, -n_static:]
+                scale[-n_static:] = state["scale"][0, -n_static:]
             refitted.append(series_id)
         known.append(saved.get(series_id, -1))  # the run's own index of it (bands)
         history = (rows - shift.numpy()) / scale.numpy()  # [rows, C], model units
         ahead = None
         if futr:  # [out_len, F], scaled as the series' known-future columns
-            ahead = (future[series_id] - shift.numpy()[-len(futr):]) / scale.numpy()[-len(futr):]
-        windows.append(window_with_future(history, ahead, len(futr), in_len))
+            ahead = (future[series_id] - shift.numpy()[at]) / scale.numpy()[at]
+        windows.append(window_with_future(history, ahead, at, in_len))
         kept.append((s, shift[: panel.n_targets], scale[: panel.n_targets]))
     if short:
         notes.append(

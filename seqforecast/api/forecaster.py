@@ -56,13 +56,16 @@ class Forecaster:
     # ------------------------------------------------------------------ training
     def fit(self, df, id_col: str | None = "unique_id", time_col: str = "ds",
             target_col: str | list[str] = "y", hist_exog_list: list[str] | None = None,
-            futr_exog_list: list[str] | None = None) -> Forecaster:
+            futr_exog_list: list[str] | None = None, static_df=None,
+            stat_exog_list: list[str] | None = None) -> Forecaster:
         """Train on `df`: long (`id_col`, `time_col`, the target, `hist_exog_list`: past
         covariates, the model's inputs beside the target; `futr_exog_list`: covariates known
-        in advance, whose values over the forecast steps `predict` takes from `futr_df`) or,
-        where the frame has no `id_col`, wide (`time_col` and the target columns: `target_col`
-        a list, or every other column). The last rows are the validation and test splits, as
-        data=csv makes them. Returns self."""
+        in advance, whose values over the forecast steps `predict` takes from `futr_df`;
+        `static_df`: one row per series, `id_col` and its static covariates, or
+        `stat_exog_list` naming columns of `df` that hold one value per series) or, where the
+        frame has no `id_col`, wide (`time_col` and the target columns: `target_col` a list, or
+        every other column). The last rows are the validation and test splits, as data=csv
+        makes them. Returns self."""
         if id_col is not None and id_col not in df.columns:
             id_col = None  # a wide frame
         if id_col is None and target_col == "y" and "y" not in df.columns:
@@ -70,14 +73,16 @@ class Forecaster:
                           [*(hist_exog_list or []), *(futr_exog_list or [])]]
         targets = [target_col] if isinstance(target_col, str) else list(target_col)
         features, futr = list(hist_exog_list or []), list(futr_exog_list or [])
+        df, static = with_static(df, static_df, stat_exog_list, id_col)
         if id_col is not None and len(targets) != 1:
             raise ValueError(f"a long frame forecasts one target column; got {targets}")
-        check_frame(df, id_col, time_col, [*targets, *features, *futr])
+        check_frame(df, id_col, time_col, [*targets, *features, *futr, *static])
         run_dir = self.run_dir or _new_run_dir()
         if completed_record(run_dir) is not None:  # its input.csv is that run's: kept
             raise ValueError(f"{run_dir} holds a completed run; give another run_dir, or "
                              f"Forecaster.load it")
-        path = write_csv(df, run_dir / INPUT, id_col, time_col, [*targets, *features, *futr])
+        path = write_csv(df, run_dir / INPUT, id_col, time_col,
+                         [*targets, *features, *futr, *static])
         data = ["data=csv", f"data.path={_quoted(str(path.resolve()))}",
                 f"data.time_column={_quoted(time_col)}"]
         if id_col is not None:
@@ -88,8 +93,11 @@ class Forecaster:
             data += [f"data.features={_hydra_value(features)}"]
         if futr:
             data += [f"data.futr={_hydra_value(futr)}"]
+        if static:
+            data += [f"data.static={_hydra_value(static)}"]
         self.frame = {"id_col": id_col, "time_col": time_col, "targets": targets,
-                      "features": features, "futr": futr, "datetime": _is_datetime(df[time_col])}
+                      "features": features, "futr": futr, "static": static,
+                      "datetime": _is_datetime(df[time_col])}
         (run_dir / FRAME).write_text(json.dumps(self.frame, indent=1) + "\n")
         command = [sys.executable, "-m", "seqforecast.train", *data, *self.overrides,
                    f"hydra.run.dir={_quoted(str(run_dir.resolve()))}"]
@@ -125,13 +133,14 @@ class Forecaster:
         """The run's metrics.json: validation and test errors beside its baselines."""
         return json.loads((self._trained() / "metrics.json").read_text())
 
-    def predict(self, df=None, futr_df=None, checkpoint: str = "best"):
+    def predict(self, df=None, futr_df=None, static_df=None, checkpoint: str = "best"):
         """The next out_len steps after each series' last row of `df` (default: the frame fit
         trained on), as a long frame: `unique_id`, `ds`, the forecast under the alias, and the
         run's bands (`<alias>-lo-80`, `<alias>-hi-80`) and own quantiles where it has them.
         `futr_df`: a run with known-future covariates needs their values over those steps
         (the id and time columns and those covariates, the out_len steps after each series'
-        last row; neuralforecast's futr_df)."""
+        last row; neuralforecast's futr_df). `static_df`: the static covariates of `df`'s
+        series, where `df` does not hold them."""
         import pandas  # noqa: F401  (the frames extra: a clear ImportError before any work)
 
         from ..predict import forecast_csv, forecast_panel
@@ -160,6 +169,7 @@ class Forecaster:
                 future = write_csv(futr_df, Path(scratch) / "future.csv", id_col, time_col, futr)
             source = run_dir / INPUT
             if df is not None:
+                df, _ = with_static(df, static_df, None, id_col)
                 # a wide panel's series are its columns; else the run's columns, by series
                 columns = list(state["ids"] if panel and id_col is None else state["columns"])
                 check_frame(df, id_col, time_col, columns)
@@ -182,6 +192,27 @@ class Forecaster:
             raise ValueError("this Forecaster has not been fitted: call fit(df) or "
                              "Forecaster.load(run_dir)")
         return self.run_dir
+
+
+def with_static(df, static_df, stat_exog_list: list[str] | None, id_col: str | None):
+    """(df with static_df's columns joined on id_col, the static columns' names): static_df
+    one row per series (neuralforecast's); without it, stat_exog_list names df's own."""
+    if static_df is None:
+        return df, list(stat_exog_list or [])
+    if id_col is None:
+        raise ValueError("static_df gives each series' static covariates; a wide frame's "
+                         "series are columns, which have none (give a long frame)")
+    static = list(stat_exog_list or [c for c in static_df.columns if c != id_col])
+    check_frame(static_df, None, id_col, static, sorted_times=False)  # numbers, ids present
+    repeated = static_df[id_col][static_df[id_col].duplicated()]
+    if len(repeated):
+        raise ValueError(f"static_df: series {repeated.iloc[0]!r} has two rows; give each "
+                         f"series one")
+    missing = sorted(set(df[id_col]) - set(static_df[id_col]), key=str)
+    if missing:
+        raise ValueError(f"static_df: series {missing[0]!r} has no row; give each series one")
+    return df.drop(columns=[c for c in static if c in df.columns]).merge(
+        static_df[[id_col, *static]], on=id_col, how="left", sort=False), static
 
 
 def _new_run_dir() -> Path:

@@ -12,9 +12,10 @@ from pathlib import Path
 _BOUND = re.compile(r"^(?P<target>.+)_(?P<side>lo|hi|q)(?P<level>\d+(?:\.\d+)?)$")
 
 
-def check_frame(df, id_col: str | None, time_col: str, columns: list[str]) -> None:
+def check_frame(df, id_col: str | None, time_col: str, columns: list[str],
+                sorted_times: bool = True) -> None:
     """ValueError naming the column: one missing, a time stamp unsorted or repeated within a
-    series, a value that is not a number."""
+    series (unless not `sorted_times`), a value that is not a number."""
     import pandas as pd
 
     for name in [*([id_col] if id_col else []), time_col, *columns]:
@@ -25,6 +26,8 @@ def check_frame(df, id_col: str | None, time_col: str, columns: list[str]) -> No
         if not pd.api.types.is_numeric_dtype(df[name]):
             raise ValueError(f"column {name!r} holds values that are not numbers "
                              f"(dtype {df[name].dtype}); give numbers, NaN where missing")
+    if not sorted_times:
+        return
     groups = df.groupby(id_col, sort=False)[time_col] if id_col else [(None, df[time_col])]
     for series, times in groups:
         where = f" in series {series!r}" if id_col else ""

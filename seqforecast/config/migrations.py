@@ -167,9 +167,17 @@ def _version_5_to_6(cfg: dict) -> None:
         data.setdefault("futr", [])
 
 
+def _version_6_to_7(cfg: dict) -> None:
+    """A long panel's static covariates (data.static): runs before it read none."""
+    data = cfg.get("data")
+    if isinstance(data, dict) and data.get("name") == "csv":
+        data.setdefault("static", [])
+
+
 # MIGRATIONS[v] turns a version-v config into version v + 1.
 MIGRATIONS: list[Callable[[dict], None]] = [_version_0_to_1, _version_1_to_2, _version_2_to_3,
-                                            _version_3_to_4, _version_4_to_5, _version_5_to_6]
+                                            _version_3_to_4, _version_4_to_5, _version_5_to_6,
+                                            _version_6_to_7]
 assert len(MIGRATIONS) == CONFIG_VERSION
 
 

@@ -52,7 +52,7 @@ from ..training.runtime import COMPILE_MODES, MATMUL_PRECISIONS
 from ..training.schedule import SCHEDULES
 
 # A saved run's config is read through the migrations up to this version (migrations.py).
-CONFIG_VERSION = 6
+CONFIG_VERSION = 7
 
 Activation = choice("Activation", ACTIVATIONS)
 Embedding = choice("Embedding", EMBEDDINGS)

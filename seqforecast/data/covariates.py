@@ -9,8 +9,10 @@ exogenous tokens), and the window's shape stays [in_len, channels]: nothing past
 layer knows which channel is led. The target and the past covariates are never led, so no
 window sees a target or a past covariate at or after its forecast start (tested).
 
-The columns come last among the series' columns (targets, past covariates, known-future ones;
-then calendar features), so a led column is the same slice in every buffer.
+A window's channels: the targets, the past covariates, the known-future ones, the static ones
+(a panel's: `data.static`, one value per series, scaled across the series) and the calendar
+features; the last two keep their values in the model (no instance norm: a constant channel
+would become 0), `DataSource.plain_channels`.
 """
 
 from __future__ import annotations
@@ -18,33 +20,40 @@ from __future__ import annotations
 import numpy as np
 
 
-def lead(values: np.ndarray, n_futr: int, out_len: int, lengths: np.ndarray | None = None
+def lead(values: np.ndarray, futr: slice, out_len: int, lengths: np.ndarray | None = None
          ) -> np.ndarray:
-    """values [rows, C] whose last `n_futr` columns are known in advance -> a copy with those
-    columns led by out_len rows within each series (`lengths`: the rows of each series, one
-    after another; None: one series). A series' last out_len led rows have no later row to
-    take; they hold its last value, which no window reads (a window forecasting up to the
-    series' end reads led rows up to end - out_len - 1)."""
-    if not n_futr:
+    """values [rows, C] whose columns `futr` are known in advance -> a copy with those columns
+    led by out_len rows within each series (`lengths`: the rows of each series, one after
+    another; None: one series). A series' last out_len led rows have no later row to take;
+    they hold its last value, which no window reads (a window forecasting up to the series'
+    end reads led rows up to end - out_len - 1)."""
+    if futr.start == futr.stop:
         return values
     led = values.copy()
-    ends = np.cumsum(lengths if lengths is not None else [len(values)])
-    for end, n in zip(ends, lengths if lengths is not None else [len(values)], strict=True):
+    lengths = [len(values)] if lengths is None else lengths
+    for end, n in zip(np.cumsum(lengths), lengths, strict=True):
         start, shift = end - n, min(out_len, n)
-        block = values[start:end, -n_futr:]
-        led[start : end - shift, -n_futr:] = block[shift:]
-        led[end - shift : end, -n_futr:] = block[-1]
+        block = values[start:end, futr]
+        led[start : end - shift, futr] = block[shift:]
+        led[end - shift : end, futr] = block[-1]
     return led
 
 
-def window_with_future(history: np.ndarray, future: np.ndarray, n_futr: int, in_len: int
-                       ) -> np.ndarray:
-    """The window a forecast after `history` reads: history [rows, C] (model units; its last
-    n_futr columns known in advance) and `future` [out_len, n_futr] (the known columns over
-    the forecast steps) -> [in_len, C]: every column's last in_len rows, the known ones led
+def window_with_future(history: np.ndarray, future: np.ndarray | None, futr: slice,
+                       in_len: int) -> np.ndarray:
+    """The window a forecast after `history` reads: history [rows, C] (model units; its
+    columns `futr` known in advance) and `future` [out_len, F] (the known columns over the
+    forecast steps) -> [in_len, C]: every column's last in_len rows, the known ones led
     (their last in_len values of history then future)."""
     window = history[-in_len:].copy()
-    if n_futr:
-        known = np.concatenate([history[:, -n_futr:], future])  # [rows + out_len, n_futr]
-        window[:, -n_futr:] = known[-in_len:]
+    if futr.start != futr.stop:
+        known = np.concatenate([history[:, futr], future])  # [rows + out_len, F]
+        window[:, futr] = known[-in_len:]
     return window
+
+
+def known_columns(columns: list[str], futr: list[str]) -> slice:
+    """Where the known-future columns lie among a window's `columns` (they follow the targets
+    and past covariates, in data.futr's order)."""
+    first = columns.index(futr[0]) if futr else len(columns)
+    return slice(first, first + len(futr))

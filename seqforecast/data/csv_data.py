@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .covariates import lead
+from .covariates import known_columns, lead
 from .csv_series import DataError, Series, check_scaled, read_series, read_table
 from .gaps import GapFiller
 from .scaling import Scaler, fit_scaler
@@ -74,7 +74,8 @@ def csv_data(
     # Scaling is affine, so scaling before filling equals filling before scaling.
     scaled = scaler.transform(series.values)
     check_scaled(path, scaled, columns, np.arange(rows) + 2)
-    scaled = lead(scaled, len(futr), out_len)  # known-future columns: the horizon's values
+    # known-future columns: the horizon's values
+    scaled = lead(scaled, known_columns(columns, futr), out_len)
     filler = GapFiller(scaled, data_cfg["fill"], columns, str(path))
     # Calendar features (never scaled, never missing): further input channels after the columns.
     marks, mark_names = None, (feature_names(data_cfg["time_freq"])

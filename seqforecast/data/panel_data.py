@@ -26,7 +26,7 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
-from .covariates import lead
+from .covariates import known_columns, lead
 from .csv_data import mase_scale
 from .csv_series import DataError, check_scaled
 from .panel_read import Panel, read_long, read_wide, show_time
@@ -42,9 +42,10 @@ def read_panel(data_cfg: Mapping) -> Panel:
                 "data.id_column (long format) and data.targets (wide format) exclude each "
                 "other: a long panel forecasts data.target"
             )
-        # the target, the past covariates, the known-future ones (covariates.py)
-        columns = [data_cfg["target"], *data_cfg["features"], *data_cfg.get("futr", [])]
-        return read_long(
+        # the target, the past covariates, the known-future and the static ones (covariates.py)
+        static = list(data_cfg.get("static", []))
+        columns = [data_cfg["target"], *data_cfg["features"], *data_cfg.get("futr", []), *static]
+        panel = read_long(
             data_cfg["path"],
             data_cfg["id_column"],
             data_cfg["time_column"],
@@ -53,6 +54,8 @@ def read_panel(data_cfg: Mapping) -> Panel:
             data_cfg["date_order"],
             data_cfg.get("missing_times", "keep"),  # runs before the key: kept
         )
+        check_static(panel, static, data_cfg["path"])
+        return panel
     if data_cfg["features"] or data_cfg.get("futr"):
         key = "data.features" if data_cfg["features"] else "data.futr"
         raise DataError(
@@ -62,6 +65,32 @@ def read_panel(data_cfg: Mapping) -> Panel:
     return read_wide(data_cfg["path"], data_cfg["time_column"], data_cfg["targets"],
                      data_cfg["fill"], data_cfg["date_order"],
                      data_cfg.get("missing_times", "keep"))  # runs before the key: kept
+
+
+def check_static(panel: Panel, static: list[str], path) -> None:
+    """A static column holds one value per series: the first that changes, in one line."""
+    for j in range(len(panel.columns) - len(static), len(panel.columns)):
+        for s in range(len(panel)):
+            values = panel.values[panel.rows(s), j]
+            changed = np.flatnonzero(values != values[0])
+            if len(changed):
+                r = panel.rows(s).start + changed[0]
+                raise DataError(
+                    f"{path}: column {panel.columns[j]!r} is static but changes within series "
+                    f"{panel.ids[s]!r} (line {panel.lines[r]}: {values[changed[0]]:g} after "
+                    f"{values[0]:g}); give each series one value")
+
+
+def scale_static(shift: np.ndarray, scale: np.ndarray, panel: Panel, keep: np.ndarray,
+                 n_static: int, kind: str) -> None:
+    """The static columns' scaler, in place: one across the series (each series' one value,
+    the series with training rows), where a series' own would make every value 0."""
+    if not n_static:
+        return
+    values = np.stack([panel.values[panel.rows(s).start, -n_static:]
+                       for s in np.flatnonzero(keep)])  # [kept series, n_static]
+    fitted = fit_scaler(kind, values)
+    shift[:, -n_static:], scale[:, -n_static:] = fitted.shift.numpy(), fitted.scale.numpy()
 
 
 def panel_data(
@@ -76,6 +105,8 @@ def panel_data(
         bounds, split_by = split_bounds(panel, data_cfg)
         keep = bounds[:, 0] > 0  # a series needs training rows to be scaled
         shift, scale = fit_per_series(panel, bounds, data_cfg["scale"])
+        static = list(data_cfg.get("static", []))
+        scale_static(shift, scale, panel, keep, len(static), data_cfg["scale"])
     else:
         bounds, shift, scale, keep = saved_bounds(
             panel, saved, hashes, allow_changed, notes, data_cfg["path"]
@@ -93,7 +124,8 @@ def panel_data(
     buffer = (panel.values - shift[row_series]) / scale[row_series]
     check_scaled(data_cfg["path"], buffer, panel.columns, panel.lines)
     futr = list(data_cfg.get("futr", []))
-    buffer = lead(buffer, len(futr), out_len, panel.lengths())  # the horizon's known values
+    # the horizon's known values
+    buffer = lead(buffer, known_columns(panel.columns, futr), out_len, panel.lengths())
     values = torch.from_numpy(buffer).float().to(device)
     splits, info, files = {}, {}, {}
     for k, name in enumerate(SPLITS):
@@ -145,7 +177,8 @@ def panel_data(
         state={
             "kind": "panel",
             "columns": panel.columns,
-            "futr": futr,  # the last columns: known in advance, read led by out_len rows
+            "futr": futr,  # known in advance, read led by out_len rows
+            "static": list(data_cfg.get("static", [])),  # the last columns, one value a series
             "time_column": data_cfg["time_column"],
             "id_column": data_cfg["id_column"],
             "ids": panel.ids,

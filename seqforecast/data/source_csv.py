@@ -57,6 +57,9 @@ class CsvOptions:  # data=csv: your own series (csv_data.py, panel_data.py)
     # over the forecast steps are known in advance (calendar, a published load forecast); each
     # window reads them led by out_len rows, so its last out_len input steps hold the horizon's
     # values (covariates.py); predict takes those values from future=<csv>
+    static: list[str] = option([], factory=True)  # static covariates of a long panel: columns
+    # holding one value per series (a store's size), scaled across the series and read as
+    # channels the instance norm leaves as they are
     time_column: str | None = None  # times, checked sorted and unique: ISO 8601, or a date
     # such as 2013/1/31 0:00, 31/1/2013 or 1/31/2013 (data/dates.py)
     date_order: DateOrder = DateOrder.auto  # a date with its year last: auto (the file shows
@@ -85,6 +88,23 @@ class CsvOptions:  # data=csv: your own series (csv_data.py, panel_data.py)
     # each in [-0.5, 0.5]) as further input channels: variate tokens of their own
     time_freq: TimeFreq = TimeFreq.h  # which features (data/time_features.py): h (the
     # published scripts' choice for every file) | s | min | d | w | m
+
+
+def check_static(data: Mapping) -> None:
+    """Static columns: a long panel's (one series has nothing to tell apart), and named once."""
+    static = data["static"]
+    if not static:
+        return
+    if not data["id_column"]:
+        raise refuse("data.static", static, "needs a long panel (data.id_column): a static "
+                     "covariate tells the series apart, one value each")
+    named = [data["target"], *data["features"], *data["futr"]]
+    both = [c for c in static if c in named]
+    if both:
+        kind = ("forecast" if both[0] == data["target"] else "a past covariate"
+                if both[0] in data["features"] else "known in advance")
+        raise conflict("data.static", static, "data.target/features/futr", named,
+                       f"{both[0]!r} cannot be static and {kind}; name each column once")
 
 
 def check_futr(data: Mapping) -> None:
@@ -129,6 +149,7 @@ class CsvFile(DataSource):
         target, targets, id_column = data["target"], data["targets"], data["id_column"]
         features = data["features"]
         check_futr(data)
+        check_static(data)
         if targets is None:
             if target is None:
                 raise ConfigError(
@@ -183,7 +204,7 @@ class CsvFile(DataSource):
 
     def channels(self, dataset: Mapping | None = None) -> tuple[int, int]:
         data = self.cfg
-        features = len(data["features"]) + len(data["futr"])
+        features = len(data["features"]) + len(data["futr"]) + len(data["static"])
         if self.is_panel:  # each window one series: its target and covariates
             return 1 + features, 1
         targets = data["targets"]
@@ -197,6 +218,12 @@ class CsvFile(DataSource):
 
     def calendar_features(self) -> list[str]:
         return feature_names(self.cfg["time_freq"]) if self.cfg["time_features"] else []
+
+    def known_ahead(self) -> list[str]:
+        return list(self.cfg["futr"])
+
+    def plain_channels(self) -> list[str]:
+        return [*self.cfg["static"], *self.calendar_features()]
 
     def season(self) -> int | list[int]:
         return self.cfg["season"]

@@ -54,6 +54,17 @@ class DataSource:
         """The calendar features it adds to each input step, last among the channels."""
         return []
 
+    def known_ahead(self) -> list[str]:
+        """The columns known in advance, read led by out_len rows (data/covariates.py): the
+        channels just before the plain ones, their last out_len steps the horizon's values."""
+        return []
+
+    def plain_channels(self) -> list[str]:
+        """The last channels, which the model reads as they are, no instance norm: static
+        covariates (constant over a window: a norm would make them 0), then the calendar
+        features."""
+        return self.calendar_features()
+
     def season(self) -> int | list[int]:
         """The seasonal naive baseline's period in steps (a list: one each); 0: none."""
         return 0

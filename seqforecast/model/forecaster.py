@@ -98,7 +98,8 @@ class WindowForecaster(nn.Module):
         self.n_marks = n_marks = kit.n_marks
         self.norm = build_instance_norm(options.instance_norm, inner_features - n_marks,
                                         options.revin_affine)
-        # The instance norm reads the series' channels; calendar features pass as they are.
+        # The instance norm reads the series' channels; static covariates and calendar
+        # features pass as they are (a constant channel would be normalised to 0).
         self._normalize = self.norm.normalize if n_marks == 0 else self._normalize_series
         self.tokens = tokens
         self.res_attention = res_attention
@@ -198,8 +199,8 @@ class WindowForecaster(nn.Module):
         return (forecast, maps) if return_attention else forecast
 
     def _normalize_series(self, src: Tensor) -> tuple[Tensor, object]:
-        """The instance norm of the series' channels, the calendar features appended as they
-        are: [B, L, F - k] normalised + [B, L, k]."""
+        """The instance norm of the series' channels, the static covariates and calendar
+        features appended as they are: [B, L, F - k] normalised + [B, L, k]."""
         normalized, stats = self.norm.normalize(src[..., : -self.n_marks])
         return torch.cat([normalized, src[..., -self.n_marks :]], dim=-1), stats
 

@@ -48,11 +48,17 @@ class Kit:
         self.parts = kernel_set(kernels)
         self.d_model, self.n_heads = options.d_model, options.n_heads
         self.in_len, self.out_len = cfg["data"]["in_len"], cfg["data"]["out_len"]
-        # its inputs' calendar features, the last channels
-        self.n_marks = len(data_source(cfg["data"]).calendar_features())
+        # the last channels, read as they are (no instance norm): static covariates and
+        # calendar features; before them those known in advance (their last out_len steps
+        # the horizon's values), which a decoder may read for the steps it forecasts
+        source = data_source(cfg["data"])
+        self.n_marks = len(source.plain_channels())
+        plain = n_features - self.n_marks
+        self.known = slice(plain - len(source.known_ahead()), plain)
         data = cfg["data"]  # what the data adds beside its series, as (key, value), or None
         self.covariates = (("data.features", data["features"]) if data.get("features") else
                            ("data.futr", data["futr"]) if data.get("futr") else
+                           ("data.static", data["static"]) if data.get("static") else
                            ("data.time_features", "true") if self.n_marks else None)
         self.positions = build_positions(cfg["pos_encoding"])
         self.built: list[Attention] = []  # every attention, in the order built

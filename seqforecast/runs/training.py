@@ -86,10 +86,12 @@ def describe_model(model, data: ForecastData, plain: Mapping) -> dict:
     targets = columns[: data.n_targets] or [f"{plain['data']['name']} series"]
     covariates = columns[data.n_targets:] + list(state.get("time_features") or [])
     known = list(state.get("futr") or [])  # read over the horizon too (data/covariates.py)
+    static = list(state.get("static") or [])  # one value a series
     stacks = {stack: [f"{layer.options.name}/{layer.kernel.name}" for layer in layers]
               for stack, layers in model.attention_stacks().items()}
     return {"family": model.family, "attention": stacks, "targets": targets,
-            "covariates": covariates, "known_ahead": known, "published": describe(plain)}
+            "covariates": covariates, "known_ahead": known, "static": static,
+            "published": describe(plain)}
 
 
 def model_lines(described: Mapping, n_params: int, device, kernels: str) -> list[str]:
@@ -99,12 +101,17 @@ def model_lines(described: Mapping, n_params: int, device, kernels: str) -> list
     lines = [f"model: model={described['family']}, {n_params} parameters, on {device}, "
              f"{kernels} kernels; attention (backend/kernel a layer) {stacks}",
              f"forecasts {', '.join(described['targets'])}; covariates: "
-             f"{', '.join(described['covariates']) or 'none'}"
-             + (f" (known ahead: {', '.join(described['known_ahead'])})"
-                if described.get("known_ahead") else "")]
+             f"{', '.join(described['covariates']) or 'none'}" + kinds(described)]
     if described["published"]:
         lines.insert(0, described["published"])
     return lines
+
+
+def kinds(described: Mapping) -> str:
+    """Which covariates are known ahead and which static, as the model line says it."""
+    named = [f"{label}: {', '.join(described[key])}" for key, label in
+             (("known_ahead", "known ahead"), ("static", "static")) if described.get(key)]
+    return f" ({'; '.join(named)})" if named else ""
 
 
 @dataclass

@@ -236,13 +236,15 @@ def test_a_run_saved_before_the_published_key_migrates_to_the_config_composed_to
     assert migrate(old) == resolved(compose_config())
 
 
-def test_a_csv_run_saved_before_known_future_columns_read_none():
-    """data.futr (config_version 6): a CSV run saved before it read no known-future column; its
-    migrated config is the one composed now, and validates."""
+@pytest.mark.parametrize("key, version", [("futr", 5), ("static", 6)])
+def test_a_csv_run_saved_before_known_future_or_static_columns_read_none(key, version):
+    """data.futr (config_version 6), data.static (7): a CSV run saved before read no such
+    column; its migrated config is the one composed now, and validates."""
     new = resolved(compose_config(["data=csv", "data.path=x.csv", "data.target=y"]))
-    old = {**new, "config_version": 5, "data": {k: v for k, v in new["data"].items()
-                                                 if k != "futr"}}
+    old = {**new, "config_version": version,
+           "data": {k: v for k, v in new["data"].items() if k not in ("futr", "static")[
+               ("futr", "static").index(key):]}}
     current = migrate(old)
     validate_config(current)
-    assert current == new and current["data"]["futr"] == []
-    assert "futr" not in migrate(resolved(compose_config()))["data"]  # synthetic data
+    assert current == new and current["data"][key] == []
+    assert key not in migrate(resolved(compose_config()))["data"]  # synthetic data

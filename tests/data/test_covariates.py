@@ -125,13 +125,13 @@ def test_lead_and_the_forecast_window_agree():
     training reads there (lead over history + future)."""
     rng = np.random.default_rng(0)
     values = rng.standard_normal((40, 3))  # y, temp, load
-    led = lead(values, 1, OUT)
+    led = lead(values, slice(2, 3), OUT)
     start = 40 - OUT  # the last window whose horizon the values hold
     history, future = values[:start], values[start:, 2:]
-    np.testing.assert_array_equal(window_with_future(history, future, 1, IN),
+    np.testing.assert_array_equal(window_with_future(history, future, slice(2, 3), IN),
                                   led[start - IN : start])
     # two series one after another: each led within itself, none reading the next
-    two = lead(values, 1, OUT, np.array([25, 15]))
+    two = lead(values, slice(2, 3), OUT, np.array([25, 15]))
     np.testing.assert_array_equal(two[: 25 - OUT, 2], values[OUT:25, 2])
     np.testing.assert_array_equal(two[25 : 40 - OUT, 2], values[25 + OUT :, 2])
 

@@ -69,7 +69,8 @@ def test_a_registered_source_is_built_and_asked_by_its_name(ramp):
 
 
 def test_the_project_s_sources_say_what_their_configs_tell():
-    csv = {"name": "csv", "features": ["wind"], "futr": ["load"], "targets": ["a", "b"],
+    csv = {"name": "csv", "features": ["wind"], "futr": ["load"], "static": [],
+           "targets": ["a", "b"],
            "columns": "channels",
            "id_column": None, "time_features": True, "time_freq": "h", "season": 24,
            "scale": "none"}
@@ -78,6 +79,12 @@ def test_the_project_s_sources_say_what_their_configs_tell():
     # targets, the past and the known-future covariate, 4 hourly calendar ones
     assert source.channels() == (2 + 1 + 1 + 4, 2)
     assert source.season() == 24 and source.calendar_features()[0].startswith("time:")
+    assert source.plain_channels() == source.calendar_features()  # read as they are
+    # a long panel: its target, past, known-future and static covariates; the static read as
+    # they are (no instance norm)
+    panel = data_source({**csv, "id_column": "id", "target": "y", "targets": None,
+                         "columns": "series", "time_features": False, "static": ["size"]})
+    assert panel.channels() == (4, 1) and panel.plain_channels() == ["size"]
     sigmoid = data_source({"name": "sigmoid"})
     assert not sigmoid.ordered_in_time and sigmoid.season() == 0 and sigmoid.channels() == (1, 1)
     with pytest.raises(ValueError, match="unknown data 'tsv'; allowed: csv, sigmoid"):

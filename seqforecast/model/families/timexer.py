@@ -143,7 +143,7 @@ class Timexer(WindowForecaster):
         tokens = _tokenizer(options, kit)
         series = kit.n_features - kit.n_marks
         targets_too = reads_targets(options, series, kit.n_targets)
-        # the exogenous tokens: those series, then the calendar's
+        # the exogenous tokens: those series, then the static covariates' and the calendar's
         exogenous = exogenous_channels(options, series, kit.n_targets) + kit.n_marks
         if exogenous < 1:
             raise ConfigError("model=timexer has no exogenous token to read: give the data "

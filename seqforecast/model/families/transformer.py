@@ -11,8 +11,12 @@ Decoding, by config:
 
 The encoder reads every input channel (`n_features`: targets first, then covariates); the
 decoder reads and forecasts only the `n_targets` target channels, whose future values are the
-only ones it can feed back. What the encoder-decoder shares with every forecaster (instance
-normalisation, tokens, the encoder, the linear path) is in forecaster.py.
+only ones it can feed back, and the covariates known in advance (`data.futr`) over the steps it
+forecasts: each token that forecasts an output chunk adds an embedding of that chunk's known
+values (one-shot: the chunk's placeholder; autoregressive: the token before the chunk, which
+predicts it, so teacher forcing and generation read the same). What the encoder-decoder shares
+with every forecaster (instance normalisation, tokens, the encoder, the linear path) is in
+forecaster.py.
 
 Its attention stacks: `encoder`, `decoder_self` and `cross` (the decoder's queries over the
 encoder's tokens), all along time.
@@ -104,6 +108,10 @@ class ForecastTransformer(WindowForecaster):
         self.decoder_norm = (make_norm(options.norm, d_model) if options.norm_first
                              else nn.Identity())
         self.head = nn.Linear(d_model, stride * self.inner_outputs)  # K values per target
+        # the known-future channels, read over the forecast steps (None: the data has none)
+        self.known = kit.known
+        n_known = self.known.stop - self.known.start
+        self.known_embed = nn.Linear(stride * n_known, d_model) if n_known else None
         self.attach_linear_path(self.head)
 
     def attention_stacks(self) -> dict[str, list[nn.Module]]:
@@ -119,35 +127,63 @@ class ForecastTransformer(WindowForecaster):
 
     def _forecast(self, src, tgt, stats, side, need_weights):
         memory, encoder_maps = self.encode(src, side, need_weights)
+        ahead = self._known_ahead(src)
         n_targets = self.inner_targets
         # The decoder starts from the last label_len observed target values: [B, label_len, T]
         known = src[:, src.shape[1] - self.label_len :, :n_targets]
         stride, out_tokens = self.tokens.stride, self.tokens.output_tokens
 
         if self.decoding == "oneshot":
-            forecast, maps = self._decode(known, memory, side, need_weights, placeholders=True)
+            forecast, maps = self._decode(known, memory, side, need_weights, placeholders=True,
+                                          ahead=ahead)
         elif tgt is not None and self.training:
             # Teacher forcing: each decoder token reads the chunk before it and predicts its
             # own, so the inputs are the known chunks and all output chunks but the last.
             shifted = self.norm.normalize_targets(tgt[:, : (out_tokens - 1) * stride], stats)
             values = torch.cat([known, shifted], dim=1)
-            forecast, maps = self._decode(values, memory, side, need_weights)
+            forecast, maps = self._decode(values, memory, side, need_weights, ahead=ahead)
             forecast = forecast[:, -out_tokens * stride :]
         else:
-            forecast, maps = self._generate(known, memory, side, need_weights)
+            forecast, maps = self._generate(known, memory, side, need_weights, ahead)
         # [B, out_len, T * K]
         return forecast[:, : self.out_len], {ENCODER: encoder_maps, **maps}
 
+    def _known_ahead(self, src: Tensor) -> Tensor | None:
+        """src [B, in_len, F'] (normalised) -> the embedding of each output chunk's known
+        values [B, output_tokens, d_model] (the led channels' last out_len steps, padded to
+        whole chunks with zeros), or None without known-future channels."""
+        if self.known_embed is None:
+            return None
+        ahead = src[:, src.shape[1] - self.out_len :, self.known]  # [B, out_len, n_known]
+        pad = self.tokens.output_tokens * self.tokens.stride - self.out_len
+        if pad:
+            ahead = torch.cat([ahead, ahead.new_zeros(ahead.shape[0], pad, ahead.shape[2])], 1)
+        return self.known_embed(self.tokens.chunk(ahead))
+
+    def _with_known(self, x: Tensor, ahead: Tensor) -> Tensor:
+        """x [B, n, d_model] decoder tokens + each output chunk's known values' embedding on
+        the token that forecasts that chunk: one-shot, the chunk's own placeholder (the tokens
+        after the label ones); autoregressive, the token before it (from the last label
+        token on, as many as there are)."""
+        first = self.tokens.label_tokens - (self.decoding == "autoregressive")
+        n = min(x.shape[1] - first, ahead.shape[1])
+        return torch.cat([x[:, :first], x[:, first : first + n] + ahead[:, :n],
+                          x[:, first + n :]], dim=1)
+
     def _decode(self, values: Tensor, memory: Tensor, side, need_weights: bool,
-                placeholders: bool = False) -> tuple[Tensor, dict[str, list]]:
+                placeholders: bool = False, ahead: Tensor | None = None
+                ) -> tuple[Tensor, dict[str, list]]:
         """values [B, k * stride, T] (+ output placeholders) -> (predictions, a chunk per
         token: [B, k * stride, T * K], or [B, output_tokens * stride, T * K] with placeholders
-        (K values per target: the output's parameters); the decoder stacks' weights)."""
+        (K values per target: the output's parameters); the decoder stacks' weights).
+        `ahead`: the output chunks' known values, embedded (_known_ahead), or None."""
         x = self.tgt_embed(self.tokens.chunk(values))  # [B, k, d_model]
         if placeholders:
             out_tokens = self.tokens.output_tokens
             fill = self.placeholder.expand(x.shape[0], out_tokens, -1)
             x = torch.cat([x, fill], dim=1)  # [B, label tokens + output tokens, d_model]
+        if ahead is not None:
+            x = self._with_known(x, ahead)
         # The decoder's first token sits label_len steps before the forecast on the time axis,
         # for the added encodings and the position modules inside attention alike (generation
         # keeps that start, so its steps are teacher forcing's).
@@ -176,14 +212,14 @@ class ForecastTransformer(WindowForecaster):
         output = self.output
         return output.point(output.constrain(predicted.unflatten(-1, (-1, output.n_params))))
 
-    def _generate(self, known: Tensor, memory: Tensor, side, need_weights: bool
-                  ) -> tuple[Tensor, dict[str, list]]:
+    def _generate(self, known: Tensor, memory: Tensor, side, need_weights: bool,
+                  ahead: Tensor | None = None) -> tuple[Tensor, dict[str, list]]:
         values, predicted, maps = known, [], {}
         stride = self.tokens.stride
         for _ in range(self.tokens.output_tokens):
             # One chunk of `stride` steps a time. Only the last step's maps are kept (the
             # full prefix attends there).
-            out, maps = self._decode(values, memory, side, need_weights)
+            out, maps = self._decode(values, memory, side, need_weights, ahead=ahead)
             nxt = out[:, -stride:]
             predicted.append(nxt)  # [B, stride, T * K]
             values = torch.cat([values, self._fed_back(nxt)], dim=1)

@@ -1,6 +1,7 @@
-"""Known-future covariates end to end: train with data.futr, predict with future=<csv> (one
-series and a long panel); the forecast is the model's on the window training reads at that
-place, it moves with the future values, and a missing or short future file is one line."""
+"""Covariates end to end. Known-future ones: train with data.futr, predict with future=<csv>
+(one series and a long panel); the forecast is the model's on the window training reads at that
+place, it moves with the future values, and a missing or short future file is one line. Static
+ones: a panel trained with data.static predicts each series, one it never saw too."""
 
 import json
 
@@ -112,3 +113,30 @@ def test_a_missing_or_short_future_is_one_line(tmp_path, future, message):
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and message in lines[-1] and "Traceback" not in proc.stderr
     assert not output.exists()
+
+
+def test_a_panel_with_static_covariates_predicts_every_series(tmp_path):
+    from ..data.test_static import SIZES, write_panel
+
+    path = write_panel(tmp_path / "p.csv")
+    run_dir = tmp_path / "run"
+    run_cli(["data=csv", f"data.path={path}", "data.id_column=id", "data.target=y",
+             "data.time_column=time", "data.features=[promo]", "data.static=[size]",
+             f"in_len={IN}", f"out_len={OUT}", "model.label_len=4", "model.d_model=16",
+             "model.n_heads=2", "epochs=1", "log.figures=false", "model.linear_path=none",
+             "model.linear_init=zero", f"hydra.run.dir={run_dir}"], tmp_path)
+    assert "covariates: promo, size (static: size)" in (run_dir / "train.log").read_text()
+    # a fifth store the run never saw, a copy of s0 with another size: its size reaches the
+    # model, scaled as the run scaled every store's (its own rows alone would make it 0)
+    lines = path.read_text().splitlines()
+    forecasts = []
+    for size in (SIZES[0], 12.0):
+        new = [line.replace(",s0,", ",s9,").rsplit(",", 1)[0] + f",{size}"
+               for line in lines if ",s0," in line]
+        (tmp_path / "input.csv").write_text("\n".join([*lines, *new]) + "\n")
+        proc, output = predict(run_dir, tmp_path)
+        assert "1 series the run never saw were scaled on their own rows: s9" in proc.stdout
+        rows = [r.split(",") for r in output.read_text().splitlines()[1:]]
+        assert sorted({r[0] for r in rows}) == ["s0", "s1", "s2", "s3", "s9"]
+        forecasts.append([float(r[2]) for r in rows if r[0] == "s9"])
+    assert len(forecasts[0]) == OUT and not np.allclose(forecasts[0], forecasts[1])
