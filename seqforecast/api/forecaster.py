@@ -5,6 +5,8 @@
     fc.fit(df)                      # long: unique_id, ds, y; or wide: ds and a column a series
     forecast = fc.predict()         # unique_id, ds, <alias>[, <alias>-lo-80, <alias>-hi-80]
     fc.fit(df, futr_exog_list=["load"]).predict(futr_df=next_day)  # known-future covariates
+    cv = fc.cross_validation(df, n_windows=3)   # rolling origins: unique_id, ds, cutoff, y, ...
+    forecasts, scores = fc.evaluate(held_out)   # a held-out frame, beside the last value
     fc.metrics["test"]["model"]     # what metrics.json holds
     Forecaster.load("outputs/2026-12-06/12-00-00").predict(recent)   # a CLI run too
 
@@ -110,6 +112,63 @@ class Forecaster:
         self.run_dir = run_dir
         return self
 
+    def cross_validation(self, df, n_windows: int = 1, step: int | None = None,
+                         id_col: str | None = "unique_id", time_col: str = "ds",
+                         target_col: str | list[str] = "y", **covariates):
+        """Rolling origins, as neuralforecast's cross_validation (refit=False): `n_windows`
+        forecast origins per series, `step` rows apart (default: out_len), the last one
+        out_len rows before the series' end. Trains once, with `fit`, on each series' rows
+        before its first origin, then forecasts out_len steps from every origin with the
+        history up to it (known-future covariates from `df`'s own rows after it). Returns a
+        long frame: `unique_id`, `ds`, `cutoff` (the history's last time), `y` (the truth),
+        the forecast and its bands as `predict` names them. `covariates`: fit's
+        hist_exog_list, futr_exog_list, static_df, stat_exog_list."""
+        origins = Origins(df, n_windows, step, _composed_out_len(self.overrides), id_col,
+                          time_col)
+        self.fit(origins.before(0), id_col=origins.id_col or "unique_id", time_col=time_col,
+                 target_col=target_col, **covariates)
+        return self._forecast_origins(origins, covariates)
+
+    def evaluate(self, df, n_windows: int = 1, step: int | None = None, **covariates):
+        """The trained run on a held-out frame, nothing retrained: its rolling origins as
+        `cross_validation` makes them (the last `n_windows`, `step` rows apart, each series'
+        history up to each), scored beside the last value (every origin's forecast its
+        history's last value). Returns (the forecasts as cross_validation returns them, a
+        frame of MSE and MAE per series and over all: `unique_id` (`all` for every window),
+        `metric`, the model's alias, `last_value`). `covariates`: static_df, futr_exog_list
+        (the run's own known columns, taken from `df`)."""
+        frame = self._trained_frame()
+        origins = Origins(df, n_windows, step, self._run_out_len(), frame["id_col"],
+                          frame["time_col"])
+        covariates.setdefault("futr_exog_list", frame.get("futr") or [])
+        forecast = self._forecast_origins(origins, covariates)
+        return forecast, _scores(forecast, origins, frame["targets"])
+
+    def _forecast_origins(self, origins: Origins, covariates: dict):
+        """Every origin's forecast with the history up to it, beside the truth: unique_id,
+        ds, cutoff, y, the forecast and its bands."""
+        import pandas as pd
+
+        futr = list(covariates.get("futr_exog_list") or [])
+        id_col, time_col = origins.id_col, origins.time_col
+        parts = []
+        for i in range(origins.n_windows):
+            history = origins.before(i)
+            futr_df = (origins.before(i, ahead=True)[[*([id_col] if id_col else []), time_col,
+                                                      *futr]] if futr else None)
+            forecast = self.predict(history, futr_df=futr_df,
+                                    static_df=covariates.get("static_df"))
+            cutoffs = (history.groupby(id_col)[time_col].max() if id_col else
+                       pd.Series(history[time_col].max(), index=self.frame["targets"]))
+            cutoffs.index = cutoffs.index.astype(str)  # predict's ids, as the CSV reads them
+            forecast.insert(2, "cutoff", forecast["unique_id"].map(cutoffs))
+            parts.append(forecast)
+        result = pd.concat(parts, ignore_index=True).merge(
+            _long_truth(origins.df, id_col, time_col, self.frame["targets"]),
+            on=["unique_id", "ds"], how="left")
+        columns = ["unique_id", "ds", "cutoff", "y"]
+        return result[[*columns, *(c for c in result.columns if c not in columns)]]
+
     # ------------------------------------------------------------------ a trained run
     @classmethod
     def load(cls, run_dir: str | Path, alias: str | None = None) -> Forecaster:
@@ -187,6 +246,19 @@ class Forecaster:
             return forecast_frame(out, alias, (id_col or "id") if panel else None, time_col,
                                   datetimes)
 
+    def _trained_frame(self) -> dict:
+        """How the run read its frame (frame.json): a fit's, or a CLI run's columns."""
+        self._trained()
+        if self.frame is None:
+            raise ValueError(f"{self.run_dir} was trained from a CSV, not a frame; evaluate "
+                             f"it with python -m seqforecast.evaluate")
+        return self.frame
+
+    def _run_out_len(self) -> int:
+        from ..config.saved import saved_config
+
+        return int(saved_config(self._trained()).data.out_len)
+
     def _trained(self) -> Path:
         if self.run_dir is None or not (self.run_dir / "metrics.json").is_file():
             raise ValueError("this Forecaster has not been fitted: call fit(df) or "
@@ -213,6 +285,83 @@ def with_static(df, static_df, stat_exog_list: list[str] | None, id_col: str | N
         raise ValueError(f"static_df: series {missing[0]!r} has no row; give each series one")
     return df.drop(columns=[c for c in static if c in df.columns]).merge(
         static_df[[id_col, *static]], on=id_col, how="left", sort=False), static
+
+
+class Origins:
+    """A frame's rolling forecast origins: per series, `n_windows` rows `step` apart (default
+    out_len), the last out_len rows before the series' end; ValueError in one line where a
+    series is too short or the counts are not positive."""
+
+    def __init__(self, df, n_windows: int, step: int | None, out_len: int,
+                 id_col: str | None, time_col: str):
+        step = out_len if step is None else step
+        if n_windows < 1 or step < 1:
+            raise ValueError(f"n_windows={n_windows} and step={step}: give at least one "
+                             f"window, a step of at least one row")
+        if id_col is not None and id_col not in df.columns:
+            id_col = None  # a wide frame: one block of rows, every column a series
+        self.df, self.n_windows, self.out_len = df, n_windows, out_len
+        self.id_col, self.time_col = id_col, time_col
+        self.groups = list(df.groupby(id_col, sort=False)) if id_col else [(None, df)]
+        self.rows = {}  # series -> the row (counted in the series) of each origin
+        for series, rows in self.groups:
+            last = len(rows) - out_len
+            first = last - step * (n_windows - 1)
+            if first < 1:
+                where = f"series {series!r}" if id_col else "the frame"
+                raise ValueError(f"{where} has {len(rows)} rows, too few for {n_windows} "
+                                 f"origins {step} apart and out_len={out_len} steps after "
+                                 f"the last")
+            self.rows[series] = [first + step * i for i in range(n_windows)]
+
+    def before(self, i: int, ahead: bool = False):
+        """Each series' rows before its i-th origin (ahead: the out_len rows from it)."""
+        import pandas as pd
+
+        parts = []
+        for series, rows in self.groups:
+            o = self.rows[series][i]
+            parts.append(rows.iloc[o : o + self.out_len] if ahead else rows.iloc[:o])
+        return pd.concat(parts)
+
+
+def _scores(forecast, origins: Origins, targets: list[str]):
+    """MSE and MAE of the forecast and of the last value (each origin's history's last
+    value, every step), per series and over every window (`all`)."""
+    import pandas as pd
+
+    alias = forecast.columns[4]
+    last = _long_truth(origins.df, origins.id_col, origins.time_col, targets).rename(
+        columns={"ds": "cutoff", "y": "last_value"})
+    scored = forecast.merge(last, on=["unique_id", "cutoff"], how="left")
+    rows = []
+    for series, part in [*scored.groupby("unique_id", sort=False), ("all", scored)]:
+        for metric, error in (("mse", lambda e: (e**2).mean()), ("mae", lambda e: e.abs().mean())):
+            rows.append({"unique_id": series, "metric": metric,
+                         alias: float(error(part[alias] - part["y"])),
+                         "last_value": float(error(part["last_value"] - part["y"]))})
+    return pd.DataFrame(rows)
+
+
+def _composed_out_len(overrides: list[str]) -> int:
+    """The forecast length the run will have: its overrides composed as data=csv composes
+    them (no file read)."""
+    from ..config import compose_config
+
+    cfg = compose_config(["data=csv", "data.path=unread.csv", "data.target=y", *overrides])
+    return int(cfg.data.out_len)
+
+
+def _long_truth(df, id_col: str | None, time_col: str, targets: list[str]):
+    """The frame's target values as a long frame: unique_id, ds, y (a wide frame's series
+    named by their columns, as predict names them)."""
+    import pandas as pd
+
+    if id_col:  # the ids as predict's frame holds them (read from a CSV: text)
+        return df[[id_col, time_col, targets[0]]].set_axis(["unique_id", "ds", "y"], axis=1) \
+            .astype({"unique_id": str})
+    return pd.concat([df[[time_col, c]].set_axis(["ds", "y"], axis=1).assign(unique_id=c)
+                      for c in targets], ignore_index=True)[["unique_id", "ds", "y"]]
 
 
 def _new_run_dir() -> Path:

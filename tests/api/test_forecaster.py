@@ -178,3 +178,59 @@ def test_static_covariates_from_a_static_frame(tmp_path):
     changing = frame.assign(size=np.arange(len(frame)) % 2)
     with pytest.raises(ValueError, match="column 'size' is static but changes within series"):
         Forecaster(*SMALL, run_dir=tmp_path / "d").fit(changing, stat_exog_list=["size"])
+
+
+def test_cross_validation_scores_rolling_origins_trained_once(tmp_path):
+    """n_windows origins step rows apart, the last out_len rows before each series' end: the
+    run trains on the rows before the first only, and each origin's forecast is predict's on
+    the history up to it, beside the truth."""
+    frame = long_frame(series=2, steps=150)
+    frame["load"] = np.cos(np.arange(len(frame)) / 7)
+    fc = Forecaster(*SMALL, run_dir=tmp_path / "cv")
+    cv = fc.cross_validation(frame, n_windows=3, step=4, futr_exog_list=["load"])
+    assert list(cv.columns[:5]) == ["unique_id", "ds", "cutoff", "y", "transformer"]
+    assert len(cv) == 2 * 3 * 6 and set(cv["unique_id"]) == {"s0", "s1"}
+    times = pd.date_range("2021-03-01", periods=150, freq="h")
+    # origins at rows 136, 140, 144 (the last 6 rows before the end), cutoffs the row before
+    assert sorted(cv["cutoff"].unique()) == [times[135], times[139], times[143]]
+    trained = pd.read_csv(fc.run_dir / "input.csv", parse_dates=["ds"])
+    assert (trained.groupby("unique_id")["ds"].max() == times[135]).all()  # nothing later
+    truth = frame.set_index(["unique_id", "ds"])["y"]
+    rows = list(zip(cv["unique_id"], cv["ds"], strict=True))
+    assert np.array_equal(cv["y"], truth.loc[rows].to_numpy())
+    # the second origin's forecast: predict on the history up to it
+    history = frame.groupby("unique_id").head(140)
+    ahead = frame.groupby("unique_id").nth(list(range(140, 146)))[["unique_id", "ds", "load"]]
+    own = fc.predict(history, futr_df=ahead)
+    second = cv[cv["cutoff"] == times[139]].reset_index(drop=True)
+    assert np.array_equal(second["transformer"], own["transformer"])
+    with pytest.raises(ValueError, match="series 's0' has 12 rows, too few for 3 origins"):
+        Forecaster(*SMALL, run_dir=tmp_path / "short").cross_validation(
+            long_frame(series=1, steps=12), n_windows=3, step=4)
+
+
+def test_evaluate_scores_a_held_out_frame_beside_the_last_value(fitted):
+    """Nothing retrained: the run's forecasts at the frame's origins, their MSE and MAE per
+    series and over all, beside the last value, recomputed here from the frame."""
+    fc, _ = fitted
+    held_out = long_frame(series=2, steps=60)
+    held_out["y"] += 0.5
+    checkpoint = (fc.run_dir / "checkpoints" / "best.pt").read_bytes()
+    forecast, scores = fc.evaluate(held_out, n_windows=2, step=3)
+    assert (fc.run_dir / "checkpoints" / "best.pt").read_bytes() == checkpoint
+    assert len(forecast) == 2 * 2 * 6
+    history = held_out.groupby("unique_id").head(54 - 3)  # the first origin: 60 - 6 - 3
+    own = fc.predict(history)
+    first = forecast[forecast["cutoff"] == history["ds"].max()].reset_index(drop=True)
+    assert np.array_equal(first["transformer"], own["transformer"])
+    error = forecast["transformer"] - forecast["y"]
+    overall = scores[scores["unique_id"] == "all"].set_index("metric")
+    assert overall.loc["mse", "transformer"] == pytest.approx(float((error**2).mean()))
+    assert overall.loc["mae", "transformer"] == pytest.approx(float(error.abs().mean()))
+    # the last value: each origin's history's last y, for every step after it
+    last = held_out.set_index(["unique_id", "ds"])["y"]
+    origins = list(zip(forecast["unique_id"], forecast["cutoff"], strict=True))
+    naive = last.loc[origins].to_numpy()
+    assert overall.loc["mse", "last_value"] == pytest.approx(
+        float(((naive - forecast["y"]) ** 2).mean()))
+    assert set(scores["unique_id"]) == {"s0", "s1", "all"}
