@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -257,8 +258,9 @@ def read_future(run: LoadedRun, future_path: Path | None, times: list[datetime] 
                          f"their values over the next out_len={out_len} steps with "
                          f"future=<csv>")
     time_column = state["time_column"]
-    known = read_series(future_path, futr, time_column, "error", "error",
-                        data_cfg.get("date_order", "auto"), "keep")
+    with given_values(future_path):
+        known = read_series(future_path, futr, time_column, "error", "error",
+                            data_cfg.get("date_order", "auto"), "keep")
     values, first = known.values, 0
     if time_column:
         expected = next_times(times, out_len, input_path)
@@ -266,14 +268,31 @@ def read_future(run: LoadedRun, future_path: Path | None, times: list[datetime] 
                                     np.datetime64(expected[0])))
         given = known.times[first : first + out_len]
         if given != expected:
+            missing = [t for t in expected if t not in set(known.times)]
+            off = [t for t in given if t not in set(expected)]
+            detail = (f"the first missing: {missing[0]}" if missing else
+                      f"a time off the grid among them: {off[0]}")
             raise DataError(
                 f"{future_path}: the known-future values must cover the {out_len} steps "
                 f"after the input's last time, {expected[0]} to {expected[-1]}; it has "
-                f"{len(given)} of them" + (f", from {given[0]}" if given else ""))
+                f"{out_len - len(missing)} of them ({detail})")
     if len(values) - first < out_len:
         raise DataError(f"{future_path}: {len(values) - first} rows; the run forecasts "
                         f"out_len={out_len} steps and reads each one's known-future values")
     return values[first : first + out_len]
+
+
+@contextmanager
+def given_values(future_path: Path):
+    """A future file's empty cell, said as predict's own line (data.fill does not apply)."""
+    try:
+        yield
+    except DataError as err:
+        if "empty or NaN" not in str(err):
+            raise
+        where = str(err).split("first at ", 1)[-1].split(";")[0]
+        raise DataError(f"{future_path}: an empty known-future value ({where}); give every "
+                        f"known value over the forecast steps") from None
 
 
 def read_future_panel(run: LoadedRun, future_path: Path | None, panel, chosen: list[str],
@@ -285,8 +304,9 @@ def read_future_panel(run: LoadedRun, future_path: Path | None, panel, chosen: l
     if not futr or future_path is None:
         read_future(run, future_path, None, input_path)  # refuses the mismatch in one line
         return {}
-    known = read_long(future_path, state["id_column"], state["time_column"], futr, "error",
-                      data_cfg.get("date_order", "auto"), "keep")
+    with given_values(future_path):
+        known = read_long(future_path, state["id_column"], state["time_column"], futr,
+                          "error", data_cfg.get("date_order", "auto"), "keep")
     rows_of = {series_id: known.rows(s) for s, series_id in enumerate(known.ids)}
     future = {}
     for series_id in chosen:

@@ -225,10 +225,17 @@ class Forecaster:
             future = None
             if futr:
                 check_frame(futr_df, id_col, time_col, futr)
+                empty = [c for c in futr if futr_df[c].isna().any()]
+                if empty:
+                    raise ValueError(f"futr_df: column {empty[0]!r} has an empty value; give "
+                                     f"every known value over the forecast steps")
                 future = write_csv(futr_df, Path(scratch) / "future.csv", id_col, time_col, futr)
             source = run_dir / INPUT
+            if static_df is not None and df is None:
+                raise ValueError("static_df goes with df: the run's own frame holds its "
+                                 "series' static covariates")
             if df is not None:
-                df, _ = with_static(df, static_df, None, id_col)
+                df, _ = with_static(df, static_df, state.get("static") or None, id_col)
                 # a wide panel's series are its columns; else the run's columns, by series
                 columns = list(state["ids"] if panel and id_col is None else state["columns"])
                 check_frame(df, id_col, time_col, columns)

@@ -71,6 +71,8 @@ def csv_data(
                 f"as it is now, with the run's split starts and scaler"
             )
 
+    if futr:  # a value known in advance is given, not filled (a window reads it led)
+        check_known(series, futr, len(columns) - len(futr), path)
     # Scaling is affine, so scaling before filling equals filling before scaling.
     scaled = scaler.transform(series.values)
     check_scaled(path, scaled, columns, np.arange(rows) + 2)
@@ -150,6 +152,17 @@ def csv_data(
     info["test"]["role"] = "held out"
     add_fingerprints(data, files)
     return data
+
+
+def check_known(series: Series, futr: list[str], first: int, path) -> None:
+    """A known-future column's empty cell, in one line: data.fill fills a window's inputs
+    from its own past, which a led column's horizon values are not."""
+    for j, name in enumerate(futr):
+        empty = np.flatnonzero(np.isnan(series.values[:, first + j]))
+        if len(empty):
+            raise DataError(
+                f"{path}: column {name!r} (data.futr, known in advance) is empty at line "
+                f"{empty[0] + 2}; give every known value (data.fill does not fill them)")
 
 
 def target_columns(data_cfg: Mapping) -> list[str]:

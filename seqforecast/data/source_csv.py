@@ -150,6 +150,11 @@ class CsvFile(DataSource):
         features = data["features"]
         check_futr(data)
         check_static(data)
+        covariates = [*features, *data["futr"], *data["static"]]  # each list once, too
+        repeated = sorted({c for c in covariates if covariates.count(c) > 1})
+        if repeated:
+            raise refuse("data.features/futr/static", covariates,
+                         f"names {repeated[0]!r} twice; name each column once")
         if targets is None:
             if target is None:
                 raise ConfigError(

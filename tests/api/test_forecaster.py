@@ -156,25 +156,31 @@ def test_known_future_covariates_from_a_future_frame(tmp_path):
         fc.predict(futr_df=ahead.iloc[:-1])
     with pytest.raises(ValueError, match="column 'load' is not in the frame"):
         fc.predict(futr_df=ahead.drop(columns="load"))
+    with pytest.raises(ValueError, match="futr_df: column 'load' has an empty value"):
+        fc.predict(futr_df=ahead.assign(load=np.where(np.arange(len(ahead)) == 3, np.nan, 1.0)))
 
 
 def test_static_covariates_from_a_static_frame(tmp_path):
     """static_df (one row a series) trains with data.static as the same columns in the frame
     would; a series without a row, or with two, one ValueError naming it."""
     frame = long_frame()
-    sizes = pd.DataFrame({"unique_id": ["s2", "s0", "s1"], "size": [7.0, 3.0, 5.0]})
-    fc = Forecaster(*SMALL, run_dir=tmp_path / "api").fit(frame, static_df=sizes)
+    sizes = pd.DataFrame({"unique_id": ["s2", "s0", "s1"], "size": [7.0, 3.0, 5.0],
+                          "region": ["n", "s", "n"]})  # not read: stat_exog_list names size
+    fc = Forecaster(*SMALL, run_dir=tmp_path / "api").fit(frame, static_df=sizes,
+                                                          stat_exog_list=["size"])
     written = pd.read_csv(fc.run_dir / "input.csv")
     assert list(written.columns) == ["unique_id", "ds", "y", "size"]
     assert (written.groupby("unique_id")["size"].first() == [3.0, 5.0, 7.0]).all()
     assert "covariates: size (static: size)" in (fc.run_dir / "train.log").read_text()
     forecast = fc.predict()
     assert sorted(forecast["unique_id"].unique()) == ["s0", "s1", "s2"]
+    again = fc.predict(frame, static_df=sizes)  # the run's static columns, from the frame
+    assert np.array_equal(again["transformer"], forecast["transformer"])
     with pytest.raises(ValueError, match="static_df: series 's1' has no row"):
-        Forecaster(*SMALL, run_dir=tmp_path / "b").fit(frame, static_df=sizes.iloc[:2])
+        Forecaster(*SMALL, run_dir=tmp_path / "b").fit(frame, static_df=sizes.iloc[:2, :2])
     with pytest.raises(ValueError, match="static_df: series 's0' has two rows"):
         Forecaster(*SMALL, run_dir=tmp_path / "c").fit(
-            frame, static_df=pd.concat([sizes, sizes.iloc[1:2]]))
+            frame, static_df=pd.concat([sizes, sizes.iloc[1:2]]).drop(columns="region"))
     changing = frame.assign(size=np.arange(len(frame)) % 2)
     with pytest.raises(ValueError, match="column 'size' is static but changes within series"):
         Forecaster(*SMALL, run_dir=tmp_path / "d").fit(changing, stat_exog_list=["size"])

@@ -99,15 +99,21 @@ def test_a_panel_forecast_reads_each_series_future(tmp_path):
 
 @pytest.mark.parametrize("future, message", [
     (None, "give their values over the next out_len=4 steps with future=<csv>"),
-    ("short", "must cover the 4 steps after the input's last time"),
+    ("short", "must cover the 4 steps after the input's last time, 2024-01-07 06:00:00 to "
+              "2024-01-07 09:00:00; it has 2 of them (the first missing: 2024-01-07 08:00:00)"),
+    ("empty", "an empty known-future value (line 3, column 'load'); give every known value"),
 ])
 def test_a_missing_or_short_future_is_one_line(tmp_path, future, message):
     path = write_file(tmp_path / "f.csv")
     run_dir = tmp_path / "run"
     run_cli([*TRAIN, f"data.path={path}", f"hydra.run.dir={run_dir}"], tmp_path)
     _, future_path = split_file(path, tmp_path, 150)
+    lines = future_path.read_text().splitlines()
     if future == "short":
-        future_path.write_text("\n".join(future_path.read_text().splitlines()[:3]) + "\n")
+        future_path.write_text("\n".join(lines[:3]) + "\n")
+    if future == "empty":
+        lines[2] = lines[2].rsplit(",", 1)[0] + ","
+        future_path.write_text("\n".join(lines) + "\n")
     extra = [] if future is None else [f"future={future_path}"]
     proc, output = predict(run_dir, tmp_path, *extra, check=False)
     lines = proc.stderr.strip().splitlines()

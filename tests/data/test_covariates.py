@@ -10,7 +10,7 @@ import torch
 from omegaconf import OmegaConf
 
 from seqforecast.config import ConfigError, compose_config, validate_config
-from seqforecast.data import build_data
+from seqforecast.data import DataError, build_data
 from seqforecast.data.covariates import lead, window_with_future
 from seqforecast.model import build_model
 
@@ -160,6 +160,7 @@ def test_every_family_with_covariates_reads_the_horizons_known_values(tmp_path, 
     (["data.futr=[y]"], "cannot be known in advance and forecast"),
     (["data.futr=[temp]"], "cannot be known in advance and a past covariate"),
     (["in_len=3", "out_len=4", "model.label_len=2"], "needs data.in_len >= data.out_len"),
+    (["data.futr=[load,load]"], "names 'load' twice; name each column once"),
     (["experiment=patchtst", "embedding.patch_len=4", "embedding.stride=4", "data.features=[]"],
      "conflicts with data.futr=['load']"),
 ])
@@ -168,3 +169,16 @@ def test_known_future_columns_refused_in_one_line(tmp_path, extra, message):
     with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
         cfg = config(path, *extra)
         build_model(cfg, 3, 1)
+
+
+def test_an_empty_known_value_is_one_line(tmp_path):
+    """data.fill fills a window's inputs from its own past; a led column's horizon is not its
+    past, so an empty cell in a known column of one series is refused, naming its line."""
+    path = write_file(tmp_path / "f.csv")
+    lines = path.read_text().splitlines()
+    lines[5] = lines[5].rsplit(",", 1)[0] + ","
+    path.write_text("\n".join(lines) + "\n")
+    cfg = config(path, "data.fill=ffill")
+    with pytest.raises(DataError, match="column 'load' \\(data.futr, known in advance\\) is "
+                                        "empty at line 6"):
+        build_data(cfg["data"], 0, CPU)
