@@ -35,7 +35,8 @@ from datetime import datetime
 from pathlib import Path
 
 from ..config.rundir import completed_record
-from .frames import check_frame, forecast_frame, write_csv
+from .frames import check_frame, forecast_frame, with_static, write_csv
+from .origins import Origins, long_truth, scores
 
 INPUT = "input.csv"  # the frame fit trained on, in the run dir
 FRAME = "frame.json"  # how fit read the frame: its columns, for predict and load
@@ -142,7 +143,7 @@ class Forecaster:
                           frame["time_col"])
         covariates.setdefault("futr_exog_list", frame.get("futr") or [])
         forecast = self._forecast_origins(origins, covariates)
-        return forecast, _scores(forecast, origins, frame["targets"])
+        return forecast, scores(forecast, origins, frame["targets"])
 
     def _forecast_origins(self, origins: Origins, covariates: dict):
         """Every origin's forecast with the history up to it, beside the truth: unique_id,
@@ -164,7 +165,7 @@ class Forecaster:
             forecast.insert(2, "cutoff", forecast["unique_id"].map(cutoffs))
             parts.append(forecast)
         result = pd.concat(parts, ignore_index=True).merge(
-            _long_truth(origins.df, id_col, time_col, self.frame["targets"]),
+            long_truth(origins.df, id_col, time_col, self.frame["targets"]),
             on=["unique_id", "ds"], how="left")
         columns = ["unique_id", "ds", "cutoff", "y"]
         return result[[*columns, *(c for c in result.columns if c not in columns)]]
@@ -273,83 +274,6 @@ class Forecaster:
         return self.run_dir
 
 
-def with_static(df, static_df, stat_exog_list: list[str] | None, id_col: str | None):
-    """(df with static_df's columns joined on id_col, the static columns' names): static_df
-    one row per series (neuralforecast's); without it, stat_exog_list names df's own."""
-    if static_df is None:
-        return df, list(stat_exog_list or [])
-    if id_col is None:
-        raise ValueError("static_df gives each series' static covariates; a wide frame's "
-                         "series are columns, which have none (give a long frame)")
-    static = list(stat_exog_list or [c for c in static_df.columns if c != id_col])
-    check_frame(static_df, None, id_col, static, sorted_times=False)  # numbers, ids present
-    repeated = static_df[id_col][static_df[id_col].duplicated()]
-    if len(repeated):
-        raise ValueError(f"static_df: series {repeated.iloc[0]!r} has two rows; give each "
-                         f"series one")
-    missing = sorted(set(df[id_col]) - set(static_df[id_col]), key=str)
-    if missing:
-        raise ValueError(f"static_df: series {missing[0]!r} has no row; give each series one")
-    return df.drop(columns=[c for c in static if c in df.columns]).merge(
-        static_df[[id_col, *static]], on=id_col, how="left", sort=False), static
-
-
-class Origins:
-    """A frame's rolling forecast origins: per series, `n_windows` rows `step` apart (default
-    out_len), the last out_len rows before the series' end; ValueError in one line where a
-    series is too short or the counts are not positive."""
-
-    def __init__(self, df, n_windows: int, step: int | None, out_len: int,
-                 id_col: str | None, time_col: str):
-        step = out_len if step is None else step
-        if n_windows < 1 or step < 1:
-            raise ValueError(f"n_windows={n_windows} and step={step}: give at least one "
-                             f"window, a step of at least one row")
-        if id_col is not None and id_col not in df.columns:
-            id_col = None  # a wide frame: one block of rows, every column a series
-        self.df, self.n_windows, self.out_len = df, n_windows, out_len
-        self.id_col, self.time_col = id_col, time_col
-        self.groups = list(df.groupby(id_col, sort=False)) if id_col else [(None, df)]
-        self.rows = {}  # series -> the row (counted in the series) of each origin
-        for series, rows in self.groups:
-            last = len(rows) - out_len
-            first = last - step * (n_windows - 1)
-            if first < 1:
-                where = f"series {series!r}" if id_col else "the frame"
-                raise ValueError(f"{where} has {len(rows)} rows, too few for {n_windows} "
-                                 f"origins {step} apart and out_len={out_len} steps after "
-                                 f"the last")
-            self.rows[series] = [first + step * i for i in range(n_windows)]
-
-    def before(self, i: int, ahead: bool = False):
-        """Each series' rows before its i-th origin (ahead: the out_len rows from it)."""
-        import pandas as pd
-
-        parts = []
-        for series, rows in self.groups:
-            o = self.rows[series][i]
-            parts.append(rows.iloc[o : o + self.out_len] if ahead else rows.iloc[:o])
-        return pd.concat(parts)
-
-
-def _scores(forecast, origins: Origins, targets: list[str]):
-    """MSE and MAE of the forecast and of the last value (each origin's history's last
-    value, every step), per series and over every window (`all`)."""
-    import pandas as pd
-
-    alias = forecast.columns[4]
-    last = _long_truth(origins.df, origins.id_col, origins.time_col, targets).rename(
-        columns={"ds": "cutoff", "y": "last_value"})
-    scored = forecast.merge(last, on=["unique_id", "cutoff"], how="left")
-    rows = []
-    for series, part in [*scored.groupby("unique_id", sort=False), ("all", scored)]:
-        for metric, error in (("mse", lambda e: (e**2).mean()), ("mae", lambda e: e.abs().mean())):
-            rows.append({"unique_id": series, "metric": metric,
-                         alias: float(error(part[alias] - part["y"])),
-                         "last_value": float(error(part["last_value"] - part["y"]))})
-    return pd.DataFrame(rows)
-
-
 def _composed_out_len(overrides: list[str]) -> int:
     """The forecast length the run will have: its overrides composed as data=csv composes
     them (no file read)."""
@@ -357,18 +281,6 @@ def _composed_out_len(overrides: list[str]) -> int:
 
     cfg = compose_config(["data=csv", "data.path=unread.csv", "data.target=y", *overrides])
     return int(cfg.data.out_len)
-
-
-def _long_truth(df, id_col: str | None, time_col: str, targets: list[str]):
-    """The frame's target values as a long frame: unique_id, ds, y (a wide frame's series
-    named by their columns, as predict names them)."""
-    import pandas as pd
-
-    if id_col:  # the ids as predict's frame holds them (read from a CSV: text)
-        return df[[id_col, time_col, targets[0]]].set_axis(["unique_id", "ds", "y"], axis=1) \
-            .astype({"unique_id": str})
-    return pd.concat([df[[time_col, c]].set_axis(["ds", "y"], axis=1).assign(unique_id=c)
-                      for c in targets], ignore_index=True)[["unique_id", "ds", "y"]]
 
 
 def _new_run_dir() -> Path:

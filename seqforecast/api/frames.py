@@ -1,7 +1,8 @@
 """DataFrames in and out of the CSV path: a long frame (neuralforecast's `unique_id, ds, y`)
 or a wide one (a time column and a column a series) written as the CSV a run reads, and a
 forecast CSV (`seqforecast.predict`'s) read back as a long frame in neuralforecast's column
-conventions. pandas is imported by the caller (the `frames` extra)."""
+conventions; a static_df joined onto its frame. pandas is imported by the caller (the `frames`
+extra)."""
 
 from __future__ import annotations
 
@@ -92,3 +93,24 @@ def _renamed(column: str, alias: str, target: str) -> str:
         return alias
     found = _BOUND.match(column)
     return f"{alias}-{found['side']}-{found['level']}"
+
+
+def with_static(df, static_df, stat_exog_list: list[str] | None, id_col: str | None):
+    """(df with static_df's columns joined on id_col, the static columns' names): static_df
+    one row per series (neuralforecast's); without it, stat_exog_list names df's own."""
+    if static_df is None:
+        return df, list(stat_exog_list or [])
+    if id_col is None:
+        raise ValueError("static_df gives each series' static covariates; a wide frame's "
+                         "series are columns, which have none (give a long frame)")
+    static = list(stat_exog_list or [c for c in static_df.columns if c != id_col])
+    check_frame(static_df, None, id_col, static, sorted_times=False)  # numbers, ids present
+    repeated = static_df[id_col][static_df[id_col].duplicated()]
+    if len(repeated):
+        raise ValueError(f"static_df: series {repeated.iloc[0]!r} has two rows; give each "
+                         f"series one")
+    missing = sorted(set(df[id_col]) - set(static_df[id_col]), key=str)
+    if missing:
+        raise ValueError(f"static_df: series {missing[0]!r} has no row; give each series one")
+    return df.drop(columns=[c for c in static if c in df.columns]).merge(
+        static_df[[id_col, *static]], on=id_col, how="left", sort=False), static
