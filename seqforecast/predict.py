@@ -308,9 +308,10 @@ def read_future_panel(run: LoadedRun, future_path: Path | None, panel, chosen: l
         known = read_long(future_path, state["id_column"], state["time_column"], futr,
                           "error", data_cfg.get("date_order", "auto"), "keep")
     rows_of = {series_id: known.rows(s) for s, series_id in enumerate(known.ids)}
+    position = {series_id: s for s, series_id in enumerate(panel.ids)}
     future = {}
     for series_id in chosen:
-        s = panel.ids.index(series_id)
+        s = position[series_id]
         if series_id not in rows_of:
             raise DataError(f"{future_path}: series {series_id!r} has no known-future rows; "
                             f"give the {out_len} steps after its last time")
