@@ -241,22 +241,29 @@ def forecast_panel(
     return len(kept), len(lines) - 1, notes
 
 
+def known_ahead(run: LoadedRun, future_path: Path | None) -> list[str]:
+    """The run's known-future columns (data.futr), where future= gives them: future= for a run
+    without them, or none for a run with them, refused in one line."""
+    futr = run.checkpoint["data_state"].get("futr") or []
+    if not futr and future_path is not None:
+        raise UsageError("future= gives known-future covariates; this run was trained without "
+                         "them (data.futr)")
+    if futr and future_path is None:
+        raise UsageError(f"this run reads known-future covariates ({', '.join(futr)}); give "
+                         f"their values over the next out_len={run.config['data']['out_len']} "
+                         f"steps with future=<csv>")
+    return futr
+
+
 def read_future(run: LoadedRun, future_path: Path | None, times: list[datetime] | None,
                 input_path: Path) -> np.ndarray | None:
     """A data.futr run's known-future values over the out_len steps after the input's end
     (the `future` CSV's rows after the input's last time, or its first rows without a time
     column): [out_len, F], data units; None for a run without them (future= refused)."""
     state, data_cfg = run.checkpoint["data_state"], run.config["data"]
-    futr, out_len = state.get("futr") or [], data_cfg["out_len"]
+    futr, out_len = known_ahead(run, future_path), data_cfg["out_len"]
     if not futr:
-        if future_path is not None:
-            raise UsageError("future= gives known-future covariates; this run was trained "
-                             "without them (data.futr)")
         return None
-    if future_path is None:
-        raise UsageError(f"this run reads known-future covariates ({', '.join(futr)}); give "
-                         f"their values over the next out_len={out_len} steps with "
-                         f"future=<csv>")
     time_column = state["time_column"]
     with given_values(future_path):
         known = read_series(future_path, futr, time_column, "error", "error",
@@ -300,9 +307,8 @@ def read_future_panel(run: LoadedRun, future_path: Path | None, panel, chosen: l
     """A panel data.futr run's known-future values: per series id forecast, its out_len
     steps after its last input time, [out_len, F] in data units ({} without data.futr)."""
     state, data_cfg = run.checkpoint["data_state"], run.config["data"]
-    futr, out_len = state.get("futr") or [], data_cfg["out_len"]
-    if not futr or future_path is None:
-        read_future(run, future_path, None, input_path)  # refuses the mismatch in one line
+    futr, out_len = known_ahead(run, future_path), data_cfg["out_len"]
+    if not futr:
         return {}
     with given_values(future_path):
         known = read_long(future_path, state["id_column"], state["time_column"], futr,

@@ -13,22 +13,10 @@ from pathlib import Path
 _BOUND = re.compile(r"^(?P<target>.+)_(?P<side>lo|hi|q)(?P<level>\d+(?:\.\d+)?)$")
 
 
-def check_frame(df, id_col: str | None, time_col: str, columns: list[str],
-                sorted_times: bool = True) -> None:
+def check_frame(df, id_col: str | None, time_col: str, columns: list[str]) -> None:
     """ValueError naming the column: one missing, a time stamp unsorted or repeated within a
-    series (unless not `sorted_times`), a value that is not a number."""
-    import pandas as pd
-
-    for name in [*([id_col] if id_col else []), time_col, *columns]:
-        if name not in df.columns:
-            raise ValueError(f"column {name!r} is not in the frame (its columns: "
-                             f"{', '.join(map(str, df.columns))})")
-    for name in columns:
-        if not pd.api.types.is_numeric_dtype(df[name]):
-            raise ValueError(f"column {name!r} holds values that are not numbers "
-                             f"(dtype {df[name].dtype}); give numbers, NaN where missing")
-    if not sorted_times:
-        return
+    series, a value that is not a number."""
+    check_columns(df, [*([id_col] if id_col else []), time_col], columns)
     groups = df.groupby(id_col, sort=False)[time_col] if id_col else [(None, df[time_col])]
     for series, times in groups:
         where = f" in series {series!r}" if id_col else ""
@@ -39,6 +27,21 @@ def check_frame(df, id_col: str | None, time_col: str, columns: list[str],
         if not times.is_monotonic_increasing:
             raise ValueError(f"column {time_col!r}: time stamps are not sorted{where}; sort "
                              f"the frame by {time_col!r} first")
+
+
+def check_columns(df, keys: list[str], numbers: list[str]) -> None:
+    """ValueError naming the column: one of `keys` or `numbers` missing, a value of `numbers`
+    that is not a number."""
+    import pandas as pd
+
+    for name in [*keys, *numbers]:
+        if name not in df.columns:
+            raise ValueError(f"column {name!r} is not in the frame (its columns: "
+                             f"{', '.join(map(str, df.columns))})")
+    for name in numbers:
+        if not pd.api.types.is_numeric_dtype(df[name]):
+            raise ValueError(f"column {name!r} holds values that are not numbers "
+                             f"(dtype {df[name].dtype}); give numbers, NaN where missing")
 
 
 def write_csv(df, path: Path, id_col: str | None, time_col: str, columns: list[str]) -> Path:
@@ -104,7 +107,7 @@ def with_static(df, static_df, stat_exog_list: list[str] | None, id_col: str | N
         raise ValueError("static_df gives each series' static covariates; a wide frame's "
                          "series are columns, which have none (give a long frame)")
     static = list(stat_exog_list or [c for c in static_df.columns if c != id_col])
-    check_frame(static_df, None, id_col, static, sorted_times=False)  # numbers, ids present
+    check_columns(static_df, [id_col], static)
     repeated = static_df[id_col][static_df[id_col].duplicated()]
     if len(repeated):
         raise ValueError(f"static_df: series {repeated.iloc[0]!r} has two rows; give each "
