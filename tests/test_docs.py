@@ -393,6 +393,17 @@ def test_the_real_data_tables_are_rows_of_their_report():
     assert len(rows) == 3 * 2 + 45 and set(rows) <= set(_table_rows(printed))
 
 
+def test_the_neuralforecast_page_is_its_report():
+    """docs/benchmarks/neuralforecast.md's tables are bench_neuralforecast.py's print of
+    benchmarks/neuralforecast.json, whose summary is its cases' (recomputed here), and the
+    .md beside the report is the script's page of it."""
+    report = json.loads((REPO / "benchmarks" / "neuralforecast.json").read_text())
+    bench = load_script("bench_neuralforecast.py")
+    assert json.dumps(bench.summarise(report["cases"])) == json.dumps(report["summary"])
+    assert (REPO / "benchmarks" / "neuralforecast.md").read_text() == bench.markdown(report)
+    assert bench.table(report) in (REPO / "docs" / "benchmarks" / "neuralforecast.md").read_text()
+
+
 # Each report under benchmarks/ a page names, as a path from the repository's root (in its code
 # or inline code): one report per table, so a name that is gone is a table's report merged away.
 REPORTS = sorted({(str(page.relative_to(REPO)), name) for page in PAGES

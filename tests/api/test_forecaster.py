@@ -118,6 +118,22 @@ def test_a_bad_frame_is_one_value_error_naming_the_column(change, message, tmp_p
     assert not (tmp_path / "bad").exists()  # nothing written
 
 
+def test_text_time_stamps_are_ordered_as_the_run_reads_them():
+    """The EPF markets' `2013/1/9 23:00`, `2013/1/10 0:00` are in order (as text they are not);
+    a moment written twice is a repeat; text the run's parser does not read as times is left to
+    the run."""
+    from seqforecast.api.frames import check_frame
+
+    texts = ["2013/1/9 22:00", "2013/1/9 23:00", "2013/1/10 0:00"]
+    check_frame(pd.DataFrame({"ds": texts, "y": [1.0, 2.0, 3.0]}), None, "ds", ["y"])
+    with pytest.raises(ValueError, match="time stamps are not sorted"):
+        check_frame(pd.DataFrame({"ds": texts[::-1], "y": [1.0, 2.0, 3.0]}), None, "ds", ["y"])
+    with pytest.raises(ValueError, match="time stamp 2013/1/9 23:00 repeats"):
+        check_frame(pd.DataFrame({"ds": [*texts[:2], texts[1]], "y": [1.0] * 3}),
+                    None, "ds", ["y"])
+    check_frame(pd.DataFrame({"ds": ["a", "b"], "y": [1.0, 2.0]}), None, "ds", ["y"])
+
+
 def test_a_config_value_the_run_refuses_is_its_one_line(tmp_path):
     with pytest.raises(ValueError, match=r"training failed \(exit 2\): .*attention"):
         Forecaster(*SMALL, attention="nonesuch", run_dir=tmp_path / "bad").fit(long_frame())
