@@ -216,7 +216,9 @@ def theirs(spec: dict) -> dict:
 
     n_series, batch = len(targets), cfg["trainer"]["batch_size"]
     train_windows = val_start - cell["in_len"] - cell["out_len"] + 1
-    steps_per_epoch = max(1, train_windows // batch)  # drop_last, as ours
+    # as ours: the last incomplete batch left out where the recipe drops it, else a step
+    steps_per_epoch = max(1, train_windows // batch if cfg["trainer"]["drop_last"]
+                          else math.ceil(train_windows / batch))
     windows_batch = batch if NF_MULTIVARIATE[model] else batch * n_series
     common = dict(
         h=cell["out_len"], input_size=cell["in_len"], loss=MSE(), valid_loss=MSE(),
@@ -411,7 +413,10 @@ def merged(out: Path, report: dict, cases: list[dict]) -> dict:
         repeats = before.get("repeats", [])
         kept = {_key(c): c for c in before["cases"]}
     for case in cases:
-        if kept.get(_key(case), {}).get("status") != "ok":
+        before = kept.get(_key(case), {}).get("status") == "ok"
+        if case.get("status") != "ok" and before:
+            continue  # a case not run (here) leaves the measurement where it was
+        if not before:
             kept.pop(_key(case), None)  # nothing measured to keep
         keep_latest(kept, _key(case), case, repeats, same, tag)
     all_cases = sorted(kept.values(), key=_key)

@@ -17,23 +17,27 @@ def check_frame(df, id_col: str | None, time_col: str, columns: list[str]) -> No
     """ValueError naming the column: one missing, a time stamp unsorted or repeated within a
     series, a value that is not a number."""
     check_columns(df, [*([id_col] if id_col else []), time_col], columns)
+    df = df.reset_index(drop=True)  # each row its own label: the moments are found by it
+    moments = _moments(df[time_col])
     groups = df.groupby(id_col, sort=False)[time_col] if id_col else [(None, df[time_col])]
     for series, texts in groups:
         where = f" in series {series!r}" if id_col else ""
-        times = _moments(texts)
+        times = texts if moments is None else moments.loc[texts.index]
         if times.duplicated().any():
             first = texts[times.duplicated().to_numpy()].iloc[0]
             raise ValueError(f"column {time_col!r}: time stamp {first} repeats{where}; give "
                              f"each step once")
-        if not times.is_monotonic_increasing:
+        if moments is not None and not times.is_monotonic_increasing:
             raise ValueError(f"column {time_col!r}: time stamps are not sorted{where}; sort "
                              f"the frame by {time_col!r} first")
 
 
 def _moments(times):
-    """A time column as the run orders it: text read by the CSV reader's own parser (the EPF
-    markets' `2013/1/10 0:00` after `2013/1/9 23:00`, which text order puts first); numbers,
-    datetimes, and text that parser does not read (the run says why), as they are."""
+    """A time column as the run orders it: text read by the CSV reader's own parser, the whole
+    column at once (the EPF markets' `2013/1/10 0:00` after `2013/1/9 23:00`, which text order
+    puts first; a day-first series decides the order of one whose days fit both); numbers and
+    datetimes as they are. None for text that parser does not read in one order (not times,
+    two forms, an ambiguous day and month): the run says why, and its order is left to it."""
     import pandas as pd
 
     if not (pd.api.types.is_object_dtype(times) or pd.api.types.is_string_dtype(times)):
@@ -42,9 +46,10 @@ def _moments(times):
     from ..data.errors import DataError
 
     try:
-        return pd.Series(parse_times([str(t) for t in times], "the frame", str(times.name)))
+        return pd.Series(parse_times([str(t) for t in times], "the frame", str(times.name)),
+                         index=times.index)
     except DataError:
-        return times
+        return None
 
 
 def check_columns(df, keys: list[str], numbers: list[str]) -> None:

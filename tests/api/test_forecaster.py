@@ -120,8 +120,9 @@ def test_a_bad_frame_is_one_value_error_naming_the_column(change, message, tmp_p
 
 def test_text_time_stamps_are_ordered_as_the_run_reads_them():
     """The EPF markets' `2013/1/9 23:00`, `2013/1/10 0:00` are in order (as text they are not);
-    a moment written twice is a repeat; text the run's parser does not read as times is left to
-    the run."""
+    the whole column is read at once, so a series whose days fit day-first and month-first takes
+    the order another series shows; a moment written twice is a repeat; the order of text the
+    run's parser does not read is left to the run."""
     from seqforecast.api.frames import check_frame
 
     texts = ["2013/1/9 22:00", "2013/1/9 23:00", "2013/1/10 0:00"]
@@ -131,7 +132,14 @@ def test_text_time_stamps_are_ordered_as_the_run_reads_them():
     with pytest.raises(ValueError, match="time stamp 2013/1/9 23:00 repeats"):
         check_frame(pd.DataFrame({"ds": [*texts[:2], texts[1]], "y": [1.0] * 3}),
                     None, "ds", ["y"])
-    check_frame(pd.DataFrame({"ds": ["a", "b"], "y": [1.0, 2.0]}), None, "ds", ["y"])
+    # a: 12 January, 1 February (day-first, as b shows); month-first or as text, unsorted
+    panel = pd.DataFrame({"unique_id": ["a", "a", "b", "b"],
+                          "ds": ["12/1/2013", "1/2/2013", "13/1/2013", "14/1/2013"],
+                          "y": [1.0] * 4})
+    check_frame(panel, "unique_id", "ds", ["y"])
+    with pytest.raises(ValueError, match="not sorted in series 'a'"):
+        check_frame(panel.iloc[[1, 0, 2, 3]], "unique_id", "ds", ["y"])
+    check_frame(pd.DataFrame({"ds": ["b", "a"], "y": [1.0, 2.0]}), None, "ds", ["y"])
 
 
 def test_a_config_value_the_run_refuses_is_its_one_line(tmp_path):

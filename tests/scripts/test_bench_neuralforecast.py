@@ -77,6 +77,11 @@ def test_a_rerun_replaces_its_case_and_keeps_the_earlier_measurement(tmp_path):
     (row,) = second["summary"]
     ratio = row["mse_ratio"]  # neuralforecast / ours: 0.5, 1, 1 on seeds 0, 1, 2
     assert ratio["n"] == 3 and ratio["ratio"] == pytest.approx(0.5 ** (1 / 3))
+    out.write_text(json.dumps(second))  # a run without the peers: its row leaves theirs
+    not_run = {**_case(1, "neuralforecast", 0.0), "status": "not run: neuralforecast is not "
+               "installed (make peers)"}
+    third = bench.merged(out, later, [not_run])
+    assert third["cases"] == second["cases"] and third["repeats"] == second["repeats"]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("pandas") is None, reason="needs pandas")
