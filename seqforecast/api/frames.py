@@ -17,9 +17,9 @@ def check_frame(df, id_col: str | None, time_col: str, columns: list[str]) -> No
     """ValueError naming the column: one missing, a time stamp unsorted or repeated within a
     series, a value that is not a number."""
     check_columns(df, [*([id_col] if id_col else []), time_col], columns)
-    df = df.reset_index(drop=True)  # each row its own label: the moments are found by it
-    moments = _moments(df[time_col])
-    groups = df.groupby(id_col, sort=False)[time_col] if id_col else [(None, df[time_col])]
+    column = df[time_col].reset_index(drop=True)  # each row its own label, for the moments
+    moments = _moments(column)
+    groups = column.groupby(df[id_col].to_numpy(), sort=False) if id_col else [(None, column)]
     for series, texts in groups:
         where = f" in series {series!r}" if id_col else ""
         times = texts if moments is None else moments.loc[texts.index]
