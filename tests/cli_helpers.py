@@ -1,11 +1,17 @@
 """Running the project's CLIs as a user would: argv in, exit code and both streams out (in the
 test's process, or a fresh one where a real process is the point: run_cli)."""
 
+import contextlib
 import importlib.util
+import io
 import json
+import logging
 import os
+import signal
 import subprocess
 import sys
+import tempfile
+import warnings
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,9 +35,11 @@ IN_PROCESS = {"seqforecast.train": "seqforecast.train", "seqforecast.evaluate":
               "seqforecast.study": "seqforecast.study"}
 
 
-def run_cli(args, cwd, module="seqforecast.train", check=True, fresh=False):
+def run_cli(args, cwd, module="seqforecast.train", check=True, fresh=False, children=False):
     """`python -m <module> <args>` in `cwd`: its exit code and both streams
-    (subprocess.CompletedProcess); in this process unless `fresh` (see IN_PROCESS)."""
+    (subprocess.CompletedProcess); in this process unless `fresh` (see IN_PROCESS).
+    `children`: the run starts processes that write to its streams (a study's multiruns):
+    in this process, its streams are taken at the file descriptors, theirs with them."""
     if fresh or module not in IN_PROCESS:
         env = dict(os.environ, PYTHONPATH=str(REPO))
         env.pop("HYDRA_FULL_ERROR", None)
@@ -42,28 +50,60 @@ def run_cli(args, cwd, module="seqforecast.train", check=True, fresh=False):
 
         entry = importlib.import_module(IN_PROCESS[module])
         if module == "seqforecast.train":  # its Hydra app reads sys.argv
-            proc = _in_process(module, args, cwd, entry.cli)
+            proc = _in_process(module, args, cwd, entry.cli, children)
         else:
-            proc = _in_process(module, args, cwd, lambda: entry.main(list(args)))
+            proc = _in_process(module, args, cwd, lambda: entry.main(list(args)), children)
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
 
 
-def _in_process(name, args, cwd, main):
+class _Descriptor(io.TextIOWrapper):
+    """A text stream over a temporary file that file descriptor `fd` points at until close()
+    (then put back): what this process and the processes it starts write there."""
+
+    def __init__(self, fd: int):
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        super().__init__(tempfile.TemporaryFile(), encoding="utf-8", line_buffering=True)
+        self.fd, self.saved = fd, os.dup(fd)
+        os.dup2(self.buffer.fileno(), fd)
+
+    def getvalue(self) -> str:
+        self.flush()
+        self.seek(0)
+        return self.read()
+
+    def close(self) -> None:
+        if self.saved is not None:
+            self.flush()
+            os.dup2(self.saved, self.fd)
+            os.close(self.saved)
+            self.saved = None
+        super().close()
+
+
+def _in_process(name, args, cwd, main, children=False):
     """`main()` (a CLI's entry point, with `args` bound or read from sys.argv) in this
     process, as a subprocess would run `name args` (argv in, exit code and both streams out),
     without an interpreter's start. What a run changes in the process (cwd, environment,
-    torch's threads, logging, warning filters, signal handlers) is put back afterwards."""
-    import contextlib
-    import io
-    import logging
-    import signal
-    import warnings
+    torch's threads, logging, warning filters, signal handlers) is put back afterwards.
+    `children`: file descriptors 1 and 2 point at the streams too, for the processes it
+    starts (sys.stdout and sys.stderr write to the same files, so lines keep their order where
+    the run flushes before it starts one)."""
+    with contextlib.ExitStack() as stack:
+        if children:
+            out, err = (stack.enter_context(contextlib.closing(_Descriptor(fd)))
+                        for fd in (1, 2))
+        else:
+            out, err = io.StringIO(), io.StringIO()
+        return _run_main(name, args, cwd, main, out, err)
 
+
+def _run_main(name, args, cwd, main, out, err):
+    """_in_process with its streams: `out` and `err` (anything with write and getvalue)."""
     import torch
 
-    out, err = io.StringIO(), io.StringIO()
     argv, before, env = sys.argv, os.getcwd(), dict(os.environ)
     threads = torch.get_num_threads()
     loggers = {name: (lg.level, lg.disabled, lg.propagate, list(lg.handlers))

@@ -50,6 +50,7 @@ from ..training.distributed import STRATEGIES
 from ..training.loop import OPTIMIZERS, PRECISIONS, SELECT_ON
 from ..training.runtime import COMPILE_MODES, MATMUL_PRECISIONS
 from ..training.schedule import SCHEDULES
+from .speed import install as install_speed_ups
 
 # A saved run's config is read through the migrations up to this version (migrations.py).
 CONFIG_VERSION = 7
@@ -261,7 +262,9 @@ def _attention_node(options: type) -> DictConfig:
 
 def register_schemas() -> None:
     """Store every schema in Hydra's ConfigStore (idempotent): those not stored yet, or whose
-    dataclass changed (a plugin registering a backend or family after the first call)."""
+    dataclass changed (a plugin registering a backend or family after the first call). Called
+    before every composition, it also makes Hydra's compositions cheaper (speed.py)."""
+    install_speed_ups()
     store = ConfigStore.instance()
     options = {group: {name: schema(name) for name in names()}
                for group, (names, schema) in REGISTERED.items()}

@@ -37,10 +37,11 @@ models:
 """
 
 
-def study(args, cwd, check=True, fresh=True):
-    """The study CLI: in a process of its own where it trains (its runs are processes that
-    write to its streams, which the tests read), in this one where it refuses first."""
-    return run_cli(args, cwd, module="seqforecast.study", check=check, fresh=fresh)
+def study(args, cwd, check=True):
+    """The study CLI, in this process; the runs it trains are processes of their own that write
+    to its streams, which the tests read (taken at the file descriptors: run_cli's
+    `children`)."""
+    return run_cli(args, cwd, module="seqforecast.study", check=check, children=True)
 
 
 @pytest.fixture(scope="module")
@@ -322,7 +323,7 @@ def test_a_study_grows_from_its_report_after_its_run_dirs_are_gone(ran, tmp_path
     other["cells"][0]["overrides"] = ["out_len=5"]
     (tmp_path / "other.json").write_text(json.dumps(other))
     proc = study(["tiny.yaml", "report", f"dir={fresh}", f"from={tmp_path / 'other.json'}"],
-                 base, check=False, fresh=False)
+                 base, check=False)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "tiny/h4 was made with out_len=5" in proc.stderr and "not the same jobs" in proc.stderr
 
@@ -442,7 +443,7 @@ def test_bad_study_arguments_are_one_line(tmp_path):
         (["attention", "report", "from=broken.yaml"], "from=broken.yaml: not a study report"),
         (["attention", "report", "from=gone.json"], "from=gone.json: no such directory or report"),
     ):
-        proc = study(args, tmp_path, check=False, fresh=False)
+        proc = study(args, tmp_path, check=False)
         assert proc.returncode == 2, (args, proc.stderr)
         assert proc.stderr.startswith("error: ") and message in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1

@@ -42,7 +42,7 @@ def ran(tmp_path_factory):
     path = write_ett_file(base / "ETTsmoke.csv")
     (base / "tiny.yaml").write_text(GRID.format(batch=BATCH, path=path))
     run_cli(["tiny.yaml", "trainer.num_threads=1"], base, module="seqforecast.study",
-            fresh=True)
+            children=True)
     return base
 
 

@@ -115,6 +115,30 @@ def test_bench_panel_times_the_loader_from_the_loops_clock(tmp_path):
     assert "loader share of a step" in table
 
 
+def test_bench_compose_times_hydra_beside_the_speed_ups_and_puts_hydra_back(tmp_path):
+    """Each case composed both ways, checked the same config, timed; afterwards the speed-ups
+    are in place again (the suite's compositions go on using them)."""
+    from seqforecast.config.speed import installed
+
+    out = tmp_path / "compose.json"
+    table = run_script("bench_compose.py", "--rounds", "1", "--repeats", "1", "--out", str(out),
+                       cwd=tmp_path)
+    report = json.loads(out.read_text())
+    assert report["speed_ups"] == ["store", "yaml", "interpolation"] == installed()
+    cases = {row["case"] for row in report["results"]}
+    assert cases == {"default", "attention=diff", "experiment=itransformer",
+                     "data=csv (a recipe)"}
+    assert all(row["hydra_ms"] > 0 and row["with_speed_ups_ms"] > 0
+               for row in report["results"])
+    assert "| attention=diff |" in table
+    import copy
+
+    from hydra.core.config_store import ConfigStore
+
+    store = ConfigStore.instance()
+    assert copy.deepcopy([store])[0] is store
+
+
 def test_bench_intervals_summarises_coverage_and_pairs_crps_over_seeds(tmp_path):
     """On finished runs it reuses (no training here): coverage over seeds, each model's CRPS
     over each baseline's paired by seed, and the probabilistic point's MSE over the mse one."""
