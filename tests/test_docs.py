@@ -393,14 +393,15 @@ def test_the_real_data_tables_are_rows_of_their_report():
     assert len(rows) == 3 * 2 + 45 and set(rows) <= set(_table_rows(printed))
 
 
-def test_the_neuralforecast_page_is_its_report():
+@pytest.mark.parametrize("name", ["neuralforecast", "neuralforecast_patchtst_constant"])
+def test_the_neuralforecast_page_is_its_reports(name):
     """docs/benchmarks/neuralforecast.md's tables are bench_neuralforecast.py's print of
-    benchmarks/neuralforecast.json, whose summary is its cases' (recomputed here), and the
-    .md beside the report is the script's page of it."""
-    report = json.loads((REPO / "benchmarks" / "neuralforecast.json").read_text())
+    benchmarks/<name>.json (PatchTST with a constant rate: the second), whose summary is its
+    cases' (recomputed here), and the .md beside each report is the script's page of it."""
+    report = json.loads((REPO / "benchmarks" / f"{name}.json").read_text())
     bench = load_script("bench_neuralforecast.py")
     assert json.dumps(bench.summarise(report["cases"])) == json.dumps(report["summary"])
-    assert (REPO / "benchmarks" / "neuralforecast.md").read_text() == bench.markdown(report)
+    assert (REPO / "benchmarks" / f"{name}.md").read_text() == bench.markdown(report)
     assert bench.table(report) in (REPO / "docs" / "benchmarks" / "neuralforecast.md").read_text()
 
 
