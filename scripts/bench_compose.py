@@ -6,8 +6,8 @@
 
 Each round times `--repeats` compositions of each override list, once with the speed-ups and
 once with what they replaced put back, the two sides alternating (their order reversed every
-other round); each side keeps its fastest round. Every composition of a case is checked to be
-the same config on both sides. Printed as a table and written to --out as JSON.
+other round); each side keeps its fastest round. Each round's last composition of a case is
+checked to be the same config on both sides. Printed as a table and written to --out as JSON.
 """
 
 from __future__ import annotations

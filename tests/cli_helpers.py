@@ -66,8 +66,13 @@ class _Descriptor(io.TextIOWrapper):
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
         super().__init__(tempfile.TemporaryFile(), encoding="utf-8", line_buffering=True)
-        self.fd, self.saved = fd, os.dup(fd)
-        os.dup2(self.buffer.fileno(), fd)
+        self.fd, self.saved = fd, None
+        try:
+            self.saved = os.dup(fd)
+            os.dup2(self.buffer.fileno(), fd)
+        except OSError:
+            self.close()
+            raise
 
     def getvalue(self) -> str:
         self.flush()
@@ -75,12 +80,15 @@ class _Descriptor(io.TextIOWrapper):
         return self.read()
 
     def close(self) -> None:
-        if self.saved is not None:
-            self.flush()
-            os.dup2(self.saved, self.fd)
-            os.close(self.saved)
-            self.saved = None
-        super().close()
+        saved, self.saved = getattr(self, "saved", None), None
+        try:
+            if saved is not None:
+                self.flush()
+        finally:
+            if saved is not None:  # the descriptor put back whatever flushing did
+                os.dup2(saved, self.fd)
+                os.close(saved)
+            super().close()
 
 
 def _in_process(name, args, cwd, main, children=False):

@@ -8,32 +8,37 @@ Hydra's composition).
 - The ConfigStore: Hydra deep-copies its config repository at every composition
   (CachingConfigRepository), and with it the ConfigStore singleton its structured source holds,
   every stored node, ours and Hydra's. Nothing changes the store through that copy (a load
-  hands out a deep copy of its node), so the copy shares the one store.
+  hands out a deep copy of its node), so that copy, and only that one, shares the one store.
 - The YAML files: OmegaConf.load parses a config file with PyYAML's pure-Python loader at every
-  load. A file's parse is kept per path, modification time and size (a file that changes is
-  parsed again), and each load builds its config from a copy of it, as OmegaConf.load builds it
-  from a fresh parse.
+  load. A file's parse is kept per file (device and inode of the open file), modification time,
+  size and encoding (a file that changes is parsed again; one changed in the last two seconds,
+  which a same-size rewrite within the clock's tick could hide, is not kept), and each load
+  builds its config from it as OmegaConf.load does from a fresh parse (OmegaConf.create copies
+  the lists and dicts). A stream that is not a seekable file at its start (a pipe, a member of
+  a zip) is OmegaConf's own load.
 - The defaults' interpolation map: Hydra builds the map of every group's choice (an OmegaConf
-  config) for each config's defaults list, to resolve interpolated defaults such as
-  `optional recipe: ${data}_${model}`, which one list of the ~30 it builds holds; the others' maps
+  config) for each of the ~30 defaults lists of a composition, to resolve interpolated defaults
+  such as `optional recipe: ${data}_${model}`, though only one list holds one; the others' maps
   are never read. A list without an interpolated default gets none.
 
-Each is applied only where this Hydra and OmegaConf have what it replaces (`installed()` says
-which were; tests/config/test_speed.py expects all three with the pinned ones and holds the
-compositions to what Hydra composes without them).
+The first and the last replace Hydra 1.3's internals, so they apply to Hydra 1.3 only (another
+composes as Hydra does, at its cost); `installed()` says which applied, and
+tests/config/test_speed.py expects all three with the Hydra installed here and holds the
+compositions to what Hydra composes without them.
 """
 
 from __future__ import annotations
 
-import copy
 import os
+import time
 from typing import Any
 
 _INSTALLED: list[str] = []  # the speed-ups applied
 _TRIED: list[bool] = []
 # What each replaced: (owner, attribute) -> the original (None: an attribute it did not have)
 REPLACED: dict[tuple[Any, str], Any] = {}
-_PARSED: dict[tuple[str, int, int], Any] = {}  # (path, mtime_ns, size) -> the YAML's objects
+# (st_dev, st_ino) -> ((mtime_ns, size, encoding), the YAML's objects): a file's latest version
+_PARSED: dict[tuple[int, int], tuple[tuple, Any]] = {}
 
 
 def install() -> None:
@@ -51,16 +56,39 @@ def installed() -> list[str]:
     return list(_INSTALLED)
 
 
+def _hydra_1_3() -> bool:
+    import hydra
+
+    return hydra.__version__.startswith("1.3.")
+
+
 def _the_store(store, memo):
     return store
 
 
 def _share_the_store() -> None:
+    if not _hydra_1_3():
+        return
+    from hydra._internal.config_repository import CachingConfigRepository
     from hydra.core.config_store import ConfigStore
 
-    REPLACED[(ConfigStore, "__deepcopy__")] = None
-    ConfigStore.__deepcopy__ = _the_store
+    original = CachingConfigRepository.__init__
+
+    def __init__(self, delegate):
+        # Hydra's own copy of `delegate`, sharing the store: only while it copies (a snapshot of
+        # the singletons, Singleton.get_state, still copies the store)
+        ConfigStore.__deepcopy__ = _the_store
+        try:
+            original(self, delegate)
+        finally:
+            del ConfigStore.__deepcopy__
+
+    REPLACED[(CachingConfigRepository, "__init__")] = original
+    CachingConfigRepository.__init__ = __init__
     _INSTALLED.append("store")
+
+
+KEEP_AFTER_SECONDS = 2  # a file changed more recently is parsed each time (see the docstring)
 
 
 def _keep_parsed_yaml() -> None:
@@ -74,18 +102,21 @@ def _keep_parsed_yaml() -> None:
     original = OmegaConf.load
 
     def load(file_):
-        """OmegaConf.load, a file object at its start (Hydra's loads) parsed once per version."""
-        name = getattr(file_, "name", None)
-        if not isinstance(name, str) or not hasattr(file_, "tell") or file_.tell() != 0:
-            return original(file_)
+        """OmegaConf.load; a file object at its start (Hydra's loads) parsed once a version."""
         try:
-            stat = os.stat(name)
-        except OSError:
+            if not file_.seekable() or file_.tell() != 0:
+                return original(file_)
+            stat = os.fstat(file_.fileno())
+        except (AttributeError, OSError, ValueError):  # not an open file of the disk's
             return original(file_)
-        key = (os.path.realpath(name), stat.st_mtime_ns, stat.st_size)
-        if key not in _PARSED:
-            _PARSED[key] = yaml.load(file_, Loader=get_yaml_loader())
-        parsed = copy.deepcopy(_PARSED[key])  # plain lists and dicts: a copy is cheap
+        if time.time_ns() - stat.st_mtime_ns < KEEP_AFTER_SECONDS * 1_000_000_000:
+            return original(file_)
+        version = (stat.st_mtime_ns, stat.st_size, getattr(file_, "encoding", None))
+        kept = _PARSED.get((stat.st_dev, stat.st_ino))
+        if kept is None or kept[0] != version:
+            kept = _PARSED[stat.st_dev, stat.st_ino] = (
+                version, yaml.load(file_, Loader=get_yaml_loader()))
+        parsed = kept[1]
         if parsed is not None and not isinstance(parsed, (list, dict, str)):
             file_.seek(0)
             return original(file_)  # OmegaConf's own refusal
@@ -97,6 +128,8 @@ def _keep_parsed_yaml() -> None:
 
 
 def _interpolation_maps_where_read() -> None:
+    if not _hydra_1_3():
+        return
     from hydra._internal import defaults_list
 
     original = getattr(defaults_list, "_create_interpolation_map", None)

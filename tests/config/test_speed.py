@@ -4,6 +4,7 @@ left as they were."""
 
 import copy
 import os
+import time
 
 import pytest
 from hydra.core.config_store import ConfigStore
@@ -43,38 +44,92 @@ def test_every_speed_up_applies_to_this_hydra():
 
 
 def test_compositions_are_the_ones_hydra_makes_without_the_speed_ups(monkeypatch):
+    from hydra._internal.config_repository import CachingConfigRepository
+
     compose_config([])
     store = ConfigStore.instance()
-    assert copy.deepcopy({"store": store})["store"] is store
+    assert copy.deepcopy({"store": store})["store"] is not store  # a snapshot copies it
+    copies = []
+    made = CachingConfigRepository.__init__
+
+    def spied(self, delegate):
+        made(self, delegate)
+        copies.append(self.delegate)
+
+    monkeypatch.setattr(CachingConfigRepository, "__init__", spied)
     before = _stored_nodes()
     fast = [OmegaConf.to_yaml(compose_config(o)) for o in OVERRIDES]
     assert "linear_init: least_squares" in fast[4]  # csv_encoder.yaml, the recipe it picked
     assert _stored_nodes() == before  # the shared store comes out as it went in
+    # the repository's copy holds the one store (its structured source's)
+    assert copies and all(any(getattr(source, "store", None) is store
+                              for source in repository.sources) for repository in copies)
+    monkeypatch.undo()
     _without_speed_ups(monkeypatch)
-    assert copy.deepcopy({"store": store})["store"] is not store
     assert [OmegaConf.to_yaml(compose_config(o)) for o in OVERRIDES] == fast
+
+
+def _aged(path, seconds_ago=60, plus_ns=0):
+    """Set `path`'s modification time `seconds_ago` (old enough for its parse to be kept)."""
+    stamp = time.time_ns() - seconds_ago * 1_000_000_000 + plus_ns
+    os.utime(path, ns=(stamp, stamp))
+
+
+def _load(path):
+    with open(path, encoding="utf-8") as f:
+        return OmegaConf.load(f)
 
 
 def test_a_config_file_that_changes_is_read_again(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("a: 1\n")
-
-    def load():
-        with open(path, encoding="utf-8") as f:
-            return OmegaConf.load(f)
-
-    assert load() == {"a": 1}
-    first = load()
+    _aged(path)
+    assert _load(path) == {"a": 1}
+    first = _load(path)  # from the kept parse
     first.a = 5  # a loaded config is its own: changing it changes no later load
-    assert load() == {"a": 1}
+    assert _load(path) == {"a": 1}
     path.write_text("a: 22\n")  # another size
-    assert load() == {"a": 22}
-    stat = os.stat(path)
+    _aged(path, 50)
+    assert _load(path) == {"a": 22}
     path.write_text("a: 33\n")  # the same size, a later modification time
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
-    assert load() == {"a": 33}
+    _aged(path, 50, plus_ns=1_000)
+    assert _load(path) == {"a": 33}
     path.write_text("- 1\n- 2\n")
-    assert load() == [1, 2]
+    _aged(path, 40)
+    assert _load(path) == [1, 2]
     path.write_text("5\n")
+    _aged(path, 30)
     with pytest.raises(IOError, match="Invalid loaded object type: int"):
-        load()
+        _load(path)
+
+
+def test_a_file_changed_within_the_clocks_tick_is_not_kept(tmp_path):
+    """A same-size rewrite with the same modification time (a coarse clock) is read again:
+    a file changed in the last seconds is parsed at each load."""
+    path = tmp_path / "c.yaml"
+    path.write_text("a: 44\n")
+    stamp = os.stat(path).st_mtime_ns
+    assert _load(path) == {"a": 44}
+    path.write_text("a: 55\n")
+    os.utime(path, ns=(stamp, stamp))
+    assert _load(path) == {"a": 55}
+
+
+def test_an_open_file_replaced_by_another_reads_its_own_text(tmp_path):
+    path, other = tmp_path / "c.yaml", tmp_path / "new.yaml"
+    path.write_text("a: 1\n")
+    _aged(path)
+    with open(path, encoding="utf-8") as f:
+        other.write_text("a: 2\n")
+        _aged(other, 30)
+        os.replace(other, path)  # as an editor saves
+        assert OmegaConf.load(f) == {"a": 1}  # the file it has open
+    assert _load(path) == {"a": 2}
+
+
+def test_a_pipe_loads_as_omegaconf_loads_it():
+    read, write = os.pipe()
+    os.write(write, b"a: 3\n")
+    os.close(write)
+    with os.fdopen(read, encoding="utf-8") as f:
+        assert OmegaConf.load(f) == {"a": 3}
