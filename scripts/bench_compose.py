@@ -24,25 +24,6 @@ CASES = {"default": [], "attention=diff": ["attention=diff", "block_size=16"],
          "data=csv (a recipe)": ["data=csv", "data.path=x.csv", "model=encoder"]}
 
 
-class Without:
-    """Hydra as it is without the speed-ups, inside the block (what they replaced put back)."""
-
-    def __enter__(self):
-        from seqforecast.config.speed import REPLACED
-
-        self.kept = []
-        for (owner, name), original in REPLACED.items():
-            self.kept.append((owner, name, owner.__dict__.get(name)))
-            if original is None:
-                delattr(owner, name)
-            else:
-                setattr(owner, name, original)
-
-    def __exit__(self, *exc):
-        for owner, name, value in self.kept:
-            setattr(owner, name, value)
-
-
 def time_case(overrides: list[str], repeats: int, fast: bool) -> tuple[float, str]:
     """Seconds a composition (mean of `repeats`) and the last one's YAML."""
     import contextlib
@@ -50,8 +31,9 @@ def time_case(overrides: list[str], repeats: int, fast: bool) -> tuple[float, st
     from omegaconf import OmegaConf
 
     from seqforecast.config import compose_config
+    from seqforecast.config.speed import without
 
-    with contextlib.nullcontext() if fast else Without():
+    with contextlib.nullcontext() if fast else without():
         started = time.perf_counter()
         for _ in range(repeats):
             cfg = compose_config(overrides)

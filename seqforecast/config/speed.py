@@ -29,13 +29,15 @@ compositions to what Hydra composes without them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
 _INSTALLED: list[str] = []  # the speed-ups applied
 _TRIED: list[bool] = []
-# What each replaced: (owner, attribute) -> the original (None: an attribute it did not have)
+# What each replaced: (owner, attribute) -> the original
 REPLACED: dict[tuple[Any, str], Any] = {}
 # (st_dev, st_ino) -> ((mtime_ns, size, encoding), the YAML's objects): a file's latest version
 _PARSED: dict[tuple[int, int], tuple[tuple, Any]] = {}
@@ -54,6 +56,21 @@ def install() -> None:
 def installed() -> list[str]:
     """The speed-ups in effect: 'store', 'yaml', 'interpolation'."""
     return list(_INSTALLED)
+
+
+@contextlib.contextmanager
+def without() -> Iterator[None]:
+    """Hydra and OmegaConf as they are without the speed-ups, inside the block (what each
+    replaced put back; the speed-ups again after it): what the tests and the benchmark compare
+    them with."""
+    kept = [(owner, name, vars(owner)[name]) for owner, name in REPLACED]
+    try:
+        for (owner, name), original in REPLACED.items():
+            setattr(owner, name, original)
+        yield
+    finally:
+        for owner, name, value in kept:
+            setattr(owner, name, value)
 
 
 def _hydra_1_3() -> bool:

@@ -11,7 +11,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
 from seqforecast.config import compose_config
-from seqforecast.config.speed import REPLACED, installed
+from seqforecast.config.speed import REPLACED, installed, without
 
 # the default, a backend's options, a preset, a family with the variate position, and data=csv
 # (its interpolated default, `optional recipe: ${data}_${model}`, picks the real-series recipe)
@@ -28,14 +28,6 @@ def _stored_nodes() -> dict[str, str]:
             else:
                 yield f"{path}{key}", OmegaConf.to_yaml(value.node)
     return dict(walk(ConfigStore.instance().repo))
-
-
-def _without_speed_ups(monkeypatch):
-    for (owner, name), original in REPLACED.items():
-        if original is None:
-            monkeypatch.delattr(owner, name)
-        else:
-            monkeypatch.setattr(owner, name, original)
 
 
 def test_every_speed_up_applies_to_this_hydra():
@@ -65,8 +57,9 @@ def test_compositions_are_the_ones_hydra_makes_without_the_speed_ups(monkeypatch
     assert copies and all(any(getattr(source, "store", None) is store
                               for source in repository.sources) for repository in copies)
     monkeypatch.undo()
-    _without_speed_ups(monkeypatch)
-    assert [OmegaConf.to_yaml(compose_config(o)) for o in OVERRIDES] == fast
+    with without():
+        assert [OmegaConf.to_yaml(compose_config(o)) for o in OVERRIDES] == fast
+    assert all(vars(owner)[name] is not original for (owner, name), original in REPLACED.items())
 
 
 def _aged(path, seconds_ago=60, plus_ns=0):
