@@ -42,6 +42,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .cli_args import UsageError, run_tool
+from .comparison.runs import resumable
 from .studies.grid import StudyError, load_study
 from .studies.launch import run_cells
 from .studies.plan import build_plan, check_budget, configurations, plan_markdown, write_plan
@@ -123,10 +124,13 @@ def study_command(argv: list[str]) -> None:
               flush=True)
         labels = {c.label for c in cells}
 
-        def progress() -> tuple[int, int]:
+        def progress() -> tuple[int, int, int]:
             runs, failures, _ = collect(study, study_dir, sources)
+            ours = [f for f in failures if f"{f['model']}/{f['cell']}" in labels]
+            halted = sum(resumable(Path(f["run_dir"]) if f.get("run_dir") else None,
+                                   f["reason"]) for f in ours)
             return (sum(f"{model}/{cell}" in labels for model, cell, _, _ in runs),
-                    sum(f"{f['model']}/{f['cell']}" in labels for f in failures))
+                    len(ours) - halted, halted)
 
         failed, stopped = run_cells(study, cells, study_dir, overrides, held, progress)
     command = "python -m seqforecast.study " + " ".join(shlex.quote(a) for a in argv)

@@ -99,6 +99,21 @@ def flatten(config: Mapping, prefix: str = "") -> dict[str, object]:
     return flat
 
 
+NO_STATUS = "incomplete: no status.json (still running, or killed)"
+
+
+def resumable(path: Path | None, reason: str | None = None) -> bool:
+    """Whether a run that did not complete was stopped rather than failed: interrupted by a
+    signal (its checkpoint saved), or killed (or still running) before it wrote a status. The
+    same command goes on with it; a failed run (a bad config, a diverged loss) would fail
+    again. Its run dir says which; a run dir no longer here, the `reason` a report recorded
+    (`load_run`'s `problem`)."""
+    if path is not None and path.is_dir():
+        status = read_status(path)
+        return status is None or status.get("status") == "interrupted"
+    return reason is not None and (reason == NO_STATUS or reason.startswith("interrupted:"))
+
+
 def load_run(path: Path, split: str) -> Run:
     try:
         config = flatten(OmegaConf.to_container(saved_config(path), resolve=True))
@@ -109,7 +124,7 @@ def load_run(path: Path, split: str) -> Run:
     run = Run(path, config.get("seed"), config, [str(o) for o in overrides], None)
     status = read_status(path)
     if status is None:
-        run.problem = "incomplete: no status.json (still running, or killed)"
+        run.problem = NO_STATUS
     elif status.get("status") != "completed":
         run.problem = f"{status.get('status')}: {status.get('reason') or 'no reason recorded'}"
     elif not (path / "metrics.json").is_file():

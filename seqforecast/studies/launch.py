@@ -84,14 +84,14 @@ def sweeps(study: Study, cell: Cell, held: set[tuple]) -> list[tuple[tuple[int, 
 
 def run_cells(study: Study, cells: list[Cell], study_dir: Path, extra: list[str],
               held: set[tuple] = frozenset(),
-              progress: Callable[[], tuple[int, int]] | None = None
+              progress: Callable[[], tuple[int, int, int]] | None = None
               ) -> tuple[list[str], str | None]:
     """Run each cell's multirun(s) in turn, leaving out the jobs `held` elsewhere (a `from`
     report or dir); returns the cells whose sweep did not exit cleanly (a failed job: its reason
     is in the cell's summary.json and in the report), and the cell at which the study stopped
     because its launcher submitted no job (None where it did not: the sweep printed why).
-    `progress()`: the jobs of `cells` done and failed so far, said after each cell with the
-    time the rest should take at the pace of this launch."""
+    `progress()`: the jobs of `cells` done, failed and stopped (resumable) so far, said after
+    each cell with the time the rest should take at the pace of this launch."""
     failed = []
     total = len(study.seeds) * sum(len(study.values[c.model]) for c in cells)
     started, done_before = time.monotonic(), progress()[0] if progress else 0
@@ -115,11 +115,15 @@ def run_cells(study: Study, cells: list[Cell], study_dir: Path, extra: list[str]
     return failed, None
 
 
-def progress_line(done: int, failed: int, total: int, done_before: int,
+def progress_line(done: int, failed: int, stopped: int, total: int, done_before: int,
                   seconds: float) -> str:
-    """Jobs done, failed and left, and the time the rest should take at this launch's pace."""
+    """Jobs done, failed, stopped and left, and the time the rest should take at this
+    launch's pace. A stopped job (a signal, a killed process) is left, not failed: the same
+    command goes on with it (from its checkpoint where it saved one)."""
     left = total - done - failed
     ran = done - done_before
     eta = (f"; the {left} left should take about {seconds / ran * left / 3600:.1f} h at this "
            f"launch's pace" if ran > 0 and left > 0 else "")
-    return f"progress: {done} of {total} jobs done, {failed} failed{eta}"
+    halted = (f", {stopped} stopped (the same command goes on with "
+              f"{'it' if stopped == 1 else 'them'})" if stopped else "")
+    return f"progress: {done} of {total} jobs done, {failed} failed{halted}{eta}"

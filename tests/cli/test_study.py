@@ -158,6 +158,8 @@ def test_a_study_runs_its_grid_and_reports_what_the_runs_measured(ran):
     out = base / "outputs" / "study" / "tiny"
     assert proc.returncode == 1, proc.stderr  # poisson refused: its jobs failed
     assert "cells with failed jobs: tiny/h4" in proc.stderr
+    # after the cell, the jobs asked for (cells=h4: 3 values x 2 seeds) done and failed
+    assert "[study] progress: 4 of 6 jobs done, 2 failed\n" in proc.stderr
     report = json.loads((out / "study.json").read_text())
     (h4, h6) = report["cells"]
     assert [row["value"] for row in h4["rows"]] == ["mse", "gaussian"]

@@ -1,0 +1,38 @@
+"""A running study's progress line (studies/launch.py): jobs done, failed and stopped, and the
+time the rest should take; a stopped job (a signal, a killed process) is told apart from a
+failed one by its run dir (comparison/runs.py `resumable`), since the same command resumes it."""
+
+from seqforecast.comparison.runs import load_run, resumable
+from seqforecast.studies.launch import progress_line
+from seqforecast.training.status import write_status
+
+
+def test_the_line_counts_stopped_jobs_as_left_not_failed():
+    # 54 jobs, 12 held before this launch, 6 done by it in 2 h, 1 failed, 2 stopped: the 35
+    # left (stopped ones included: they run again) at 2 h / 6 jobs
+    line = progress_line(18, 1, 2, 54, 12, 7200.0)
+    assert line == ("progress: 18 of 54 jobs done, 1 failed, 2 stopped (the same command "
+                    "goes on with them); the 35 left should take about 11.7 h at this launch's "
+                    "pace")
+    assert progress_line(3, 0, 1, 4, 0, 60.0).endswith(
+        "0 failed, 1 stopped (the same command goes on with it); the 1 left should take about "
+        "0.0 h at this launch's pace")
+    # nothing done by this launch yet: no pace to tell; nothing stopped: not said
+    assert progress_line(4, 2, 0, 6, 4, 30.0) == "progress: 4 of 6 jobs done, 2 failed"
+
+
+def test_a_run_dir_stopped_or_killed_is_resumable_and_a_failed_one_is_not(tmp_path):
+    interrupted, killed, failed = (tmp_path / n for n in ("interrupted", "killed", "failed"))
+    for d in (interrupted, killed, failed):
+        (d / ".hydra").mkdir(parents=True)
+        (d / ".hydra" / "config.yaml").write_text("seed: 0\n")  # a run dir
+    write_status(interrupted, "interrupted", "SIGTERM received: stopped at epoch 2")
+    write_status(failed, "failed", "loss=poisson describes counts")
+    assert resumable(interrupted) and resumable(killed)  # killed: no status.json written
+    assert not resumable(failed)
+    # a report's record of a run dir no longer here: the reason it recorded (load_run's) says
+    reasons = {d.name: load_run(d, "test").problem for d in (interrupted, killed, failed)}
+    gone = tmp_path / "gone"
+    assert resumable(gone, reasons["interrupted"]) and resumable(None, reasons["killed"])
+    assert not resumable(gone, reasons["failed"])
+    assert not resumable(gone) and not resumable(None)
