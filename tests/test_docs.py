@@ -393,11 +393,13 @@ def test_the_real_data_tables_are_rows_of_their_report():
     assert len(rows) == 3 * 2 + 45 and set(rows) <= set(_table_rows(printed))
 
 
-@pytest.mark.parametrize("name", ["neuralforecast", "neuralforecast_patchtst_constant"])
+@pytest.mark.parametrize("name", ["neuralforecast", "neuralforecast_patchtst_constant",
+                                  "neuralforecast_epf", "neuralforecast_epf_calendar"])
 def test_the_neuralforecast_page_is_its_reports(name):
     """docs/benchmarks/neuralforecast.md's tables are bench_neuralforecast.py's print of
-    benchmarks/<name>.json (PatchTST with a constant rate: the second), whose summary is its
-    cases' (recomputed here), and the .md beside each report is the script's page of it."""
+    benchmarks/<name>.json (ETTh1-96; PatchTST with a constant rate; the EPF markets; NP's
+    iTransformer without calendar tokens), whose summary is its cases' (recomputed here), and
+    the .md beside each report is the script's page of it."""
     report = json.loads((REPO / "benchmarks" / f"{name}.json").read_text())
     bench = load_script("bench_neuralforecast.py")
     assert json.dumps(bench.summarise(report["cases"])) == json.dumps(report["summary"])
