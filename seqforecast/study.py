@@ -127,8 +127,7 @@ def study_command(argv: list[str]) -> None:
         def progress() -> tuple[int, int, int]:
             runs, failures, _ = collect(study, study_dir, sources)
             ours = [f for f in failures if f"{f['model']}/{f['cell']}" in labels]
-            halted = sum(resumable(Path(f["run_dir"]) if f.get("run_dir") else None,
-                                   f["reason"]) for f in ours)
+            halted = sum(resumable(f["reason"]) for f in ours)
             return (sum(f"{model}/{cell}" in labels for model, cell, _, _ in runs),
                     len(ours) - halted, halted)
 

@@ -102,16 +102,12 @@ def flatten(config: Mapping, prefix: str = "") -> dict[str, object]:
 NO_STATUS = "incomplete: no status.json (still running, or killed)"
 
 
-def resumable(path: Path | None, reason: str | None = None) -> bool:
-    """Whether a run that did not complete was stopped rather than failed: interrupted by a
-    signal (its checkpoint saved), or killed (or still running) before it wrote a status. The
-    same command goes on with it; a failed run (a bad config, a diverged loss) would fail
-    again. Its run dir says which; a run dir no longer here, the `reason` a report recorded
-    (`load_run`'s `problem`)."""
-    if path is not None and path.is_dir():
-        status = read_status(path)
-        return status is None or status.get("status") == "interrupted"
-    return reason is not None and (reason == NO_STATUS or reason.startswith("interrupted:"))
+def resumable(problem: str) -> bool:
+    """Whether a run that did not complete (`load_run`'s `problem`, or the reason a report
+    recorded from it) was stopped rather than failed: interrupted by a signal (its checkpoint
+    saved), or killed (or still running) before it wrote a status. The same command goes on
+    with it; a failed run (a bad config, a diverged loss) would fail again."""
+    return problem == NO_STATUS or problem.startswith("interrupted:")
 
 
 def load_run(path: Path, split: str) -> Run:

@@ -1,6 +1,7 @@
 """A running study's progress line (studies/launch.py): jobs done, failed and stopped, and the
 time the rest should take; a stopped job (a signal, a killed process) is told apart from a
-failed one by its run dir (comparison/runs.py `resumable`), since the same command resumes it."""
+failed one by why it did not complete (comparison/runs.py `resumable`), since the same command
+goes on with it."""
 
 from seqforecast.comparison.runs import load_run, resumable
 from seqforecast.studies.launch import progress_line
@@ -21,18 +22,17 @@ def test_the_line_counts_stopped_jobs_as_left_not_failed():
     assert progress_line(4, 2, 0, 6, 4, 30.0) == "progress: 4 of 6 jobs done, 2 failed"
 
 
-def test_a_run_dir_stopped_or_killed_is_resumable_and_a_failed_one_is_not(tmp_path):
+def test_a_run_stopped_or_killed_is_resumable_and_a_failed_one_is_not(tmp_path):
     interrupted, killed, failed = (tmp_path / n for n in ("interrupted", "killed", "failed"))
     for d in (interrupted, killed, failed):
         (d / ".hydra").mkdir(parents=True)
         (d / ".hydra" / "config.yaml").write_text("seed: 0\n")  # a run dir
     write_status(interrupted, "interrupted", "SIGTERM received: stopped at epoch 2")
     write_status(failed, "failed", "loss=poisson describes counts")
-    assert resumable(interrupted) and resumable(killed)  # killed: no status.json written
-    assert not resumable(failed)
-    # a report's record of a run dir no longer here: the reason it recorded (load_run's) says
-    reasons = {d.name: load_run(d, "test").problem for d in (interrupted, killed, failed)}
-    gone = tmp_path / "gone"
-    assert resumable(gone, reasons["interrupted"]) and resumable(None, reasons["killed"])
-    assert not resumable(gone, reasons["failed"])
-    assert not resumable(gone) and not resumable(None)
+    # what load_run says of each (a report keeps the same words, its run dir gone or not)
+    problems = {d.name: load_run(d, "test").problem for d in (interrupted, killed, failed)}
+    assert resumable(problems["interrupted"])
+    assert resumable(problems["killed"])  # killed: no status.json written
+    assert not resumable(problems["failed"])
+    # a dir that is no run dir at all is no stopped run
+    assert not resumable(load_run(tmp_path / "stray", "test").problem)
