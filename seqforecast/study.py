@@ -42,9 +42,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from .cli_args import UsageError, run_tool
-from .comparison.runs import resumable
 from .studies.grid import StudyError, load_study
-from .studies.launch import run_cells
+from .studies.launch import run_cells, tally
 from .studies.plan import build_plan, check_budget, configurations, plan_markdown, write_plan
 from .studies.report import build_report, collect, held_jobs, markdown, write_report
 
@@ -126,10 +125,7 @@ def study_command(argv: list[str]) -> None:
 
         def progress() -> tuple[int, int, int]:
             runs, failures, _ = collect(study, study_dir, sources)
-            ours = [f for f in failures if f"{f['model']}/{f['cell']}" in labels]
-            halted = sum(resumable(f["reason"]) for f in ours)
-            return (sum(f"{model}/{cell}" in labels for model, cell, _, _ in runs),
-                    len(ours) - halted, halted)
+            return tally(runs, failures, labels, study_dir)
 
         failed, stopped = run_cells(study, cells, study_dir, overrides, held, progress)
     command = "python -m seqforecast.study " + " ".join(shlex.quote(a) for a in argv)

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..comparison.runs import resumable
 from ..launcher_errors import NOT_SUBMITTED
 from .grid import Cell, Study
 
@@ -113,6 +114,21 @@ def run_cells(study: Study, cells: list[Cell], study_dir: Path, extra: list[str]
                                              time.monotonic() - started),
                   file=sys.stderr, flush=True)
     return failed, None
+
+
+def tally(runs: dict, failures: list[dict], labels: set[str], study_dir: Path
+          ) -> tuple[int, int, int]:
+    """This launch's jobs (of the cells `labels`) done, failed and stopped, from `collect`'s
+    runs and failures. A failure only a `from=` source records (its run dir not in the study
+    dir) is a job this launch runs again, so it is left, not this launch's failure; a run dir
+    in the study dir that did not complete was stopped (resumable) or failed."""
+    done = sum(f"{model}/{cell}" in labels for model, cell, _, _ in runs)
+    root = study_dir.resolve()
+    here = {(f["model"], f["cell"], f["value"], f["seed"]): f["reason"] for f in failures
+            if f"{f['model']}/{f['cell']}" in labels and f.get("run_dir")
+            and Path(f["run_dir"]).is_dir() and Path(f["run_dir"]).resolve().is_relative_to(root)}
+    stopped = sum(resumable(reason) for reason in here.values())
+    return done, len(here) - stopped, stopped
 
 
 def progress_line(done: int, failed: int, stopped: int, total: int, done_before: int,

@@ -4,7 +4,7 @@ failed one by why it did not complete (comparison/runs.py `resumable`), since th
 goes on with it."""
 
 from seqforecast.comparison.runs import load_run, resumable
-from seqforecast.studies.launch import progress_line
+from seqforecast.studies.launch import progress_line, tally
 from seqforecast.training.status import write_status
 
 
@@ -36,3 +36,30 @@ def test_a_run_stopped_or_killed_is_resumable_and_a_failed_one_is_not(tmp_path):
     assert not resumable(problems["failed"])
     # a dir that is no run dir at all is no stopped run
     assert not resumable(load_run(tmp_path / "stray", "test").problem)
+
+
+def test_a_failure_only_a_from_report_records_is_left_for_this_launch(tmp_path):
+    study_dir, elsewhere = tmp_path / "study", tmp_path / "elsewhere"
+    cell = study_dir / "m" / "c" / "multirun"
+    stopped, failed, old = cell / "0", cell / "1", elsewhere / "m" / "c" / "0"
+    for d in (stopped, failed, old):
+        (d / ".hydra").mkdir(parents=True)
+        (d / ".hydra" / "config.yaml").write_text("seed: 0\n")  # a run dir
+    write_status(stopped, "interrupted", "SIGTERM received: stopped at epoch 2")
+    write_status(failed, "failed", "loss diverged")
+
+    def failure(seed, run_dir, reason, cell="c"):
+        return {"model": "m", "cell": cell, "value": "vanilla", "seed": seed,
+                "reason": reason, "run_dir": str(run_dir)}
+
+    failures = [failure(0, stopped, load_run(stopped, "test").problem),
+                failure(1, failed, load_run(failed, "test").problem),
+                # the same run dir as a report recorded it, by another spelling of its path
+                failure(1, tmp_path / "study" / ".." / "study" / "m" / "c" / "multirun" / "1",
+                        load_run(failed, "test").problem),
+                failure(2, old, "failed: loss diverged"),  # a from= dir's: run again here
+                failure(3, study_dir / "m" / "c" / "gone", "interrupted: SIGTERM"),  # a report's
+                failure(0, stopped, "failed: x", cell="other")]  # a cell this launch has not
+    runs = {("m", "c", "vanilla", 4): None, ("m", "other", "vanilla", 0): None}
+    assert tally(runs, failures, {"m/c"}, study_dir) == (1, 1, 1)
+    assert tally(runs, failures, {"m/c", "m/other"}, study_dir) == (2, 2, 1)
