@@ -232,12 +232,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs-dir", type=Path,
                         help="the runs' own folders (default: a temporary folder)")
     args = parser.parse_args(argv)
-    args.runs_dir = args.runs_dir or Path(tempfile.mkdtemp(prefix="gpu_visit_"))
     import torch
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         parser.error("--device cuda needs a CUDA device; --tiny --device cpu runs the logic")
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.runs_dir is None:  # the runs' folders go with the visit; the reports stay in --out
+        with tempfile.TemporaryDirectory(prefix="gpu_visit_") as scratch:
+            args.runs_dir = Path(scratch)
+            return visit(args, argv)
+    return visit(args, argv)
+
+
+def visit(args: argparse.Namespace, argv: list[str] | None) -> int:
+    """Every part in turn, within the budget; the reports written to `args.out`."""
+    import torch
+
     weights = sum(weight for _, weight in PARTS.values())
     start, parts = time.perf_counter(), {}
     for name, (part, weight) in PARTS.items():

@@ -6,6 +6,7 @@ import json
 import math
 import subprocess
 import sys
+import tempfile
 
 import pytest
 import torch
@@ -247,9 +248,14 @@ def test_bench_leaderboard_gives_each_official_run_py_its_published_arguments(tm
     assert given("timexer", "etth1", 96)["--patch_len"] == "16"
 
 
-def test_gpu_visit_runs_every_part_in_its_tiny_mode_and_says_what_it_did_not_run(tmp_path):
+def test_gpu_visit_runs_every_part_in_its_tiny_mode_and_says_what_it_did_not_run(
+        tmp_path, monkeypatch):
     """scripts/gpu_visit.py's chain on the CPU at tiny sizes: each part's rows in one JSON and
-    one markdown table, the parts it cannot run here saying why in their rows."""
+    one markdown table, the parts it cannot run here saying why in their rows; the runs'
+    temporary folder goes with the visit."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     out = tmp_path / "visit"
     table = run_script("gpu_visit.py", "--tiny", "--device", "cpu", "--budget", "900",
                        "--out", str(out), cwd=tmp_path)
@@ -280,6 +286,7 @@ def test_gpu_visit_runs_every_part_in_its_tiny_mode_and_says_what_it_did_not_run
     assert (out / "visit.md").read_text().strip() in table
     assert "| stacked | 2 runs |" in table
     assert "| mission | seed 0 |" in table
+    assert not [p.name for p in scratch.iterdir() if p.name.startswith("gpu_visit_")]
 
 
 def test_gpu_visit_refuses_cuda_where_there_is_none(tmp_path):
