@@ -25,7 +25,8 @@ pytestmark = pytest.mark.slow  # trains: make test-fast skips it
 
 
 def torchrun(args, cwd, nproc=2, popen=False):
-    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+    # TMPDIR: torchrun's own folders (torchelastic_*) stay in the test's, not in /tmp
+    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", TMPDIR=str(cwd))
     command = [
         sys.executable, "-m", "torch.distributed.run", "--standalone",
         f"--nproc_per_node={nproc}", "-m", "seqforecast.train", *args,
