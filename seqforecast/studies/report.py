@@ -161,6 +161,8 @@ def collect(study: Study, study_dir: Path | None,
     newest = {k: max(runs, key=lambda r: (r.path / "metrics.json").stat().st_mtime)
               for k, runs in found.items()}
     duplicates = sum(len(runs) - 1 for runs in found.values())
+    # a job a dir holds says where it stands now: a report's record of its failure is older
+    in_dirs = {(f["model"], f["cell"], f["value"], f["seed"]) for f in failed}
     for report in reports:  # the jobs no dir holds (nor an earlier report)
         held, listed = report_runs(report, study)
         for key, run in held.items():
@@ -168,7 +170,8 @@ def collect(study: Study, study_dir: Path | None,
                 newest[key] = run
             elif not _same_run(newest[key], run):  # a report made from the dir holds its runs
                 duplicates += 1
-        failed += [f for f in listed if f not in failed]
+        failed += [f for f in listed if f not in failed
+                   and (f["model"], f["cell"], f["value"], f["seed"]) not in in_dirs]
     # a job that failed in one place and completed in another (a rerun elsewhere) has run
     failed = [f for f in failed if (f["model"], f["cell"], f["value"], f["seed"]) not in newest]
     return newest, failed, duplicates

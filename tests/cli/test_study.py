@@ -349,6 +349,10 @@ def test_a_study_run_from_its_report_trains_only_the_jobs_the_report_lacks(ran, 
     rows = {row["value"]: row for row in grown["cells"][0]["rows"]}
     assert rows["gaussian"]["seeds"] == [0, 1] and rows["mse"]["seeds"] == [0, 1]
     assert rows["gaussian"]["ratio"]["n"] == 2
+    # the refused jobs failed again here: listed once each, as their run dirs here say
+    assert sorted((f["value"], f["seed"]) for f in grown["failed"]) == [("poisson", 0),
+                                                                       ("poisson", 1)]
+    assert all(f["run_dir"].startswith(str(fresh)) for f in grown["failed"])
 
 
 @pytest.mark.slow
