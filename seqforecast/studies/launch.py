@@ -21,6 +21,7 @@ from pathlib import Path
 from ..comparison.runs import resumable
 from ..launcher_errors import NOT_SUBMITTED
 from .grid import Cell, Study
+from .report import failure_job
 
 SUBDIR = "${{hydra.runtime.choices.{group}}}-seed${{seed}}"  # <value>-seed<seed>
 
@@ -124,7 +125,7 @@ def tally(runs: dict, failures: list[dict], labels: set[str], study_dir: Path
     in the study dir that did not complete was stopped (resumable) or failed."""
     done = sum(f"{model}/{cell}" in labels for model, cell, _, _ in runs)
     root = study_dir.resolve()
-    here = {(f["model"], f["cell"], f["value"], f["seed"]): f["reason"] for f in failures
+    here = {failure_job(f): f["reason"] for f in failures
             if f"{f['model']}/{f['cell']}" in labels and f.get("run_dir")
             and Path(f["run_dir"]).is_dir() and Path(f["run_dir"]).resolve().is_relative_to(root)}
     stopped = sum(resumable(reason) for reason in here.values())

@@ -135,6 +135,12 @@ def _same_run(found: Run, recorded: Run) -> bool:
             and _score(found, "mse") == _score(recorded, "mse"))
 
 
+def failure_job(failure: dict) -> tuple:
+    """The job a failure record (`collect`'s, a report's "failed") is of: the key of
+    `collect`'s runs, (model, cell, value, seed)."""
+    return failure["model"], failure["cell"], failure["value"], failure["seed"]
+
+
 def collect(study: Study, study_dir: Path | None,
             sources: list[Path]) -> tuple[dict, list[dict], int]:
     """{(model, cell, value, seed): Run} of the study's jobs found under the study dir and the
@@ -162,7 +168,7 @@ def collect(study: Study, study_dir: Path | None,
               for k, runs in found.items()}
     duplicates = sum(len(runs) - 1 for runs in found.values())
     # a job a dir holds says where it stands now: a report's record of its failure is older
-    in_dirs = {(f["model"], f["cell"], f["value"], f["seed"]) for f in failed}
+    in_dirs = {failure_job(f) for f in failed}
     for report in reports:  # the jobs no dir holds (nor an earlier report)
         held, listed = report_runs(report, study)
         for key, run in held.items():
@@ -170,10 +176,9 @@ def collect(study: Study, study_dir: Path | None,
                 newest[key] = run
             elif not _same_run(newest[key], run):  # a report made from the dir holds its runs
                 duplicates += 1
-        failed += [f for f in listed if f not in failed
-                   and (f["model"], f["cell"], f["value"], f["seed"]) not in in_dirs]
+        failed += [f for f in listed if f not in failed and failure_job(f) not in in_dirs]
     # a job that failed in one place and completed in another (a rerun elsewhere) has run
-    failed = [f for f in failed if (f["model"], f["cell"], f["value"], f["seed"]) not in newest]
+    failed = [f for f in failed if failure_job(f) not in newest]
     return newest, failed, duplicates
 
 
