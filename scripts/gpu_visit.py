@@ -232,6 +232,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs-dir", type=Path,
                         help="the runs' own folders (default: a temporary folder)")
     args = parser.parse_args(argv)
+    # the parts run in the repository's folder: a path given relative to the caller's folder
+    # must name the same place there
+    for name in ("out", "runs_dir", "data_dir"):
+        if getattr(args, name) is not None:
+            setattr(args, name, getattr(args, name).resolve())
     import torch
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():

@@ -252,13 +252,14 @@ def test_gpu_visit_runs_every_part_in_its_tiny_mode_and_says_what_it_did_not_run
         tmp_path, monkeypatch):
     """scripts/gpu_visit.py's chain on the CPU at tiny sizes: each part's rows in one JSON and
     one markdown table, the parts it cannot run here saying why in their rows; the runs'
-    temporary folder goes with the visit."""
+    temporary folder goes with the visit; --out relative to the caller's folder, though the
+    parts run in the repository's."""
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     out = tmp_path / "visit"
     table = run_script("gpu_visit.py", "--tiny", "--device", "cpu", "--budget", "900",
-                       "--out", str(out), cwd=tmp_path)
+                       "--out", "visit", cwd=tmp_path)
     report = json.loads((out / "visit.json").read_text())
     attention = report["parts"]["attention"]["fp32"]
     cases = {r["case"]: r for r in attention["results"]}
