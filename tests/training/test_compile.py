@@ -68,7 +68,8 @@ def test_compile_errors_are_not_suppressed():
 # The default family with the default backend, and the mission's diff attention: one layer
 # each, since compiling costs about 1.5 s a distinct kernel on an empty kernel cache (a fresh
 # machine, as CI's): both families with diff attention and two layers took 120 s of the suite
-# there (AMD EPYC, AVX2), these two 81 s. Every other pair is traced above.
+# there (AMD EPYC, AVX2), these two 81 s beside a training job. Every other pair is traced
+# above.
 COMPILED = {"transformer": ["attention=vanilla", "model.encoder_layers=1"],
             "encoder": ["attention=diff", "block_size=4", "model.encoder_layers=1"]}
 
