@@ -213,8 +213,9 @@ def table(report: dict) -> str:
                  f"{best['one_after_another']['wall_s']:.1f} s one after another "
                  f"({part['speedup']:.2f}x); test MSE ratio {ratio['ratio']:.4f} "
                  f"[{ratio['low']:.4f}, {ratio['high']:.4f}]")
-    lines.append(f"| stacked | {len(part.get('best', {}).get('stacked', {}).get('runs', {}))} "
-                 f"runs | {shown} |")
+    # a part that failed or ran over its budget left no report: its best is None
+    runs = (part.get("best") or {}).get("stacked", {}).get("runs", {})
+    lines.append(f"| stacked | {len(runs)} runs | {shown} |")
     return "\n".join(lines)
 
 

@@ -290,6 +290,18 @@ def test_gpu_visit_runs_every_part_in_its_tiny_mode_and_says_what_it_did_not_run
     assert not [p.name for p in scratch.iterdir() if p.name.startswith("gpu_visit_")]
 
 
+def test_gpu_visit_tables_a_stacked_part_that_left_no_report():
+    """A part that failed or ran over its budget is a row saying so, not the visit's end (the
+    table is written after every part has run: a crash there would lose the visit's summary)."""
+    visit = load_script("gpu_visit.py")
+    stacked = {"status": "over budget (60 s)", "seconds": 60.0, "speedup": None,
+               "test_mse_ratio": None, "best": None}
+    report = {"device": "cuda", "device_name": "a GPU", "total_seconds": 60.0,
+              "parts": {"attention": {}, "train": {}, "mission": {"runs": []}, "official": {},
+                        "stacked": stacked}}
+    assert "| stacked | 0 runs | over budget (60 s) |" in visit.table(report)
+
+
 def test_gpu_visit_refuses_cuda_where_there_is_none(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("this machine has a CUDA device")
