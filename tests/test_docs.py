@@ -12,6 +12,7 @@ import subprocess
 import sys
 from functools import cache
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from omegaconf import OmegaConf
@@ -447,10 +448,28 @@ def _plugin(tmp_path: Path, module: str, yaml: str, group: str, entry_points: st
     return env
 
 
-def _train(tmp_path, env, *overrides, run_dir="run") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "seqforecast.train", "--config-dir",
-                           "my_configs", *overrides, "epochs=1", f"hydra.run.dir={run_dir}"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True)
+# One interpreter of the plugin's own (its entry point read there, not in the test's process,
+# whose registries it would join) runs a list of `seqforecast.train` commands one after another,
+# each as run_cli runs a command in process: an interpreter's start is ~5 s here, a command ~0.5.
+_COMMANDS = """
+import json, sys
+from tests.cli_helpers import run_cli
+found = [run_cli(args, ".", check=False) for args in json.loads(sys.argv[1])]
+print(json.dumps([[p.returncode, p.stdout, p.stderr] for p in found]))
+"""
+
+
+def _train(tmp_path, env, *commands: tuple[list[str], str]) -> list[SimpleNamespace]:
+    """Each (overrides, run dir) as `python -m seqforecast.train --config-dir my_configs
+    <overrides> epochs=1 hydra.run.dir=<run dir>` from `tmp_path`, in one interpreter: their
+    exit codes and streams (returncode, stdout, stderr)."""
+    args = [["--config-dir", "my_configs", *overrides, "epochs=1", f"hydra.run.dir={run_dir}"]
+            for overrides, run_dir in commands]
+    child = subprocess.run([sys.executable, "-c", _COMMANDS, json.dumps(args)], cwd=tmp_path,
+                           env=env, capture_output=True, text=True)
+    assert child.returncode == 0, child.stderr[-2000:]
+    found = json.loads(child.stdout.strip().splitlines()[-1])
+    return [SimpleNamespace(returncode=code, stdout=out, stderr=err) for code, out, err in found]
 
 
 @pytest.mark.slow
@@ -463,29 +482,27 @@ def test_the_backend_in_extending_md_registers_and_trains_as_a_plugin(tmp_path):
     module, yaml = _fenced(page, "python")[0], _fenced(page, "yaml")[0]
     assert len(module.strip().splitlines()) <= 50
     env = _plugin(tmp_path, module, yaml, "attention", "seqforecast.attention", "cosine")
-    done = _train(tmp_path, env, "experiment=quick", "attention=cosine",
-                  "attention.temperature=5", "log.figures=false")
+    cosine = ["experiment=quick", "attention=cosine"]
+    done, bad, residual, rope, shown = _train(
+        tmp_path, env, ([*cosine, "attention.temperature=5", "log.figures=false"], "run"),
+        ([*cosine, "attention.temperature=-1"], "bad"),
+        (["model=encoder", "attention=cosine", "model.res_attention=true"], "residual"),
+        ([*cosine, "pos_encoding=rope"], "rope"),
+        # its YAML names no dropout: the stored schema reads the root's attention_dropout
+        (["--cfg", "job", "--resolve", "--package", "attention", "experiment=itransformer",
+          "attention=cosine"], "shown"))
     assert done.returncode == 0, done.stderr[-2000:]
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["run"]["epochs_run"] == 1 and metrics["test"]["model"]["mse"] > 0
-    bad = _train(tmp_path, env, "experiment=quick", "attention=cosine",
-                 "attention.temperature=-1", run_dir="bad")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
     assert "attention.temperature=-1.0 is not allowed: must be > 0" in bad.stderr
-    residual = _train(tmp_path, env, "model=encoder", "attention=cosine",
-                      "model.res_attention=true", run_dir="residual")
     assert residual.returncode == 2 and residual.stderr.count("\n") == 1
     assert "its scores are cosines" in residual.stderr
     # positions inside attention: refused, not dropped (its constructor takes no position)
-    rope = _train(tmp_path, env, "experiment=quick", "attention=cosine", "pos_encoding=rope",
-                  run_dir="rope")
     assert rope.returncode == 2 and rope.stderr.count("\n") == 1, rope.stderr[-2000:]
     assert ("pos_encoding=rope conflicts with attention=cosine: cosine attention takes no "
             "position module inside it") in rope.stderr
     assert not (tmp_path / "rope" / "checkpoints").exists()
-    # its YAML names no dropout: the stored schema reads the root's attention_dropout
-    shown = _train(tmp_path, env, "--cfg", "job", "--resolve", "--package", "attention",
-                   "experiment=itransformer", "attention=cosine")
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert "dropout: 0.1\n" in shown.stdout and "temperature: 10.0" in shown.stdout
 
@@ -500,12 +517,12 @@ def test_the_family_in_extending_md_registers_and_trains_as_a_plugin(tmp_path):
     env = _plugin(tmp_path, module, yaml, "model", "seqforecast.families", "pooled")
     small = ["model=pooled", "d_model=16", "n_heads=2", "in_len=12", "out_len=6",
              "data.train_size=128", "data.val_size=32", "data.test_size=256"]
-    done = _train(tmp_path, env, *small, "attention=diff")
+    done, bad = _train(tmp_path, env, ([*small, "attention=diff"], "run"),
+                       ([*small, "model.label_len=4"], "bad"))
     assert done.returncode == 0, done.stderr[-2000:]
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["run"]["epochs_run"] == 1 and metrics["test"]["model"]["mse"] > 0
     assert (tmp_path / "run" / "figures" / "final" / "encoder_layer1.png").exists()
-    bad = _train(tmp_path, env, *small, "model.label_len=4", run_dir="bad")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
     assert "model has no key label_len" in bad.stderr
 
