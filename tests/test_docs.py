@@ -8,11 +8,8 @@ import json
 import os
 import re
 import shlex
-import subprocess
-import sys
 from functools import cache
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from omegaconf import OmegaConf
@@ -23,7 +20,7 @@ from seqforecast.datasets import cli as data_cli
 from seqforecast.published import published_overrides
 from seqforecast.studies.grid import load_study
 
-from .cli_helpers import REPO, load_script, run_script
+from .cli_helpers import REPO, load_script, run_fresh, run_script
 from .model.helpers import composed  # the pages' commands: composed by two tests
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
@@ -448,28 +445,14 @@ def _plugin(tmp_path: Path, module: str, yaml: str, group: str, entry_points: st
     return env
 
 
-# One interpreter of the plugin's own (its entry point read there, not in the test's process,
-# whose registries it would join) runs a list of `seqforecast.train` commands one after another,
-# each as run_cli runs a command in process: an interpreter's start is ~5 s here, a command ~0.5.
-_COMMANDS = """
-import json, sys
-from tests.cli_helpers import run_cli
-found = [run_cli(args, ".", check=False) for args in json.loads(sys.argv[1])]
-print(json.dumps([[p.returncode, p.stdout, p.stderr] for p in found]))
-"""
-
-
-def _train(tmp_path, env, *commands: tuple[list[str], str]) -> list[SimpleNamespace]:
+def _train(tmp_path, env, *commands: tuple[list[str], str]):
     """Each (overrides, run dir) as `python -m seqforecast.train --config-dir my_configs
-    <overrides> epochs=1 hydra.run.dir=<run dir>` from `tmp_path`, in one interpreter: their
-    exit codes and streams (returncode, stdout, stderr)."""
-    args = [["--config-dir", "my_configs", *overrides, "epochs=1", f"hydra.run.dir={run_dir}"]
-            for overrides, run_dir in commands]
-    child = subprocess.run([sys.executable, "-c", _COMMANDS, json.dumps(args)], cwd=tmp_path,
-                           env=env, capture_output=True, text=True)
-    assert child.returncode == 0, child.stderr[-2000:]
-    found = json.loads(child.stdout.strip().splitlines()[-1])
-    return [SimpleNamespace(returncode=code, stdout=out, stderr=err) for code, out, err in found]
+    <overrides> epochs=1 hydra.run.dir=<run dir>` from `tmp_path`, in one interpreter of the
+    plugin's own (its entry point read there, not in this process, whose registries it would
+    join): their exit codes and streams."""
+    return run_fresh([["--config-dir", "my_configs", *overrides, "epochs=1",
+                       f"hydra.run.dir={run_dir}"] for overrides, run_dir in commands],
+                     tmp_path, env=env)
 
 
 @pytest.mark.slow

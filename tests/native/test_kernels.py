@@ -14,7 +14,7 @@ from seqforecast.config import compose_config
 from seqforecast.model import build_model
 from seqforecast.native import KernelsUnavailable, build, resolve
 from seqforecast.training.checkpoint import load_checkpoint, save_checkpoint
-from tests.cli_helpers import TINY, run_cli, write_ett_file
+from tests.cli_helpers import TINY, run_cli, run_fresh, write_ett_file
 
 from .helpers import needs_kernels
 
@@ -97,13 +97,14 @@ def test_a_torch_kernels_run_repeats_bit_for_bit_without_a_compiler(ett_file, tm
     args = [*SMALL, f"data.path={ett_file}", "trainer.kernels=torch"]
     run_cli([*args, "hydra.run.dir=here"], tmp_path)
     _without_a_compiler(monkeypatch, tmp_path)
-    # a fresh process: this one has loaded the kernels already
-    out = run_cli([*args, "hydra.run.dir=bare"], tmp_path, fresh=True).stdout
-    assert "torch kernels" in out
+    # a fresh process (one for both commands): this one has loaded the kernels already
+    bare, proc = run_fresh([[*args, "hydra.run.dir=bare"],
+                            [*SMALL, f"data.path={ett_file}", "trainer.kernels=native",
+                             "hydra.run.dir=refused"]], tmp_path)
+    assert bare.returncode == 0, bare.stderr[-2000:]
+    assert "torch kernels" in bare.stdout
     here, bare = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("here", "bare"))
     assert here["test"] == bare["test"] and here["run"]["kernels"] == bare["run"]["kernels"]
-    proc = run_cli([*SMALL, f"data.path={ett_file}", "trainer.kernels=native",
-                    "hydra.run.dir=refused"], tmp_path, check=False, fresh=True)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "trainer.kernels=native cannot run here: no C compiler found" in proc.stderr
     assert not (tmp_path / "refused" / "checkpoints").exists()
