@@ -14,7 +14,8 @@ The reference is `torch.nn.Transformer` with the same dimensions (pre-norm, GELU
 dropout), the same input/output projections, positional table, placeholders and last-value
 normalisation, trained by the same loop.
 
-Also measured, in the same run: this machine's fp32 matmul rate (torch.mm, 2048^2), each
+Also measured, in the same run: this machine's fp32 matmul rate (torch.mm, 2048^2; smaller
+with `--matmul-size`, quicker and rougher: the tests, the GPU visit's --tiny), each
 model's FLOPs per token counted from the model (seqforecast/model/flops.py: forward x 3, every
 attention on its explicit path; the reference has the same dimensions, so the same count), the
 achieved fraction of that rate, torch's FlopCounterMode count beside it (it counts the fused
@@ -68,6 +69,7 @@ PLAN = {
     ],
     "long": ["reference", "vanilla", "diff", "diff_block16", "diff_wide_block16"],
 }
+MATMUL_SIZE = 2048  # n of the matmul rate's n x n products (--matmul-size)
 
 
 # --------------------------------------------------------------------------- worker side
@@ -226,7 +228,7 @@ def run_case(size_name: str, case: str, steps: int, warmup: int, device: str = "
     }
 
 
-def matmul_rate(n: int = 2048, device: str = "cpu", dtype: str = "fp32") -> dict:
+def matmul_rate(n: int = MATMUL_SIZE, device: str = "cpu", dtype: str = "fp32") -> dict:
     return {"case": "matmul", "status": "ok", "n": n, "device": device, "dtype": dtype,
             "gflops": matmul_gflops(n, device=device, dtype=dtype)}
 
@@ -298,6 +300,9 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup", type=int, default=5, help="steps dropped first")
     parser.add_argument("--repeats", type=int, default=2, help="rounds over the cases")
     parser.add_argument("--timeout", type=int, default=1200)
+    parser.add_argument("--matmul-size", type=int, default=MATMUL_SIZE,
+                        help="n of the matmul rate's n x n products (smaller: quicker, rougher; "
+                             "its 11 products at 2048 take 5 s on one AVX2 core)")
     parser.add_argument("--device", default="cpu", help="cpu, or cuda")
     parser.add_argument("--dtype", choices=list(DTYPES), default="fp32",
                         help="bf16: every case under bf16 autocast")
@@ -311,16 +316,17 @@ def main(argv=None) -> int:
     if args.worker:
         spec = json.loads(args.worker)
         if spec["case"] == "matmul":
-            print(json.dumps(matmul_rate(device=spec["device"], dtype=spec["dtype"])))
+            print(json.dumps(matmul_rate(spec["n"], spec["device"], spec["dtype"])))
         else:
             print(json.dumps(run_case(spec["size"], spec["case"], spec["steps"], spec["warmup"],
                                       spec["device"], spec["dtype"])))
         return 0
 
     on = dict(device=args.device, dtype=args.dtype)
-    results = [spawn({"case": "matmul", **on}, args.timeout, args.in_process)]
+    n = args.matmul_size
+    results = [spawn({"case": "matmul", "n": n, **on}, args.timeout, args.in_process)]
     peak = results[0].get("gflops")
-    print(f"{args.dtype} matmul (torch.mm 2048^2): {peak:.1f} GFLOP/s", file=sys.stderr)
+    print(f"{args.dtype} matmul (torch.mm {n}^2): {peak:.1f} GFLOP/s", file=sys.stderr)
 
     def show(r: dict) -> None:
         shown = f"{r['tokens_per_s']:,.0f} tok/s" if r["status"] == "ok" else r["status"]

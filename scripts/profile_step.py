@@ -9,11 +9,12 @@ It times `--steps` steps unprofiled (after `--warmup`), then profiles as many, a
 profiled time into the matrix products (mm, addmm, bmm, baddbmm, the fused attention kernels)
 and everything else. torch's FlopCounterMode counts one step's products (forward and
 backward), so the products' achieved rate sits beside this machine's (torch.mm at 2048^2, in
-the same run): where they are equal, the products run as fast as this core runs them, and a
-step can be no faster than the products' share of it. The operations that take the most time
-print as a table; all of it goes to --out as JSON: an entry (`--name`, default the overrides)
-added to that report, benchmarks/profile_step.json, which holds every config's profile with
-the command and machine that measured it (`--merge` joins reports into it).
+the same run; `--matmul-size` smaller is quicker and rougher, as the tests take it): where they
+are equal, the products run as fast as this core runs them, and a step can be no faster than
+the products' share of it. The operations that take the most time print as a table; all of it
+goes to --out as JSON: an entry (`--name`, default the overrides) added to that report,
+benchmarks/profile_step.json, which holds every config's profile with the command and machine
+that measured it (`--merge` joins reports into it).
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def table(report: dict) -> str:
         f"thread(s), {report['kernels']} kernels); under the profiler "
         f"{found['profiled_step_ms']:.2f} ms, of which matrix products "
         f"{found['products_ms']:.2f} ms ({found['products_gflop']:.3f} GFLOP a step: "
-        f"{found['products_gflop_per_s'] or 0:.1f} GFLOP/s; torch.mm at 2048^2 here: "
+        f"{found['products_gflop_per_s'] or 0:.1f} GFLOP/s; torch.mm at "
+        f"{report.get('matmul_size', 2048)}^2 here: "
         f"{report['matmul_gflop_per_s']:.1f} GFLOP/s)",
         "",
         "| operation | ms a step | calls a step | product |",
@@ -101,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--top", type=int, default=25, help="operations in the table")
+    parser.add_argument("--matmul-size", type=int, default=2048,
+                        help="n of the machine's rate's n x n products (smaller: quicker, "
+                             "rougher; its 6 products at 2048 take 3 s on one AVX2 core)")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "profile_step.json",
                         help="the report this profile is added to (made if missing)")
     parser.add_argument("--name", default=None,
@@ -116,9 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as run_dir:
         loop = build_loop(compose_config([*overrides, "log.figures=false"]), Path(run_dir))
         found = profile_steps(loop, args.steps, args.warmup, args.top)
-        rate = matmul_gflops(repeats=5, pick=min)  # on the run's threads: the best of 5
+        # on the run's threads: the best of 5
+        rate = matmul_gflops(args.matmul_size, repeats=5, pick=min)
         report = {"overrides": overrides, "steps": args.steps, "threads": args.threads,
-                  "kernels": loop.kernels, "matmul_gflop_per_s": rate, "found": found}
+                  "kernels": loop.kernels, "matmul_gflop_per_s": rate,
+                  "matmul_size": args.matmul_size, "found": found}
     print(table(report))
     add_entry(args.out, __file__, argv, args.name or " ".join(args.overrides) or "default",
               **report)
