@@ -21,7 +21,7 @@ SUNSPOTS = REPO / "data" / "real" / "sunspots.csv"
 def test_a_preset_trains_with_patches_and_two_seasons_and_evaluate_reproduces_it(tmp_path):
     run_dir = tmp_path / "run"
     proc = run_cli(
-        ["experiment=sunspots", f"data.path={SUNSPOTS}", "data.season=[11,22]", "epochs=2",
+        ["experiment=sunspots", f"data.path={SUNSPOTS}", "data.season=[11,22]", "epochs=1",
          "trainer.num_threads=1", "log.attention_every=1", f"hydra.run.dir={run_dir}"],
         cwd=tmp_path,
     )

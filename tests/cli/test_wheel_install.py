@@ -53,26 +53,40 @@ def installed(tmp_path_factory):
     return env_dir / "bin"
 
 
-def test_the_installed_package_is_the_wheels(installed, tmp_path):
-    code = "import seqforecast; print(seqforecast.__file__)"
-    where = _run([str(installed / "python"), "-c", code], cwd=tmp_path).stdout
+@pytest.fixture(scope="module")
+def probed(installed, tmp_path_factory):
+    """One interpreter of the venv (each costs seconds of imports): where it imports
+    seqforecast from, every packaged experiment composed (their names printed), and
+    experiment=patchtst's patch length."""
+    code = ("from pathlib import Path\n"
+            "import seqforecast\n"
+            "from seqforecast.config import CONFIG_DIR, compose_config\n"
+            "print(seqforecast.__file__)\n"
+            "names = sorted(p.stem for p in (Path(CONFIG_DIR) / 'experiment').glob('*.yaml'))\n"
+            "for name in names:\n"
+            "    assert compose_config([f'experiment={name}']).model.d_model > 0, name\n"
+            "print(' '.join(names))\n"
+            "print(compose_config(['experiment=patchtst']).embedding.patch_len)\n")
+    return _run([str(installed / "python"), "-c", code],
+                cwd=tmp_path_factory.mktemp("probe")).stdout.splitlines()
+
+
+def test_the_installed_package_is_the_wheels(installed, probed):
+    where = probed[0]
     assert str(installed.parent) in where and str(REPO) not in where
 
 
 def test_the_console_scripts_train_evaluate_predict_and_compare_from_an_empty_folder(
     installed, tmp_path
 ):
+    """The four console scripts on a CSV run. (seqforecast-train on the synthetic data, and
+    its --cfg job, are the user's-config-folder test's below: experiment=tiny there is quick
+    made smaller.)"""
     help_text = _run([str(installed / "seqforecast-train"), "--help"], cwd=tmp_path).stdout
     assert ("attention: autocorrelation, destationary, diff, einsum, flow, fourier, "
             "learned_mixing, no_mixing, normlin, probsparse, sigmoid, uniform, vanilla, "
             "zero") in help_text
-    job = _run([str(installed / "seqforecast-train"), "experiment=patchtst", "data.path=x.csv",
-                "--cfg", "job", "--resolve"], cwd=tmp_path).stdout
-    assert "patch_len: 16" in job
     train = str(installed / "seqforecast-train")
-    _run([train, "experiment=quick", "log.figures=false", "hydra.run.dir=quick"], cwd=tmp_path)
-    quick = json.loads((tmp_path / "quick" / "metrics.json").read_text())
-    assert quick["test"]["model"]["mse"] > 0
     csv = REPO / "data" / "example.csv"
     _run([train, "experiment=csv_example", f"data.path={csv}",
           "epochs=1", "d_model=16", "n_heads=2", "log.figures=false",
@@ -88,32 +102,39 @@ def test_the_console_scripts_train_evaluate_predict_and_compare_from_an_empty_fo
     assert "mse" in out.lower()
 
 
-def test_every_experiment_travels_in_the_wheel_and_composes(installed, tmp_path):
-    code = ("from pathlib import Path\n"
-            "from seqforecast.config import CONFIG_DIR, compose_config\n"
-            "names = sorted(p.stem for p in (Path(CONFIG_DIR) / 'experiment').glob('*.yaml'))\n"
-            "for name in names:\n"
-            "    assert compose_config([f'experiment={name}']).model.d_model > 0, name\n"
-            "print(' '.join(names))\n")
-    composed = _run([str(installed / "python"), "-c", code], cwd=tmp_path).stdout.split()
+def test_every_experiment_travels_in_the_wheel_and_composes(probed):
+    composed = probed[1].split()
     assert composed == sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.yaml"))
+    assert probed[2] == "16"  # experiment=patchtst's patches, from the packaged preset
 
 
-def test_a_users_own_config_folder_joins_the_search_path(installed, tmp_path):
-    mine = tmp_path / "my_configs" / "experiment"
+@pytest.fixture(scope="module")
+def users_sweep(installed, tmp_path_factory):
+    """A folder of one's own configs (an experiment built on the packaged quick) given with
+    --config-dir: its job printed (--cfg job --resolve), then two seeds of it trained with
+    hydra/launcher=stacked (one process for the two tests that read it)."""
+    cwd = tmp_path_factory.mktemp("mine")
+    mine = cwd / "my_configs" / "experiment"
     mine.mkdir(parents=True)
     (mine / "tiny.yaml").write_text(
         "# @package _global_\ndefaults:\n  - quick\n  - _self_\nd_model: 8\nepochs: 1\n"
         "data:\n  train_size: 64\n  val_size: 16\n  test_size: 64\n"
     )
     train = str(installed / "seqforecast-train")
-    job = _run([train, "--config-dir", "my_configs", "experiment=tiny", "--cfg", "job"],
-               cwd=tmp_path).stdout
+    job = _run([train, "--config-dir", "my_configs", "experiment=tiny", "--cfg", "job",
+                "--resolve"], cwd=cwd).stdout
+    _run([train, "--config-dir", "my_configs", "--multirun", "hydra/launcher=stacked",
+          "experiment=tiny", "log.figures=false", "seed=0,1", "hydra.sweep.dir=sweep"], cwd=cwd)
+    runs = [json.loads(p.read_text()) for p in sorted((cwd / "sweep").glob("*/metrics.json"))]
+    return job, runs
+
+
+def test_a_users_own_config_folder_joins_the_search_path(users_sweep):
+    job, runs = users_sweep
     assert "d_model: 8" in job
-    _run([train, "--config-dir", "my_configs", "experiment=tiny", "log.figures=false",
-          "hydra.run.dir=run"], cwd=tmp_path)
-    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    assert metrics["run"]["parameters"] > 0 and metrics["test"]["model"]["mse"] > 0
+    assert runs
+    for metrics in runs:
+        assert metrics["run"]["parameters"] > 0 and metrics["test"]["model"]["mse"] > 0
 
 
 def test_the_studies_travel_in_the_wheel(installed, tmp_path):
@@ -124,11 +145,9 @@ def test_the_studies_travel_in_the_wheel(installed, tmp_path):
     assert (tmp_path / "outputs" / "study" / "attention" / "study.json").is_file()
 
 
-def test_the_stacked_launcher_travels_in_the_wheel(installed, tmp_path):
-    """hydra/launcher=stacked is found in the installed package (Hydra's hydra_plugins)."""
-    _run([str(installed / "seqforecast-train"), "--multirun", "hydra/launcher=stacked",
-          "experiment=quick", "data.train_size=64", "data.val_size=16", "epochs=1",
-          "log.figures=false", "seed=0,1", "hydra.sweep.dir=sweep"], cwd=tmp_path)
-    runs = sorted((tmp_path / "sweep").glob("*/metrics.json"))
+def test_the_stacked_launcher_travels_in_the_wheel(users_sweep):
+    """hydra/launcher=stacked is found in the installed package (Hydra's hydra_plugins): the
+    user's two seeds above ran as one stack."""
+    _, runs = users_sweep
     assert len(runs) == 2
-    assert all(json.loads(p.read_text())["run"]["stacked_members"] == 2 for p in runs)
+    assert all(metrics["run"]["stacked_members"] == 2 for metrics in runs)
