@@ -23,10 +23,10 @@ TINY = [*TINY_WITH_FIGURES, "log.figures=false"]
 
 # The CLIs a test runs in its own process unless it asks for a fresh one: a fresh interpreter
 # costs about 8 s of imports (torch, Hydra, TensorBoard) against 2 s for a tiny run in process,
-# which made most of the suite's time. The tests that need a real process (signals, torchrun,
+# which made most of the suite's time. The tests that need a real process (SIGKILL, torchrun,
 # launchers' workers, console scripts, the default run, a study that trains: its runs are
 # processes of their own, writing to its streams) ask for one (`fresh=True`) or spawn it
-# themselves.
+# themselves; SIGINT and SIGTERM reach a run in this process as they would its own.
 # module run -> the module whose main(argv) it runs (train: its Hydra app's cli())
 IN_PROCESS = {"seqforecast.train": "seqforecast.train", "seqforecast.evaluate":
               "seqforecast.evaluate", "seqforecast.predict": "seqforecast.predict",
@@ -35,11 +35,14 @@ IN_PROCESS = {"seqforecast.train": "seqforecast.train", "seqforecast.evaluate":
               "seqforecast.study": "seqforecast.study"}
 
 
-def run_cli(args, cwd, module="seqforecast.train", check=True, fresh=False, children=False):
+def run_cli(args, cwd, module="seqforecast.train", check=True, fresh=False, children=False,
+            stderr=None):
     """`python -m <module> <args>` in `cwd`: its exit code and both streams
     (subprocess.CompletedProcess); in this process unless `fresh` (see IN_PROCESS).
     `children`: the run starts processes that write to its streams (a study's multiruns):
-    in this process, its streams are taken at the file descriptors, theirs with them."""
+    in this process, its streams are taken at the file descriptors, theirs with them.
+    `stderr`: in this process, the stream the run's stderr is (a terminal's, say: anything with
+    write, isatty and getvalue, whose getvalue is the result's stderr)."""
     if fresh or module not in IN_PROCESS:
         env = dict(os.environ, PYTHONPATH=str(REPO))
         env.pop("HYDRA_FULL_ERROR", None)
@@ -50,9 +53,10 @@ def run_cli(args, cwd, module="seqforecast.train", check=True, fresh=False, chil
 
         entry = importlib.import_module(IN_PROCESS[module])
         if module == "seqforecast.train":  # its Hydra app reads sys.argv
-            proc = _in_process(module, args, cwd, entry.cli, children)
+            proc = _in_process(module, args, cwd, entry.cli, children, stderr)
         else:
-            proc = _in_process(module, args, cwd, lambda: entry.main(list(args)), children)
+            proc = _in_process(module, args, cwd, lambda: entry.main(list(args)), children,
+                               stderr)
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -118,21 +122,21 @@ class _Descriptor(io.TextIOWrapper):
             super().close()
 
 
-def _in_process(name, args, cwd, main, children=False):
+def _in_process(name, args, cwd, main, children=False, stderr=None):
     """`main()` (a CLI's entry point, with `args` bound or read from sys.argv) in this
     process, as a subprocess would run `name args` (argv in, exit code and both streams out),
     without an interpreter's start. What a run changes in the process (cwd, environment,
     torch's threads, logging, warning filters, signal handlers) is put back afterwards.
     `children`: file descriptors 1 and 2 point at the streams too, for the processes it
     starts (sys.stdout and sys.stderr write to the same files, so lines keep their order where
-    the run flushes before it starts one)."""
+    the run flushes before it starts one). `stderr`: the stream for sys.stderr (run_cli)."""
     with contextlib.ExitStack() as stack:
         if children:
             out, err = (stack.enter_context(contextlib.closing(_Descriptor(fd)))
                         for fd in (1, 2))
         else:
             out, err = io.StringIO(), io.StringIO()
-        return _run_main(name, args, cwd, main, out, err)
+        return _run_main(name, args, cwd, main, out, stderr or err)
 
 
 def _run_main(name, args, cwd, main, out, err):

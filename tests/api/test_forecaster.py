@@ -157,15 +157,32 @@ def test_a_completed_run_is_not_trained_over(fitted):
     assert (fc.run_dir / "input.csv").read_bytes() == before
 
 
-def test_known_future_covariates_from_a_future_frame(tmp_path):
+def with_load(series: int, steps: int) -> "pd.DataFrame":
+    """long_frame with a known-future covariate, `load`."""
+    frame = long_frame(series=series, steps=steps)
+    frame["load"] = np.cos(np.arange(len(frame)) / 7)
+    return frame
+
+
+@pytest.fixture(scope="module")
+def rolled(tmp_path_factory):
+    """cross_validation over 3 origins 4 rows apart, with the known-future `load`: it fits
+    once (futr_exog_list, on each series' 136 rows before the first origin), a run the
+    known-future test predicts from as well (one training process for both)."""
+    root = tmp_path_factory.mktemp("rolled")
+    fc = Forecaster(*SMALL, run_dir=root / "cv")
+    cv = fc.cross_validation(with_load(2, 150), n_windows=3, step=4, futr_exog_list=["load"])
+    return fc, cv
+
+
+def test_known_future_covariates_from_a_future_frame(rolled, tmp_path):
     """futr_exog_list trains with data.futr; predict takes their next out_len values from
     futr_df, as the command line's predict takes future=<csv>, and refuses a run without it
     or a frame missing steps in one ValueError."""
-    frame = long_frame(series=2, steps=166)
-    frame["load"] = np.cos(np.arange(len(frame)) / 7)
-    history = frame.groupby("unique_id").head(160)
-    ahead = frame.groupby("unique_id").tail(6)[["unique_id", "ds", "load"]]
-    fc = Forecaster(*SMALL, run_dir=tmp_path / "api").fit(history, futr_exog_list=["load"])
+    fc, _ = rolled
+    # the 6 rows after the ones the run trained on (136 a series): their load is known ahead
+    ahead = with_load(2, 150).groupby("unique_id").nth(list(range(136, 142)))
+    ahead = ahead[["unique_id", "ds", "load"]]
     assert json.loads((fc.run_dir / "frame.json").read_text())["futr"] == ["load"]
     forecast = fc.predict(futr_df=ahead)
     ahead.to_csv(tmp_path / "future.csv", index=False)
@@ -210,14 +227,12 @@ def test_static_covariates_from_a_static_frame(tmp_path):
         Forecaster(*SMALL, run_dir=tmp_path / "d").fit(changing, stat_exog_list=["size"])
 
 
-def test_cross_validation_scores_rolling_origins_trained_once(tmp_path):
+def test_cross_validation_scores_rolling_origins_trained_once(rolled, tmp_path):
     """n_windows origins step rows apart, the last out_len rows before each series' end: the
     run trains on the rows before the first only, and each origin's forecast is predict's on
     the history up to it, beside the truth."""
-    frame = long_frame(series=2, steps=150)
-    frame["load"] = np.cos(np.arange(len(frame)) / 7)
-    fc = Forecaster(*SMALL, run_dir=tmp_path / "cv")
-    cv = fc.cross_validation(frame, n_windows=3, step=4, futr_exog_list=["load"])
+    fc, cv = rolled
+    frame = with_load(2, 150)
     assert list(cv.columns[:5]) == ["unique_id", "ds", "cutoff", "y", "transformer"]
     assert len(cv) == 2 * 3 * 6 and set(cv["unique_id"]) == {"s0", "s1"}
     times = pd.date_range("2021-03-01", periods=150, freq="h")

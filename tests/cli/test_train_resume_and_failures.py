@@ -1,6 +1,6 @@
 """Runs survive crashes, interrupts and bad input: exact resume, safe checkpoints, one-line
-errors, isolated sweep failures. Signals and kills hit a subprocess of their own (start); the
-rest run through run_cli."""
+errors, isolated sweep failures. SIGKILL hits a subprocess of its own (start); SIGINT and
+SIGTERM a run in this process (signal_once), as the rest run: through run_cli."""
 # ruff: noqa: E501  (the bad-input table keeps each expected message on its line)
 
 import json
@@ -10,7 +10,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -25,9 +27,12 @@ from ..cli_helpers import REPO, TINY, run_cli
 
 pytestmark = pytest.mark.slow  # trains: make test-fast skips it
 
-# Long enough (12 epochs of 16 steps) that a signal lands mid-run, short enough for CI.
-RUN = ["experiment=quick", "epochs=12", "data.train_size=1024", "attention=diff", "block_size=4",
-       "log.figures=false"]
+# Long enough (6 epochs of 16 steps, more than trainer.log_every's 10) that a signal sent
+# when epoch 1's checkpoint appears lands mid-run, short enough for CI (small batches: the
+# steps, not their size, are what the tests count).
+EPOCHS, STEPS = 6, 16
+RUN = ["experiment=quick", f"epochs={EPOCHS}", f"data.train_size={STEPS * 32}", "batch_size=32",
+       "attention=diff", "block_size=4", "log.figures=false"]
 
 
 def start(args, cwd) -> subprocess.Popen:
@@ -48,6 +53,30 @@ def wait_for(path: Path, proc: subprocess.Popen, timeout: float = 60.0) -> None:
         assert proc.poll() is None, f"run ended before writing {path}: {proc.communicate()}"
         assert time.monotonic() < deadline, f"no {path} after {timeout}s"
         time.sleep(0.02)
+
+
+@contextmanager
+def signal_once(path: Path, signum: int):
+    """Send this process `signum` once `path` exists: a run in this process (run_cli, in the
+    main thread) stops on it as a run of its own would. A signal that lands after the run's
+    handlers are gone is kept in the list yielded, not delivered to the tests' process."""
+    late, given_up = [], threading.Event()
+    previous = signal.signal(signum, lambda s, _: late.append(s))
+
+    def send():
+        while not path.exists():
+            if given_up.wait(0.02):  # the run ended without writing it
+                return
+        os.kill(os.getpid(), signum)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    try:
+        yield late
+    finally:
+        given_up.set()
+        sender.join()
+        signal.signal(signum, previous)
 
 
 def results(run_dir: Path) -> dict:
@@ -75,7 +104,7 @@ def test_sigkill_then_the_same_command_continues_bit_for_bit_like_the_uninterrup
     assert not (run_dir / "metrics.json").exists(), "killed before the end"
     state = load_checkpoint(run_dir / "checkpoints" / "last.pt")
     killed_at = state["epoch"]
-    assert killed_at < 12
+    assert killed_at < EPOCHS
     # this run, and not one of another config, is there to continue
     made = OmegaConf.create(state["config"])
     assert unfinished_state(run_dir, made)["epoch"] == killed_at
@@ -112,18 +141,17 @@ def test_a_signal_stops_at_a_step_boundary_with_a_resumable_checkpoint(
     uninterrupted, tmp_path, signum, code
 ):
     run_dir = tmp_path / "run"
-    proc = start([*RUN, f"hydra.run.dir={run_dir}"], tmp_path)
-    wait_for(run_dir / "checkpoints" / "last.pt", proc)
-    proc.send_signal(signum)
-    _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == code
+    with signal_once(run_dir / "checkpoints" / "last.pt", signum) as late:
+        proc = run_cli([*RUN, f"hydra.run.dir={run_dir}"], tmp_path, check=False)
+    stderr = proc.stderr
+    assert proc.returncode == code and not late, (late, stderr)
     assert f"Resume with: python -m seqforecast.train resume={run_dir}" in stderr
     assert "Traceback" not in stderr
     status = json.loads((run_dir / "status.json").read_text())
     assert status["status"] == "interrupted" and signal.Signals(signum).name in status["reason"]
 
     state = load_checkpoint(run_dir / "checkpoints" / "last.pt")
-    assert state["step"] > 0 and state["epoch"] < 12
+    assert state["step"] > 0 and state["epoch"] < EPOCHS
     events = EventAccumulator(str(run_dir))
     events.Reload()
     steps = [e.step for e in events.Scalars("train/mse")]
@@ -140,9 +168,9 @@ def test_a_signal_stops_at_a_step_boundary_with_a_resumable_checkpoint(
     steps = [e.step for e in events.Scalars("train/mse")]
     # train/* scalars come once per interval of at most trainer.log_every (10) steps, every
     # epoch's end included: each step covered once, in order, across the interruption.
-    assert steps == sorted(set(steps)) and steps[-1] == 12 * 16, "once each, in order"
+    assert steps == sorted(set(steps)) and steps[-1] == EPOCHS * STEPS, "once each, in order"
     assert all(0 < b - a <= 10 for a, b in zip([0, *steps], steps, strict=False))
-    assert {16 * e for e in range(1, 13)} <= set(steps), "every epoch's end"
+    assert {STEPS * e for e in range(1, EPOCHS + 1)} <= set(steps), "every epoch's end"
 
 
 def _copy_run(uninterrupted: Path, tmp_path: Path) -> Path:

@@ -1,6 +1,7 @@
 """Scaling out on existing engines: torchrun/DDP, the joblib and SLURM launchers, Optuna."""
 
 import fcntl
+import io
 import json
 import math
 import os
@@ -43,7 +44,9 @@ def losses(run_dir: Path) -> list[float]:
     return [e.value for e in events.Scalars("train/mse")]
 
 
-DDP = [*TINY, "trainer.strategy=ddp", "epochs=3", "data.train_size=200", "trainer.log_every=1"]
+# Long enough (4 epochs of 32 steps) that a signal sent after epoch 1's checkpoint lands
+# mid-run; the one uninterrupted run serves every test below.
+DDP = [*TINY, "trainer.strategy=ddp", "epochs=4", "data.train_size=1024", "trainer.log_every=1"]
 
 
 @pytest.fixture(scope="module")
@@ -64,14 +67,14 @@ def test_ddp_writes_one_run_dir_with_one_set_of_events(ddp_run):
     assert run["world_size"] == 2
     assert run["ranks_hold_identical_weights"] is True
     log = (ddp_run / "train.log").read_text()
-    assert log.count("epoch 3/3") == 1, "only rank 0 logs"
+    assert log.count("epoch 4/4") == 1, "only rank 0 logs"
 
 
 def test_two_ranks_with_batch_b_train_like_one_process_with_batch_2b(ddp_run, tmp_path):
     single = tmp_path / "single"
     run_cli([*DDP, "trainer.strategy=single", "batch_size=32", f"hydra.run.dir={single}"], tmp_path)
     two, one = losses(ddp_run), losses(single)
-    assert len(two) == len(one) == 3 * math.ceil(200 / 32)
+    assert len(two) == len(one) == 4 * math.ceil(1024 / 32)
     for a, b in zip(two, one, strict=True):
         assert a == pytest.approx(b, rel=1e-5)
     two_test = json.loads((ddp_run / "metrics.json").read_text())["test"]["model"]["mse"]
@@ -79,13 +82,11 @@ def test_two_ranks_with_batch_b_train_like_one_process_with_batch_2b(ddp_run, tm
     assert two_test == pytest.approx(one_test, rel=1e-4)
 
 
-def test_ddp_run_interrupted_and_resumed_matches_the_uninterrupted_one(tmp_path):
-    # epoch 1 ends (last.pt), the signal lands in epoch 2, the resumed run does the rest
-    args = [*TINY, "trainer.strategy=ddp", "epochs=4", "data.train_size=1024", "batch_size=16"]
-    whole = tmp_path / "whole"
-    assert torchrun([*args, f"hydra.run.dir={whole}"], tmp_path).returncode == 0
+def test_ddp_run_interrupted_and_resumed_matches_the_uninterrupted_one(ddp_run, tmp_path):
+    # epoch 1 ends (last.pt), the signal lands in epoch 2, the resumed run does the rest; the
+    # uninterrupted run is the module's (the same arguments)
     run_dir = tmp_path / "stopped"
-    proc = torchrun([*args, f"hydra.run.dir={run_dir}"], tmp_path, popen=True)
+    proc = torchrun([*DDP, "batch_size=16", f"hydra.run.dir={run_dir}"], tmp_path, popen=True)
     deadline = time.monotonic() + 120
     while not (run_dir / "checkpoints" / "last.pt").exists():
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
@@ -100,7 +101,7 @@ def test_ddp_run_interrupted_and_resumed_matches_the_uninterrupted_one(tmp_path)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     for split in ("test", "val"):
         a = json.loads((run_dir / "metrics.json").read_text())[split]
-        b = json.loads((whole / "metrics.json").read_text())[split]
+        b = json.loads((ddp_run / "metrics.json").read_text())[split]
         assert a == b
 
 
@@ -111,17 +112,20 @@ def test_torchrun_without_ddp_strategy_is_one_clear_error(tmp_path):
     assert proc.stderr.count("error: trainer.strategy") == 1, "rank 0 says it once"
 
 
-def _run_on_a_terminal(args, cwd) -> tuple[int, str]:
-    """Run the CLI with stderr on a pseudo-terminal (progress bars on), return its output."""
+class _Terminal(io.TextIOWrapper):
+    """A text stream onto a pseudo-terminal's side: a real terminal (isatty, a width) for a run
+    in this process. What it wrote is read at the other side, so getvalue is empty."""
+
+    def getvalue(self) -> str:
+        return ""
+
+
+def _run_on_a_terminal(args, cwd, fresh=True) -> tuple[int, str]:
+    """Run the CLI with stderr on a pseudo-terminal (progress bars on), return its output: in
+    a process of its own (`fresh`: the processes it starts write there too) or in this one."""
     master, slave = pty.openpty()
     # A terminal 120 columns wide: a fresh pty reports 0, and tqdm would draw nothing.
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "seqforecast.train", *args],
-        cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=slave,
-    )
-    os.close(slave)
     chunks = []
 
     def drain():
@@ -136,10 +140,20 @@ def _run_on_a_terminal(args, cwd) -> tuple[int, str]:
 
     reader = threading.Thread(target=drain)
     reader.start()
-    proc.wait(timeout=300)
+    if fresh:
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "seqforecast.train", *args],
+            cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=slave,
+        )
+        os.close(slave)
+        code = proc.wait(timeout=300)
+    else:
+        with _Terminal(io.FileIO(slave, "w"), encoding="utf-8", line_buffering=True) as term:
+            code = run_cli(args, cwd, check=False, stderr=term).returncode
     reader.join(timeout=30)
     os.close(master)
-    return proc.returncode, b"".join(chunks).decode(errors="replace")
+    return code, b"".join(chunks).decode(errors="replace")
 
 
 BAR = re.compile(r"\d+%\|")
@@ -160,8 +174,10 @@ def test_joblib_runs_jobs_in_parallel_with_a_line_each_and_no_bars(tmp_path):
         log = (job_dir / "train.log").read_text()
         assert f"encoder: {attention}/" in log and "epoch 2/2" in log
         assert (job_dir / "metrics.json").is_file()
-    # The same run alone, on a terminal, does show its bars: the check above can fail.
-    code, terminal = _run_on_a_terminal([*TINY, f"hydra.run.dir={tmp_path / 'one'}"], tmp_path)
+    # The same run alone, on a terminal, does show its bars: the check above can fail. (In
+    # this process: no interpreter to start; its stderr is the terminal all the same.)
+    code, terminal = _run_on_a_terminal([*TINY, f"hydra.run.dir={tmp_path / 'one'}"], tmp_path,
+                                        fresh=False)
     assert code == 0 and BAR.search(terminal)
 
 
@@ -180,7 +196,8 @@ def test_slurm_launcher_config_composes(tmp_path):
 
 
 def test_optuna_study_finishes_and_writes_its_best_parameters(tmp_path):
-    run_cli(["hparams_search=optuna", "hydra.sweeper.n_trials=3", *TINY], tmp_path)
+    # one epoch a trial: the search's sizes (d_model up to 128, 3 layers) are not TINY's
+    run_cli(["hparams_search=optuna", "hydra.sweeper.n_trials=3", *TINY, "epochs=1"], tmp_path)
     (sweep,) = (tmp_path / "outputs" / "multirun").glob("*/*")
     results = yaml.safe_load((sweep / "optimization_results.yaml").read_text())
     assert math.isfinite(results["best_value"]) and results["best_value"] >= 0

@@ -1,6 +1,6 @@
 """`hydra/launcher=stacked`: a sweep's seeds trained as one batched model in one process, each
-job's run dir as its solo run leaves it. The signal test stops a subprocess of its own (start);
-the rest run through run_cli."""
+job's run dir as its solo run leaves it. Every sweep runs through run_cli, in this process (the
+signal test's too: signal_once sends it this process's way)."""
 
 import json
 import re
@@ -13,7 +13,7 @@ from seqforecast.config.compose import compose_config
 from seqforecast.stacking.jobs import group_key, stack_refusal
 
 from ..cli_helpers import TINY, run_cli
-from .test_train_resume_and_failures import start, wait_for
+from .test_train_resume_and_failures import signal_once
 
 pytestmark = pytest.mark.slow  # trains: make test-fast skips it
 
@@ -162,25 +162,30 @@ def test_the_stacked_launcher_runs_a_resume_sweep_alone_and_it_is_refused(tmp_pa
     assert not list(sweep.glob("*/checkpoints")), "nothing trained"
 
 
-RUN = ["experiment=quick", "epochs=12", "data.train_size=1024", "log.figures=false"]
+# Long enough (6 epochs of 16 steps) that the signal, sent when epoch 1's checkpoint appears,
+# lands mid-run.
+EPOCHS = 6
+RUN = ["experiment=quick", f"epochs={EPOCHS}", "data.train_size=512", "batch_size=32",
+       "log.figures=false"]
 
 
 def test_a_signal_stops_every_member_with_a_checkpoint_each_resumes_alone(tmp_path):
     sweep = tmp_path / "sweep"
-    proc = start([*STACKED, *RUN, "seed=0,1", f"hydra.sweep.dir={sweep}"], tmp_path)
-    name = "0_data.train_size=1024,epochs=12,experiment=quick,log.figures=False,seed=0"
-    wait_for(sweep / name / "checkpoints" / "last.pt", proc, timeout=120)
-    proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 143, stderr
+    name = (f"0_batch_size=32,data.train_size=512,epochs={EPOCHS},experiment=quick,"
+            "log.figures=False,seed=0")
+    with signal_once(sweep / name / "checkpoints" / "last.pt", signal.SIGTERM) as late:
+        proc = run_cli([*STACKED, *RUN, "seed=0,1", f"hydra.sweep.dir={sweep}"], tmp_path,
+                       check=False)
+    stderr = proc.stderr
+    assert proc.returncode == 143 and not late, (late, stderr)
     assert "Traceback" not in stderr
     runs = job_dirs(sweep)
     for run_dir in runs:
         assert f"""Resume with: python -m seqforecast.train 'resume="{run_dir}"'""" in stderr
         assert json.loads((run_dir / "status.json").read_text())["status"] == "interrupted"
         state = torch.load(run_dir / "checkpoints" / "last.pt", weights_only=True)
-        assert 0 < state["epoch"] < 12
+        assert 0 < state["epoch"] < EPOCHS
     run_cli([f'resume="{runs[1]}"'], tmp_path)  # as the shell passes the quoted line
     status = json.loads((runs[1] / "status.json").read_text())
     assert status["status"] == "completed"
-    assert metrics(runs[1])["run"]["epochs_run"] == 12
+    assert metrics(runs[1])["run"]["epochs_run"] == EPOCHS
