@@ -76,13 +76,16 @@ def run_fresh(commands, cwd, module="seqforecast.train", env=None):
     fresh interpreter (with `env`, default this one's plus PYTHONPATH=REPO), one after another
     as run_cli runs them in process: their exit codes and both streams. For what a fresh
     process is needed for (an environment, a plugin's entry point, kernels not yet loaded) at
-    the cost of one interpreter's start (~5 s here) rather than one a command."""
+    the cost of one interpreter's start (~5 s here) rather than one a command. An `env` of
+    one's own must put REPO on PYTHONPATH (the child imports tests.cli_helpers). What the
+    child writes outside the commands' streams (a warning while importing, anything at file
+    descriptor 2) fails the call, as it would have been a line of a command's own process."""
     if env is None:
         env = dict(os.environ, PYTHONPATH=str(REPO))
         env.pop("HYDRA_FULL_ERROR", None)
     child = subprocess.run([sys.executable, "-c", _COMMANDS, module, json.dumps(commands)],
                            cwd=cwd, env=env, capture_output=True, text=True)
-    if child.returncode != 0:
+    if child.returncode != 0 or child.stderr:
         raise AssertionError(f"exit {child.returncode}\n{child.stdout}\n{child.stderr}")
     found = json.loads(child.stdout.strip().splitlines()[-1])
     return [subprocess.CompletedProcess([module, *args], code, out, err)

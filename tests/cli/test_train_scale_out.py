@@ -45,8 +45,11 @@ def losses(run_dir: Path) -> list[float]:
 
 
 # Long enough (4 epochs of 32 steps) that a signal sent after epoch 1's checkpoint lands
-# mid-run; the one uninterrupted run serves every test below.
-DDP = [*TINY, "trainer.strategy=ddp", "epochs=4", "data.train_size=1024", "trainer.log_every=1"]
+# mid-run; the one uninterrupted run serves every test below. 1000 windows: each epoch's last
+# global batch is short (8 windows, 4 a rank), whose loss scaling and shards must match one
+# process too. trainer.log_every=1: every step's loss is compared (so a signal mid-interval,
+# the ranks agreeing at its end, is not what the resume here exercises).
+DDP = [*TINY, "trainer.strategy=ddp", "epochs=4", "data.train_size=1000", "trainer.log_every=1"]
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +77,7 @@ def test_two_ranks_with_batch_b_train_like_one_process_with_batch_2b(ddp_run, tm
     single = tmp_path / "single"
     run_cli([*DDP, "trainer.strategy=single", "batch_size=32", f"hydra.run.dir={single}"], tmp_path)
     two, one = losses(ddp_run), losses(single)
-    assert len(two) == len(one) == 4 * math.ceil(1024 / 32)
+    assert len(two) == len(one) == 4 * math.ceil(1000 / 32)
     for a, b in zip(two, one, strict=True):
         assert a == pytest.approx(b, rel=1e-5)
     two_test = json.loads((ddp_run / "metrics.json").read_text())["test"]["model"]["mse"]

@@ -35,7 +35,7 @@ def _config(family: str, attention: str, *extra: str):
     overrides, n_features, n_targets = FAMILIES[family]
     checked = _checked(family, attention, *extra)
     if isinstance(checked, ConfigError):
-        raise checked
+        raise copy.copy(checked)
     return copy.deepcopy(checked), n_features, n_targets
 
 

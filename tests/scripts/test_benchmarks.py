@@ -4,12 +4,15 @@ import argparse
 import importlib.util
 import json
 import math
+import os
+import subprocess
+import sys
 import tempfile
 
 import pytest
 import torch
 
-from ..cli_helpers import load_script, run_script
+from ..cli_helpers import REPO, load_script, run_script
 
 pytestmark = pytest.mark.slow  # trains in subprocesses: make test-fast skips it
 
@@ -308,6 +311,12 @@ def test_gpu_visit_refuses_cuda_where_there_is_none(tmp_path):
     # any part runs, so a fresh interpreter (4 s) would only add torch's import
     proc = run_script("gpu_visit.py", "--out", str(tmp_path), cwd=tmp_path, check=False)
     assert proc.returncode == 2 and "--device cuda needs a CUDA device" in proc.stderr
+    # as the visit starts it on a lent machine: a script of its own, from another folder,
+    # nothing on PYTHONPATH (its --help ends before torch is imported)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    usage = subprocess.run([sys.executable, str(REPO / "scripts" / "gpu_visit.py"), "--help"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert usage.returncode == 0 and "--tiny" in usage.stdout, usage.stderr
 
 
 def test_bench_large_files_times_each_model_at_a_files_shape_by_its_name(tmp_path):
