@@ -35,6 +35,14 @@ IN_PROCESS = {"seqforecast.train": "seqforecast.train", "seqforecast.evaluate":
               "seqforecast.study": "seqforecast.study"}
 
 
+def fresh_env() -> dict:
+    """A fresh process's environment: this one's, the repository importable, and Hydra's full
+    tracebacks off (a refusal is its one line, as a user sees it)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("HYDRA_FULL_ERROR", None)
+    return env
+
+
 def run_cli(args, cwd, module="seqforecast.train", check=True, fresh=False, children=False,
             stderr=None):
     """`python -m <module> <args>` in `cwd`: its exit code and both streams
@@ -44,9 +52,7 @@ def run_cli(args, cwd, module="seqforecast.train", check=True, fresh=False, chil
     `stderr`: in this process, the stream the run's stderr is (a terminal's, say: anything with
     write, isatty and getvalue, whose getvalue is the result's stderr)."""
     if fresh or module not in IN_PROCESS:
-        env = dict(os.environ, PYTHONPATH=str(REPO))
-        env.pop("HYDRA_FULL_ERROR", None)
-        proc = subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=env,
+        proc = subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=fresh_env(),
                               capture_output=True, text=True)
     else:
         import importlib
@@ -80,11 +86,8 @@ def run_fresh(commands, cwd, module="seqforecast.train", env=None):
     one's own must put REPO on PYTHONPATH (the child imports tests.cli_helpers). What the
     child writes outside the commands' streams (a warning while importing, anything at file
     descriptor 2) fails the call, as it would have been a line of a command's own process."""
-    if env is None:
-        env = dict(os.environ, PYTHONPATH=str(REPO))
-        env.pop("HYDRA_FULL_ERROR", None)
     child = subprocess.run([sys.executable, "-c", _COMMANDS, module, json.dumps(commands)],
-                           cwd=cwd, env=env, capture_output=True, text=True)
+                           cwd=cwd, env=env or fresh_env(), capture_output=True, text=True)
     if child.returncode != 0 or child.stderr:
         raise AssertionError(f"exit {child.returncode}\n{child.stdout}\n{child.stderr}")
     found = json.loads(child.stdout.strip().splitlines()[-1])

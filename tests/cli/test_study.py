@@ -2,7 +2,6 @@
 against the runs' own metrics, a rerun that trains nothing, merged partial studies, a refused
 job listed, and bad input in one line."""
 
-import functools
 import json
 import math
 import shutil
@@ -11,23 +10,17 @@ import sys
 import pytest
 from omegaconf import OmegaConf
 
-from seqforecast.config import compose_config
 from seqforecast.stats import paired_ratio
 from seqforecast.studies.grid import STUDIES, StudyError, load_study
 from seqforecast.studies.launch import multirun_command, sweeps
 from seqforecast.studies.report import build_report, markdown
 
 from ..cli_helpers import TINY, run_cli
+from ..model.helpers import composed  # once a process: the grids share cells and references
 
 SHIPPED = sorted(p.stem for p in STUDIES.glob("*.yaml"))  # the grids the package ships
 ATTENTION_GRIDS = [n for n in SHIPPED if load_study(n).group == "attention"]
 
-
-@functools.cache
-def composed(overrides: tuple[str, ...]):
-    """compose_config of `overrides`, once a process: the grids share cells and references
-    (the same overrides compose to the same config; the tests only read it)."""
-    return compose_config(list(overrides))
 
 # Two cells, three values (the Poisson loss refused when the run reads the data: the sigmoid
 # series are not counts), two seeds.
