@@ -18,6 +18,7 @@ against each other.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -150,6 +151,19 @@ def flatten(config: Mapping, prefix: str = "") -> dict:
     return flat
 
 
+def _wait_to_sort_after(run_dir: Path) -> None:
+    """Waits (under a second) until a new event file's name sorts after the run dir's own.
+
+    TensorBoard reads a run dir's event files in name order, and a name is
+    `events.out.tfevents.<whole seconds>.<host>.<pid>.<counter>`: a resumed session that
+    starts within the second its stopped one did would sort by pid and counter as strings
+    ("10" before "9"), and its steps would be read before the ones they follow."""
+    stamps = [int(p.name.split(".")[3]) for p in run_dir.glob("events.out.tfevents.*")
+              if p.name.split(".")[3].isdigit()]
+    if stamps and (wait := max(stamps) + 1 - time.time()) > 0:
+        time.sleep(wait)
+
+
 class RunMonitor(Monitor):
     """Writes one run's TensorBoard events and figures into its run dir."""
 
@@ -172,6 +186,7 @@ class RunMonitor(Monitor):
         self.test_every = test_every
         self.attention_every = attention_every
         self.figures = figures
+        _wait_to_sort_after(self.run_dir)
         self.writer = SummaryWriter(log_dir=str(self.run_dir), purge_step=purge_step)
 
     # -- hooks -----------------------------------------------------------------------------

@@ -1,14 +1,19 @@
 """The run monitor's pieces: figures, flattening, and events that survive a failed run."""
 
+import os
+import socket
+import time
+
 import numpy as np
 import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from torch.utils.tensorboard import SummaryWriter
 
 import seqforecast.runs.training as run_module
 from seqforecast.config import compose_config
 from seqforecast.training.figures import attention_figure, forecast_figure, render
-from seqforecast.training.monitor import flatten
+from seqforecast.training.monitor import RunMonitor, flatten
 from seqforecast.training.probe import probe
 
 
@@ -56,6 +61,25 @@ def test_forecast_figure_draws_every_forecaster_and_renders():
 def test_flatten_gives_hparam_friendly_values():
     flat = flatten({"a": {"b": 1, "c": [1, 2], "d": None}, "e": "x"})
     assert flat == {"a.b": 1, "a.c": "[1, 2]", "a.d": "None", "e": "x"}
+
+
+def test_a_resumed_session_in_the_same_second_is_read_after_the_stopped_one(tmp_path):
+    """TensorBoard reads a run dir's event files in name order; a resumed session that starts
+    within its stopped one's second would otherwise sort by pid and counter as strings."""
+    stopped = SummaryWriter(log_dir=str(tmp_path))
+    for step in (1, 2):
+        stopped.add_scalar("train/mse", 1.0, step)
+    stopped.close()
+    (old,) = tmp_path.glob("events.out.tfevents.*")
+    # this second, this host and process, a counter that sorts after any a session takes
+    name = f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}.{os.getpid()}.999999"
+    old.rename(tmp_path / name)
+    resumed = RunMonitor(tmp_path, evaluator=None, attention_every=0, purge_step=3)
+    resumed.on_step(3, {"mse": 0.5})
+    resumed.writer.close()
+    events = EventAccumulator(str(tmp_path))
+    events.Reload()
+    assert [e.step for e in events.Scalars("train/mse")] == [1, 2, 3]
 
 
 def test_probe_time_axes():
