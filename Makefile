@@ -6,6 +6,12 @@ BIN := $(VENV)/bin
 # range (torch>=2.4) is already met and pip never pulls a multi-GB CUDA build.
 TORCH_SPEC ?= torch==2.13.0
 
+# Where the environment sets PYTHONDONTWRITEBYTECODE (this machine's does), every interpreter
+# would compile the project's modules again (0.9 s a process here, and the suite starts ~70) and
+# pytest would rewrite every test module's asserts again in each worker (5 s): bytecode goes
+# into __pycache__ beside the sources (ignored by git), as Python's default has it.
+unexport PYTHONDONTWRITEBYTECODE
+
 # Extra arguments for the training CLI, e.g. make train ARGS="attention=diff block_size=16"
 ARGS ?=
 

@@ -68,6 +68,21 @@ def run_cli(args, cwd, module="seqforecast.train", check=True, fresh=False, chil
     return proc
 
 
+@contextlib.contextmanager
+def fits_in_process():
+    """Forecaster.fit's training run in this process, as run_cli runs the CLI, rather than in
+    its child process: the child's start (~5 s here) spared where a test is about the frames
+    and the run, not the process (tests/api/test_forecaster.py's first fit keeps the child)."""
+    import pytest
+
+    import seqforecast.api.forecaster as forecaster
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(forecaster, "train_command",
+                      lambda args: run_cli(args, os.getcwd(), check=False))
+        yield
+
+
 # The child of run_fresh: each command as run_cli runs it in process, one after another.
 _COMMANDS = """
 import json, sys

@@ -42,6 +42,13 @@ INPUT = "input.csv"  # the frame fit trained on, in the run dir
 FRAME = "frame.json"  # how fit read the frame: its columns, for predict and load
 
 
+def train_command(args: list[str]) -> subprocess.CompletedProcess:
+    """`python -m seqforecast.train <args>` in a child process (why a child: the module's
+    docstring), its streams captured: the exit code, stdout and stderr."""
+    return subprocess.run([sys.executable, "-m", "seqforecast.train", *args],
+                          capture_output=True, text=True)
+
+
 class Forecaster:
     """A run made from a DataFrame: the overrides of `python -m seqforecast.train` as strings
     (`"attention=diff"`) or keyword arguments (`in_len=96`, one config key each; a list is
@@ -102,9 +109,8 @@ class Forecaster:
                       "features": features, "futr": futr, "static": static,
                       "datetime": _is_datetime(df[time_col])}
         (run_dir / FRAME).write_text(json.dumps(self.frame, indent=1) + "\n")
-        command = [sys.executable, "-m", "seqforecast.train", *data, *self.overrides,
-                   f"hydra.run.dir={_quoted(str(run_dir.resolve()))}"]
-        done = subprocess.run(command, capture_output=True, text=True)
+        done = train_command([*data, *self.overrides,
+                              f"hydra.run.dir={_quoted(str(run_dir.resolve()))}"])
         if done.returncode != 0:
             lines = (done.stderr or done.stdout).strip().splitlines() or ["no output"]
             error = ValueError if done.returncode == 2 else RuntimeError

@@ -12,7 +12,7 @@ import torch
 
 from seqforecast import Forecaster
 
-from ..cli_helpers import run_cli
+from ..cli_helpers import fits_in_process, run_cli
 
 pd = pytest.importorskip("pandas")  # the dev extra installs it (the frames extra for users)
 pytestmark = pytest.mark.slow  # trains: make test-fast skips it
@@ -30,8 +30,16 @@ def long_frame(series: int = 3, steps: int = 160) -> "pd.DataFrame":
         "temp": rng.standard_normal(steps)}) for s in range(series)], ignore_index=True)
 
 
+@pytest.fixture
+def fits_here():
+    with fits_in_process():
+        yield
+
+
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory):
+    """A fit in its real child process, beside the command line's run of the same CSV (the
+    other tests' fits train in this process: fits_here)."""
     root = tmp_path_factory.mktemp("forecaster")
     fc = Forecaster(*SMALL, seed=3, run_dir=root / "api").fit(long_frame(), hist_exog_list=["temp"])
     # the same CSV through the command line, the same overrides
@@ -95,7 +103,7 @@ def test_a_saved_run_and_a_cli_run_load_to_the_same_forecast(fitted, tmp_path):
     assert np.array_equal(cli["mine"], fc.predict()["transformer"])
 
 
-def test_a_wide_frame_forecasts_each_column_as_a_series(tmp_path):
+def test_a_wide_frame_forecasts_each_column_as_a_series(tmp_path, fits_here):
     frame = long_frame(series=2).pivot(index="ds", columns="unique_id", values="y")
     frame = frame.reset_index().rename_axis(columns=None)
     fc = Forecaster(*SMALL, run_dir=tmp_path / "wide").fit(frame)
@@ -142,7 +150,7 @@ def test_text_time_stamps_are_ordered_as_the_run_reads_them():
     check_frame(pd.DataFrame({"ds": ["b", "a"], "y": [1.0, 2.0]}), None, "ds", ["y"])
 
 
-def test_a_config_value_the_run_refuses_is_its_one_line(tmp_path):
+def test_a_config_value_the_run_refuses_is_its_one_line(tmp_path, fits_here):
     with pytest.raises(ValueError, match=r"training failed \(exit 2\): .*attention"):
         Forecaster(*SMALL, attention="nonesuch", run_dir=tmp_path / "bad").fit(long_frame())
     with pytest.raises(ValueError, match="has not been fitted"):
@@ -168,10 +176,12 @@ def with_load(series: int, steps: int) -> "pd.DataFrame":
 def rolled(tmp_path_factory):
     """cross_validation over 3 origins 4 rows apart, with the known-future `load`: it fits
     once (futr_exog_list, on each series' 136 rows before the first origin), a run the
-    known-future test predicts from as well (one training process for both)."""
+    known-future test predicts from as well (one training run for both)."""
     root = tmp_path_factory.mktemp("rolled")
     fc = Forecaster(*SMALL, run_dir=root / "cv")
-    cv = fc.cross_validation(with_load(2, 150), n_windows=3, step=4, futr_exog_list=["load"])
+    with fits_in_process():
+        cv = fc.cross_validation(with_load(2, 150), n_windows=3, step=4,
+                                 futr_exog_list=["load"])
     return fc, cv
 
 
@@ -201,7 +211,7 @@ def test_known_future_covariates_from_a_future_frame(rolled, tmp_path):
         fc.predict(futr_df=ahead.assign(load=np.where(np.arange(len(ahead)) == 3, np.nan, 1.0)))
 
 
-def test_static_covariates_from_a_static_frame(tmp_path):
+def test_static_covariates_from_a_static_frame(tmp_path, fits_here):
     """static_df (one row a series) trains with data.static as the same columns in the frame
     would; a series without a row, or with two, one ValueError naming it."""
     frame = long_frame()
