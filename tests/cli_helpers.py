@@ -83,6 +83,28 @@ def fits_in_process():
         yield
 
 
+@contextlib.contextmanager
+def sweeps_in_process():
+    """A study's multiruns (seqforecast.studies.launch.run_sweep) in this process, as run_cli
+    runs the CLI, their streams then written to the study's: the child's start (~5 s here)
+    spared where a test is about the study, not the process (tests/cli/test_study.py's first
+    study keeps its child)."""
+    import pytest
+
+    import seqforecast.studies.launch as launch
+
+    def run_sweep(command):
+        assert command[1:3] == ["-m", "seqforecast.train"], command
+        proc = run_cli(command[3:], os.getcwd(), check=False)
+        sys.stdout.write(proc.stdout)
+        sys.stderr.write(proc.stderr)
+        return proc.returncode
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(launch, "run_sweep", run_sweep)
+        yield
+
+
 # The child of run_fresh: each command as run_cli runs it in process, one after another.
 _COMMANDS = """
 import json, sys

@@ -66,6 +66,12 @@ def _multirun(cell: Cell, study_dir: Path, extra: list[str], seeds: tuple[int, .
     ]
 
 
+def run_sweep(command: list[str]) -> int:
+    """One multirun, a process of its own (a Hydra app and its launcher own their process),
+    writing to the study's streams: its exit code."""
+    return subprocess.run(command).returncode
+
+
 def sweeps(study: Study, cell: Cell, held: set[tuple]) -> list[tuple[tuple[int, ...],
                                                                    tuple[str, ...]]]:
     """The cell's jobs that `held` (model, cell, value, seed) lacks, as multiruns of seeds x
@@ -105,7 +111,7 @@ def run_cells(study: Study, cells: list[Cell], study_dir: Path, extra: list[str]
               + (f" ({kept} held by from=)" if kept else ""), file=sys.stderr, flush=True)
         for seeds, values in todo:
             for command in multirun_commands(study, cell, study_dir, extra, seeds, values):
-                code = subprocess.run(command).returncode
+                code = run_sweep(command)
                 if code == NOT_SUBMITTED:
                     return failed, cell.label
                 if code and cell.label not in failed:

@@ -15,7 +15,7 @@ from seqforecast.studies.grid import STUDIES, StudyError, load_study
 from seqforecast.studies.launch import multirun_command, sweeps
 from seqforecast.studies.report import build_report, markdown
 
-from ..cli_helpers import TINY, run_cli
+from ..cli_helpers import TINY, run_cli, sweeps_in_process
 from ..model.helpers import composed  # once a process: the grids share cells and references
 
 SHIPPED = sorted(p.stem for p in STUDIES.glob("*.yaml"))  # the grids the package ships
@@ -38,18 +38,23 @@ models:
 """
 
 
-def study(args, cwd, check=True):
-    """The study CLI, in this process; the runs it trains are processes of their own that write
-    to its streams, which the tests read (taken at the file descriptors: run_cli's
-    `children`)."""
-    return run_cli(args, cwd, module="seqforecast.study", check=check, children=True)
+def study(args, cwd, check=True, sweeps_here=True):
+    """The study CLI, in this process; its multiruns too (sweeps_in_process) unless not
+    `sweeps_here`: then processes of their own, as a user's, writing to its streams, which the
+    tests read (taken at the file descriptors: run_cli's `children`)."""
+    if not sweeps_here:
+        return run_cli(args, cwd, module="seqforecast.study", check=check, children=True)
+    with sweeps_in_process():
+        return run_cli(args, cwd, module="seqforecast.study", check=check, children=True)
 
 
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory):
     base = tmp_path_factory.mktemp("study")
     (base / "tiny.yaml").write_text(GRID)
-    proc = study(["tiny.yaml", "cells=h4", "trainer.num_threads=1"], base, check=False)
+    # its sweep a process of its own, as a user's: the other studies' sweeps run in this one
+    proc = study(["tiny.yaml", "cells=h4", "trainer.num_threads=1"], base, check=False,
+                 sweeps_here=False)
     return base, proc
 
 
