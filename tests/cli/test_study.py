@@ -2,6 +2,7 @@
 against the runs' own metrics, a rerun that trains nothing, merged partial studies, a refused
 job listed, and bad input in one line."""
 
+import contextlib
 import json
 import math
 import shutil
@@ -42,9 +43,7 @@ def study(args, cwd, check=True, sweeps_here=True):
     """The study CLI, in this process; its multiruns too (sweeps_in_process) unless not
     `sweeps_here`: then processes of their own, as a user's, writing to its streams, which the
     tests read (taken at the file descriptors: run_cli's `children`)."""
-    if not sweeps_here:
-        return run_cli(args, cwd, module="seqforecast.study", check=check, children=True)
-    with sweeps_in_process():
+    with sweeps_in_process() if sweeps_here else contextlib.nullcontext():
         return run_cli(args, cwd, module="seqforecast.study", check=check, children=True)
 
 
