@@ -54,6 +54,10 @@ SHAPES = {
     "default": DEFAULTS,
     "patchtst": dict(batch=128 * 7, d_model=16, heads=4, block_size=16),
     "itransformer": dict(batch=32, d_model=512, heads=8, block_size=16),
+    # one sequence, one pair of heads: a check that each case runs (the GPU visit's --tiny on a
+    # CPU, where Triton's interpreter runs its kernel program by program: 12 of its 15 s at the
+    # default's 16 programs)
+    "tiny": dict(batch=1, d_model=16, heads=2, block_size=16),
 }
 CASES = {
     # name: (description, quadratic memory factor or None when memory is linear in L)
@@ -387,8 +391,9 @@ def main(argv=None) -> int:
                         help="cases to run; `literature`: the forecasting literature's backends "
                              "beside vanilla's and SDPA's unmasked paths")
     parser.add_argument("--shape", choices=list(SHAPES), default="default",
-                        help="batch, d_model and heads: the default table's, or those of the "
-                             "published PatchTST or iTransformer")
+                        help="batch, d_model and heads: the default table's, those of the "
+                             "published PatchTST or iTransformer, or tiny (a check that each "
+                             "case runs)")
     parser.add_argument("--repeats", type=int, default=2, help="rounds over the cases")
     parser.add_argument("--steps", type=int, default=3, help="minimum timed steps per case")
     parser.add_argument("--min-seconds", type=float, default=2.0, help="time fast cases this long")

@@ -32,10 +32,11 @@ and no network), after `make gpu-wheels` here, the run carries `.whl` and is:
       && export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 \
       && python3 scripts/gpu_visit.py --budget 420 --out $OUT/visit
 
-`--tiny` shrinks every part to seconds (fp32 only, L = 32 without FlexAttention's rows and one
-timed step, two training steps, the matmul rate at 256^2, a small synthetic set, one seed; two
-for the stacked sweep; the attention and train cases in their script's process, `--in-process`)
-so that the suite runs the whole chain on the CPU; its numbers mean nothing.
+`--tiny` shrinks every part to seconds (fp32 only, L = 32 at one sequence of two heads without
+FlexAttention's rows and one timed step, two training steps, the matmul rate at 256^2, a small
+synthetic set, one seed; two for the stacked sweep; the attention and train cases in their
+script's process, `--in-process`) so that the suite runs the whole chain on the CPU; its numbers
+mean nothing.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def attention(args, budget: float, out: Path) -> dict:
                "--dtype", dtype, "--lengths", *map(str, lengths), "--cases", *cases,
                "--repeats", "1", "--steps", "1" if args.tiny else "5", "--min-seconds",
                "0" if args.tiny else "1", "--out", str(path),
-               *(["--in-process"] if args.tiny else [])]
+               *(["--in-process", "--shape", "tiny"] if args.tiny else [])]
         status, wall, _ = run(cmd, budget / len(dtypes(args)))
         rows = json.loads(path.read_text())["results"] if path.is_file() else []
         found[dtype] = {"status": status, "seconds": round(wall, 1), "results": rows}

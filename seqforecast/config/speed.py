@@ -1,6 +1,7 @@
-"""Hydra's composition at about 60% of its cost: three things it redoes at every composition
-that give the same result each time, done once per process (install(), called before any
-composition by register_schemas). Measured by scripts/bench_compose.py (docs/development.md).
+"""Hydra's composition at about half of its cost, and a tenth when its group choices were
+composed before in the process: four things it redoes at every composition that give the same
+result each time, done once per process (install(), called before any composition by
+register_schemas). Measured by scripts/bench_compose.py (docs/development.md).
 A training run composes once (the kept YAML serves only a later composition); a sweep composes
 once a job, the docs' checks and the test suite thousands of times (28% of the suite's time was
 Hydra's composition).
@@ -20,10 +21,13 @@ Hydra's composition).
   config) for each of the ~30 defaults lists of a composition, to resolve interpolated defaults
   such as `optional recipe: ${data}_${model}`, though only one list holds one; the others' maps
   are never read. A list without an interpolated default gets none.
+- The group choices: the defaults list and the merge of its files depend on the choices
+  (`attention=diff`), not on the values (`d_model=8`), which Hydra applies after the merge; both
+  are kept by choice, search path and a stamp of the files and the ConfigStore (below).
 
-The first and the last replace Hydra 1.3's internals, so they apply to Hydra 1.3 only (another
+All but the YAML files replace Hydra 1.3's internals, so they apply to Hydra 1.3 only (another
 composes as Hydra does, at its cost); `installed()` says which applied, and
-tests/config/test_speed.py expects all three with the Hydra installed here and holds the
+tests/config/test_speed.py expects all four with the Hydra installed here and holds the
 compositions to what Hydra composes without them.
 """
 
@@ -32,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
@@ -51,10 +56,11 @@ def install() -> None:
     _share_the_store()
     _keep_parsed_yaml()
     _interpolation_maps_where_read()
+    _compositions_kept_by_choice()
 
 
 def installed() -> list[str]:
-    """The speed-ups in effect: 'store', 'yaml', 'interpolation'."""
+    """The speed-ups in effect: 'store', 'yaml', 'interpolation', 'choices'."""
     return list(_INSTALLED)
 
 
@@ -161,3 +167,175 @@ def _interpolation_maps_where_read() -> None:
     REPLACED[(defaults_list, "_create_interpolation_map")] = original
     defaults_list._create_interpolation_map = create_interpolation_map
     _INSTALLED.append("interpolation")
+
+
+# -- compositions kept by their group choices ---------------------------------------------------
+#
+# Hydra composes in two steps: the defaults list (which file of which group, in which package)
+# from the group choices (`attention=diff`, `hydra/launcher=joblib`), and the merge of those
+# files; only then does it apply the value overrides (`d_model=8`) to the merged config. The
+# first two depend on the group choices, the search path and what the files and the
+# ConfigStore hold, never on the value overrides, and they are most of a composition's cost:
+# a test suite or a sweep composes the same choices with other values hundreds of times.
+# Both are kept per process, keyed by the choices, the sources and a stamp of every config file
+# and folder the sources read (path, modification time, size) and of the ConfigStore; a merged
+# config is kept pickled, and each composition gets its own copy (Hydra then sets its flags and
+# the values on it). A source
+# that cannot be stamped (a package inside a zip), or a file changed in the last seconds (see
+# KEEP_AFTER_SECONDS), composes as Hydra does.
+
+KEPT_COMPOSITIONS = 64  # choices kept, most recently used first out of this many
+_DEFAULTS: OrderedDict[tuple, Any] = OrderedDict()  # choices -> Hydra's DefaultsList
+_MERGED: OrderedDict[tuple, Any] = OrderedDict()  # defaults list -> the merged files
+_STORE_CHANGES = [0]  # ConfigStore.store calls, so a node stored later changes every key
+
+
+def forget_compositions() -> None:
+    """Drop the kept compositions: the next composition of any choices is made anew (what the
+    benchmark times as a first composition)."""
+    _DEFAULTS.clear()
+    _MERGED.clear()
+
+
+def _tree_stamp(root: str) -> tuple | None:
+    """(path, modification time, size) of every entry under `root`, or None where one changed
+    in the last KEEP_AFTER_SECONDS (a same-size rewrite within the clock's tick could hide)."""
+    recent = time.time_ns() - KEEP_AFTER_SECONDS * 1_000_000_000
+    entries, folders = [], [root]
+    while folders:
+        with os.scandir(folders.pop()) as listing:
+            for entry in listing:
+                stat = entry.stat()
+                if stat.st_mtime_ns > recent:
+                    return None
+                entries.append((entry.path, stat.st_mtime_ns, stat.st_size))
+                if entry.is_dir():
+                    folders.append(entry.path)
+    return tuple(sorted(entries))
+
+
+def _sources_stamp(repo) -> tuple | None:
+    """What the repository's sources hold, as a hashable stamp; None: not to be kept."""
+    import importlib.resources
+    from pathlib import Path
+
+    from hydra.core.config_store import ConfigStore
+
+    stamp: list = [ConfigStore.instance(), _STORE_CHANGES[0]]
+    for source in repo.get_sources():
+        scheme = source.scheme()
+        if scheme == "structured":  # the ConfigStore, stamped above
+            stamp.append((scheme, source.path))
+            continue
+        if scheme == "file":
+            folder = source.path
+        elif scheme == "pkg":
+            try:
+                folder = importlib.resources.files(source.path)
+            except (ImportError, TypeError, ValueError):
+                return None
+            if not isinstance(folder, Path):  # a package inside a zip
+                return None
+        else:
+            return None
+        if not os.path.isdir(folder):
+            return None
+        tree = _tree_stamp(str(folder))
+        if tree is None:
+            return None
+        stamp.append((scheme, str(folder), tree))
+    return tuple(stamp)
+
+
+def _kept(memo, key):
+    value = memo.get(key)
+    if value is not None:
+        memo.move_to_end(key)
+    return value
+
+
+def _keep(memo, key, value) -> None:
+    memo[key] = value
+    while len(memo) > KEPT_COMPOSITIONS:
+        memo.popitem(last=False)
+
+
+def _compositions_kept_by_choice() -> None:
+    if not _hydra_1_3():
+        return
+    import copy
+    import pickle
+    import weakref
+
+    from hydra._internal import config_loader_impl
+    from hydra._internal.defaults_list import DefaultsList
+    from hydra.core.config_store import ConfigStore
+
+    stamps: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a repository's, once
+
+    def stamp_of(repo):
+        if repo not in stamps:
+            stamps[repo] = _sources_stamp(repo)
+        return stamps[repo]
+
+    original_store = ConfigStore.store
+
+    def store(self, *args, **kwargs):
+        _STORE_CHANGES[0] += 1
+        return original_store(self, *args, **kwargs)
+
+    original_defaults = config_loader_impl.create_defaults_list
+
+    def create_defaults_list(repo, config_name, overrides_list, prepend_hydra, skip_missing):
+        stamp = stamp_of(repo)
+        if stamp is None:
+            return original_defaults(repo, config_name, overrides_list, prepend_hydra,
+                                     skip_missing)
+        # as hydra's Overrides sorts them: a sweep is skipped, a dict or a non-group a value
+        choices, values = [], []
+        for override in overrides_list:
+            if override.is_sweep_override():
+                continue
+            if isinstance(override.value(), dict) or not repo.group_exists(
+                    override.key_or_group):
+                values.append(override)
+            else:
+                choices.append(override.input_line)
+        key = (config_name, tuple(choices), prepend_hydra, skip_missing, stamp)
+        kept = _kept(_DEFAULTS, key)
+        if kept is None:
+            made = original_defaults(repo, config_name, overrides_list, prepend_hydra,
+                                     skip_missing)
+            _keep(_DEFAULTS, key, made)
+            return made
+        overrides = copy.copy(kept.overrides)  # its choices as made; the values this call's
+        overrides.config_overrides = values
+        return DefaultsList(defaults=list(kept.defaults), defaults_tree=kept.defaults_tree,
+                            config_overrides=values, overrides=overrides)
+
+    loader = config_loader_impl.ConfigLoaderImpl
+    original_merge = loader._compose_config_from_defaults_list
+
+    def compose_config_from_defaults_list(self, defaults, repo):
+        stamp = stamp_of(repo)
+        if stamp is None:
+            return original_merge(self, defaults, repo)
+        key = (tuple((d.config_path, d.parent, d.package, d.is_self, d.primary,
+                      d.override_key) for d in defaults), stamp)
+        kept = _kept(_MERGED, key)
+        if kept is not None:  # its own copy: Hydra sets its flags and the values on it
+            return pickle.loads(kept)
+        merged = original_merge(self, defaults, repo)
+        try:  # kept pickled: a copy half a deep copy's cost to make again, a tenth to keep
+            _keep(_MERGED, key, pickle.dumps(merged, protocol=pickle.HIGHEST_PROTOCOL))
+        except (pickle.PicklingError, AttributeError, TypeError):  # a schema not importable
+            pass  # by its name (defined in a function): composed each time
+        return merged
+
+    REPLACED[(ConfigStore, "store")] = original_store
+    REPLACED[(config_loader_impl, "create_defaults_list")] = original_defaults
+    REPLACED[(loader, "_compose_config_from_defaults_list")] = original_merge
+    ConfigStore.store = store
+    config_loader_impl.create_defaults_list = create_defaults_list
+    loader._compose_config_from_defaults_list = compose_config_from_defaults_list
+    _INSTALLED.append("choices")

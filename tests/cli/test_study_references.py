@@ -17,7 +17,7 @@ from seqforecast.studies.grid import StudyError, load_study
 from seqforecast.studies.references import SCORES_FILE
 from seqforecast.training.metrics import evaluation
 
-from ..cli_helpers import run_cli, write_ett_file
+from ..cli_helpers import run_cli, sweeps_in_process, write_ett_file
 
 BATCH = 16
 GRID = """
@@ -41,8 +41,9 @@ def ran(tmp_path_factory):
     base = tmp_path_factory.mktemp("leaderboard")
     path = write_ett_file(base / "ETTsmoke.csv")
     (base / "tiny.yaml").write_text(GRID.format(batch=BATCH, path=path))
-    run_cli(["tiny.yaml", "trainer.num_threads=1"], base, module="seqforecast.study",
-            children=True)
+    with sweeps_in_process():  # the study's own process is tests/cli/test_study.py's to test
+        run_cli(["tiny.yaml", "trainer.num_threads=1"], base, module="seqforecast.study",
+                children=True)
     return base
 
 

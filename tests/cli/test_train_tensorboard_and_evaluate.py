@@ -76,17 +76,20 @@ def test_one_image_per_attention_layer_and_stack(events):
     assert len(events.Images("test/forecast")) == 4
 
 
-def test_figures_off_draws_nothing_and_keeps_every_number(run_dir, tmp_path):
-    """Drawing the figures touches nothing trained or scored: the same run without them has
-    the same metrics to the last digit (so a test of the numbers alone may leave them off)."""
+def test_figures_and_test_scalars_off_keep_every_number(run_dir, events, tmp_path):
+    """Drawing the figures and scoring the held-out test set for TensorBoard during training
+    touch nothing trained or scored: the same run without them has the same metrics to the last
+    digit (so a test of the numbers alone may leave them off)."""
     bare = tmp_path / "run"
-    run_cli([*RUN, "log.figures=false", f"hydra.run.dir={bare}"], cwd=tmp_path)
+    run_cli([*RUN, "log.figures=false", "log.test_every=0", f"hydra.run.dir={bare}"],
+            cwd=tmp_path)
     assert not (bare / "figures").exists()
     acc = EventAccumulator(str(bare), size_guidance={"scalars": 0, "images": 0})
     acc.Reload()
     assert acc.Tags()["images"] == []
     scalars = set(acc.Tags()["scalars"])
     assert {"train/mse", "val/mse", "test_curve/mse", "final/test_mse"} <= scalars
+    assert "test/mse" in events.Tags()["scalars"] and "test/mse" not in scalars
     drawn, plain = (json.loads((d / "metrics.json").read_text()) for d in (run_dir, bare))
     assert plain["test"]["model"]["mse"] > 0
     for split in ("val", "test"):

@@ -1,14 +1,17 @@
 """Hydra's composition made cheaper (seqforecast/config/speed.py) composes what Hydra composes
 without it: the same configs, a config file read again when it changes, the ConfigStore's nodes
-left as they were."""
+left as they were, a composition kept by its group choices given this call's values and made
+again when a file, a folder or the ConfigStore changes."""
 
 import copy
 import os
 import time
+from dataclasses import dataclass
 
 import pytest
 from hydra.core.config_store import ConfigStore
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import ConfigAttributeError
 
 from seqforecast.config import compose_config
 from seqforecast.config.speed import REPLACED, installed, without
@@ -32,7 +35,7 @@ def _stored_nodes() -> dict[str, str]:
 
 def test_every_speed_up_applies_to_this_hydra():
     compose_config([])
-    assert installed() == ["store", "yaml", "interpolation"]
+    assert installed() == ["store", "yaml", "interpolation", "choices"]
 
 
 def test_compositions_are_the_ones_hydra_makes_without_the_speed_ups(monkeypatch):
@@ -126,3 +129,98 @@ def test_a_pipe_loads_as_omegaconf_loads_it():
     os.close(write)
     with os.fdopen(read, encoding="utf-8") as f:
         assert OmegaConf.load(f) == {"a": 3}
+
+
+# the same group choices with other values, and choices that pick other files
+KEPT = [["attention=diff", "block_size=4"], ["attention=diff", "block_size=8", "d_model=32"],
+        ["attention=diff", "block_size=4"], ["model=encoder", "attention=einsum"],
+        ["experiment=itransformer", "epochs=3"], ["experiment=itransformer", "epochs=4"],
+        ["data=csv", "data.path=x.csv", "model=encoder", "hydra/launcher=joblib"]]
+
+
+def test_a_kept_composition_takes_each_calls_values_and_is_its_own():
+    fast = [compose_config(o) for o in KEPT * 2]
+    assert [cfg.block_size for cfg in fast[:3]] == [4, 8, 4] and fast[1].d_model == 32
+    assert [cfg.epochs for cfg in fast[4:6]] == [3, 4]
+    launched = [_with_hydra(o) for o in (KEPT[6], KEPT[6][:3])]
+    assert launched[0].hydra.launcher._target_.endswith("JoblibLauncher")
+    assert "joblib" not in launched[1].hydra.launcher._target_.lower()
+    # this call's overrides, not a kept one's
+    assert list(launched[1].hydra.overrides.task) == KEPT[6][:3]
+    with without():
+        slow = [compose_config(o) for o in KEPT]
+    assert [OmegaConf.to_yaml(c) for c in fast] == [OmegaConf.to_yaml(c) for c in slow * 2]
+    assert [_nodes(c) for c in fast] == [_nodes(c) for c in slow * 2]
+    fast[0].d_model = 999  # a handed-out config is its own
+    assert compose_config(KEPT[0]).d_model != 999
+    for cfg in (fast[2], slow[2]):  # struct mode as Hydra sets it, on the schema's type
+        with pytest.raises(ConfigAttributeError, match="Key 'nope' not in 'TrainConfig'"):
+            cfg.nope = 1
+
+
+def _nodes(cfg, path=""):
+    """Every node's path, class, schema type, declared type and flags: what a copy must keep."""
+    meta = cfg._metadata
+    rows = [(path, type(cfg).__name__, meta.object_type, meta.ref_type, meta.optional,
+             dict(meta.flags or {}))]
+    if isinstance(cfg, DictConfig) and not (cfg._is_none() or cfg._is_missing()):
+        for key in cfg.keys():
+            rows += _nodes(cfg._get_node(key), f"{path}.{key}")
+    elif isinstance(cfg, ListConfig) and not (cfg._is_none() or cfg._is_missing()):
+        for i in range(len(cfg)):
+            rows += _nodes(cfg._get_node(i), f"{path}[{i}]")
+    return rows
+
+
+def _with_hydra(overrides):
+    """The training config as the CLI composes it, with its `hydra` node."""
+    from hydra import compose, initialize_config_dir
+
+    from seqforecast.config.compose import CONFIG_DIR
+
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose("train", overrides=overrides, return_hydra_config=True)
+
+
+def _compose_from(folder, overrides):
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(folder), version_base="1.3"):
+        return compose("main", overrides=overrides)
+
+
+def _write_aged(path, text, seconds_ago=60):
+    path.write_text(text)
+    _aged(path, seconds_ago)
+
+
+def test_a_kept_composition_is_made_again_when_its_files_change(tmp_path):
+    """A changed file, a file added to a group, and a node stored in the ConfigStore each make
+    the composition again; a file changed in the last seconds is never kept."""
+    group = tmp_path / "size"
+    group.mkdir()
+    _write_aged(tmp_path / "main.yaml", "defaults:\n  - size: small\n  - _self_\nname: a\n")
+    _write_aged(group / "small.yaml", "width: 1\n")
+    _aged(group)
+    _aged(tmp_path)
+    assert _compose_from(tmp_path, ["name=b"]).size.width == 1
+    assert _compose_from(tmp_path, ["name=c"]).name == "c"
+    _write_aged(group / "small.yaml", "width: 2\n", 50)  # the same size
+    assert _compose_from(tmp_path, []).size.width == 2
+    _write_aged(group / "large.yaml", "width: 30\n", 40)  # a new choice in the group
+    _aged(group, 40)
+    assert _compose_from(tmp_path, ["size=large"]).size.width == 30
+    ConfigStore.instance().store(name="tiny", node={"width": 5}, group="size")
+    assert _compose_from(tmp_path, ["size=tiny"]).size.width == 5
+
+    @dataclass
+    class Local:  # a schema pickle cannot name: its merge is made each time, not kept
+        width: int = 6
+
+    ConfigStore.instance().store(name="local", node=Local, group="size")
+    assert [_compose_from(tmp_path, ["size=local", f"name={n}"]).size.width
+            for n in "ab"] == [6, 6]
+    (group / "small.yaml").write_text("width: 7\n")  # now, so within the clock's tick
+    assert _compose_from(tmp_path, []).size.width == 7
+    (group / "small.yaml").write_text("width: 8\n")
+    assert _compose_from(tmp_path, []).size.width == 8

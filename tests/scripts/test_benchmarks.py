@@ -118,16 +118,19 @@ def test_bench_panel_times_the_loader_from_the_loops_clock(tmp_path):
 
 
 def test_bench_compose_times_hydra_beside_the_speed_ups_and_puts_hydra_back(tmp_path):
-    """Each case composed both ways, checked the same config, timed; afterwards the speed-ups
-    are in place again (the suite's compositions go on using them: installed() reads them)."""
+    """Each case composed three ways (Hydra alone, the first of its choices, its choices kept),
+    checked the same config, timed; afterwards the speed-ups are in place again (the suite's
+    compositions go on using them: installed() reads them)."""
     from seqforecast.config.speed import REPLACED, installed
 
     out = tmp_path / "compose.json"
     table = run_script("bench_compose.py", "--rounds", "1", "--repeats", "1", "--out", str(out),
                        cwd=tmp_path)
     report = json.loads(out.read_text())
-    assert report["speed_ups"] == ["store", "yaml", "interpolation"] == installed()
+    assert report["speed_ups"] == ["store", "yaml", "interpolation", "choices"] == installed()
     cases = {row["case"] for row in report["results"]}
+    assert all(row["hydra_ms"] > 0 and row["first_ms"] > 0 and row["kept_ms"] > 0
+               for row in report["results"])
     assert cases == {"default", "attention=diff", "experiment=itransformer",
                      "data=csv (a recipe)"}
     assert "| attention=diff |" in table
