@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -150,6 +151,10 @@ def _keep_parsed_yaml() -> None:
     _INSTALLED.append("yaml")
 
 
+_RESOLVER = re.compile(r"\$\{\s*[\w.\-]+\s*:")  # `${name:` opens a resolver's call
+_RESOLVED_DEFAULTS = [0]  # defaults lists resolved with a resolver's call, so far
+
+
 def _interpolation_maps_where_read() -> None:
     if not _hydra_1_3():
         return
@@ -160,8 +165,14 @@ def _interpolation_maps_where_read() -> None:
         return
 
     def create_interpolation_map(overrides, defaults, self_added):
-        if not any(d.is_interpolation() for d in defaults):
+        interpolated = [d for d in defaults if d.is_interpolation()]
+        if not interpolated:
             return None  # read only to resolve an interpolated default, which this list lacks
+        # `${data}_${model}` reads the group choices; `${oc.env:SIZE}` more than them: a
+        # composition that resolves one is not kept by its choices (below)
+        if any(_RESOLVER.search(str(getattr(d, "value", None) or getattr(d, "path", "")))
+               for d in interpolated):
+            _RESOLVED_DEFAULTS[0] += 1
         return original(overrides, defaults, self_added)
 
     REPLACED[(defaults_list, "_create_interpolation_map")] = original
@@ -197,20 +208,34 @@ def forget_compositions() -> None:
     _MERGED.clear()
 
 
+STAMPED_ENTRIES = 2000  # a source folder holding more is composed as Hydra does, unstamped
+
+
 def _tree_stamp(root: str) -> tuple | None:
-    """(path, modification time, size) of every entry under `root`, or None where one changed
-    in the last KEEP_AFTER_SECONDS (a same-size rewrite within the clock's tick could hide)."""
+    """(path, inode, modification and change times, size) of every entry under `root` (the
+    change time moves with any rewrite, one that keeps an old modification time too); None,
+    composed as Hydra does, where an entry changed in the last KEEP_AFTER_SECONDS (a same-size
+    rewrite within the clock's tick could hide), where a folder inside is a link (it may loop),
+    where an entry cannot be read, or past STAMPED_ENTRIES."""
     recent = time.time_ns() - KEEP_AFTER_SECONDS * 1_000_000_000
     entries, folders = [], [root]
-    while folders:
-        with os.scandir(folders.pop()) as listing:
-            for entry in listing:
-                stat = entry.stat()
-                if stat.st_mtime_ns > recent:
-                    return None
-                entries.append((entry.path, stat.st_mtime_ns, stat.st_size))
-                if entry.is_dir():
-                    folders.append(entry.path)
+    try:
+        while folders:
+            with os.scandir(folders.pop()) as listing:
+                for entry in listing:
+                    stat = entry.stat()  # a linked file: its target's
+                    if max(stat.st_mtime_ns, stat.st_ctime_ns) > recent:
+                        return None
+                    entries.append((entry.path, stat.st_ino, stat.st_mtime_ns,
+                                    stat.st_ctime_ns, stat.st_size))
+                    if entry.is_dir():
+                        if entry.is_symlink():
+                            return None
+                        folders.append(entry.path)
+                    if len(entries) > STAMPED_ENTRIES:
+                        return None
+    except OSError:  # gone, unreadable or a dangling link: Hydra says what it says of it
+        return None
     return tuple(sorted(entries))
 
 
@@ -250,7 +275,8 @@ def _sources_stamp(repo) -> tuple | None:
 def _kept(memo, key):
     value = memo.get(key)
     if value is not None:
-        memo.move_to_end(key)
+        with contextlib.suppress(KeyError):  # dropped meanwhile by another thread's composition
+            memo.move_to_end(key)
     return value
 
 
@@ -270,6 +296,10 @@ def _compositions_kept_by_choice() -> None:
     from hydra._internal import config_loader_impl
     from hydra._internal.defaults_list import DefaultsList
     from hydra.core.config_store import ConfigStore
+    from omegaconf import OmegaConf
+
+    if "interpolation" not in _INSTALLED:  # it tells which defaults a resolver picked
+        return
 
     stamps: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a repository's, once
 
@@ -304,9 +334,11 @@ def _compositions_kept_by_choice() -> None:
         key = (config_name, tuple(choices), prepend_hydra, skip_missing, stamp)
         kept = _kept(_DEFAULTS, key)
         if kept is None:
+            resolved = _RESOLVED_DEFAULTS[0]
             made = original_defaults(repo, config_name, overrides_list, prepend_hydra,
                                      skip_missing)
-            _keep(_DEFAULTS, key, made)
+            if _RESOLVED_DEFAULTS[0] == resolved:  # its files follow from the choices alone
+                _keep(_DEFAULTS, key, made)
             return made
         overrides = copy.copy(kept.overrides)  # its choices as made; the values this call's
         overrides.config_overrides = values
@@ -326,10 +358,16 @@ def _compositions_kept_by_choice() -> None:
         if kept is not None:  # its own copy: Hydra sets its flags and the values on it
             return pickle.loads(kept)
         merged = original_merge(self, defaults, repo)
-        try:  # kept pickled: a copy half a deep copy's cost to make again, a tenth to keep
+        # kept pickled (a copy half a deep copy's cost to make again, a tenth to keep), without
+        # what the merge resolved: `${now:...}` is the time of each composition, not the first's
+        resolved = OmegaConf.get_cache(merged)
+        OmegaConf.clear_cache(merged)
+        try:
             _keep(_MERGED, key, pickle.dumps(merged, protocol=pickle.HIGHEST_PROTOCOL))
         except (pickle.PicklingError, AttributeError, TypeError):  # a schema not importable
             pass  # by its name (defined in a function): composed each time
+        finally:
+            OmegaConf.set_cache(merged, resolved)
         return merged
 
     REPLACED[(ConfigStore, "store")] = original_store

@@ -13,7 +13,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError
 
-from seqforecast.config import compose_config
+from seqforecast.config import compose_config, speed
 from seqforecast.config.speed import REPLACED, installed, without
 
 # the default, a backend's options, a preset, a family with the variate position, and data=csv
@@ -194,7 +194,15 @@ def _write_aged(path, text, seconds_ago=60):
     _aged(path, seconds_ago)
 
 
-def test_a_kept_composition_is_made_again_when_its_files_change(tmp_path):
+@pytest.fixture
+def stamp_now(monkeypatch):
+    """Files stamped however recent their change (the folders a test writes were changed in
+    the last seconds, so none of their compositions would be kept otherwise)."""
+    monkeypatch.setattr(speed, "KEEP_AFTER_SECONDS", 0)
+
+
+def test_a_kept_composition_is_made_again_when_its_files_change(tmp_path, stamp_now,
+                                                                monkeypatch):
     """A changed file, a file added to a group, and a node stored in the ConfigStore each make
     the composition again; a file changed in the last seconds is never kept."""
     group = tmp_path / "size"
@@ -220,7 +228,50 @@ def test_a_kept_composition_is_made_again_when_its_files_change(tmp_path):
     ConfigStore.instance().store(name="local", node=Local, group="size")
     assert [_compose_from(tmp_path, ["size=local", f"name={n}"]).size.width
             for n in "ab"] == [6, 6]
+    monkeypatch.setattr(speed, "KEEP_AFTER_SECONDS", 2)
     (group / "small.yaml").write_text("width: 7\n")  # now, so within the clock's tick
     assert _compose_from(tmp_path, []).size.width == 7
     (group / "small.yaml").write_text("width: 8\n")
     assert _compose_from(tmp_path, []).size.width == 8
+
+
+def test_each_composition_resolves_its_own_time():
+    """A kept merge holds nothing it resolved: `${now:...}` in hydra.sweep.dir is each
+    composition's time, not the first's (the one after a second reads a later second)."""
+    first = _with_hydra(["d_model=8"]).hydra.sweep.dir
+    time.sleep(1.05)
+    later = _with_hydra(["d_model=16"]).hydra.sweep.dir
+    assert later != first
+
+
+def test_defaults_picked_by_a_resolver_are_picked_again(tmp_path, stamp_now, monkeypatch):
+    """A default interpolated with a resolver (`${oc.env:...}`) depends on more than the
+    group choices: its defaults list is made at each composition."""
+    group = tmp_path / "size"
+    group.mkdir()
+    _write_aged(tmp_path / "main.yaml",
+                "defaults:\n  - size: ${oc.env:SEQF_SIZE,small}\n  - _self_\n")
+    _write_aged(group / "small.yaml", "width: 1\n")
+    _write_aged(group / "large.yaml", "width: 30\n")
+    _aged(group)
+    _aged(tmp_path)
+    widths = []
+    for size in ("small", "large", "small"):
+        monkeypatch.setenv("SEQF_SIZE", size)
+        widths.append(_compose_from(tmp_path, []).size.width)
+    assert widths == [1, 30, 1]
+
+
+def test_a_folder_the_stamp_cannot_walk_composes_as_hydra_does(tmp_path, stamp_now):
+    """A dangling link and a link to a folder above (a loop) in a config folder: composed as
+    Hydra composes it, without a stamp (a walk would fail on either)."""
+    group = tmp_path / "size"
+    group.mkdir()
+    _write_aged(tmp_path / "main.yaml", "defaults:\n  - size: small\n  - _self_\n")
+    _write_aged(group / "small.yaml", "width: 1\n")
+    (group / "gone.yaml").symlink_to(tmp_path / "nowhere.yaml")
+    (group / "up").symlink_to(tmp_path)
+    os.utime(group / "gone.yaml", ns=(1, 1), follow_symlinks=False)
+    _aged(group)
+    _aged(tmp_path)
+    assert [_compose_from(tmp_path, [f"+n={i}"]).size.width for i in range(2)] == [1, 1]
