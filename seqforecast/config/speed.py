@@ -78,6 +78,7 @@ def without() -> Iterator[None]:
     finally:
         for owner, name, value in kept:
             setattr(owner, name, value)
+        forget_compositions()  # the block's stores went uncounted
 
 
 def _hydra_1_3() -> bool:
@@ -189,11 +190,11 @@ def _interpolation_maps_where_read() -> None:
 # ConfigStore hold, never on the value overrides, and they are most of a composition's cost:
 # a test suite or a sweep composes the same choices with other values hundreds of times.
 # Both are kept per process, keyed by the choices, the sources and a stamp of every config file
-# and folder the sources read (path, modification time, size) and of the ConfigStore; a merged
-# config is kept pickled, and each composition gets its own copy (Hydra then sets its flags and
-# the values on it). A source
-# that cannot be stamped (a package inside a zip), or a file changed in the last seconds (see
-# KEEP_AFTER_SECONDS), composes as Hydra does.
+# and folder the sources read (_tree_stamp) and of the ConfigStore; a merged config is kept
+# pickled, without what the merge resolved, and each composition gets its own copy (Hydra then
+# sets its flags and the values on it). A source that cannot be stamped (a package inside a zip,
+# a file changed in the last seconds: _tree_stamp), or a default a resolver picks, composes as
+# Hydra does.
 
 KEPT_COMPOSITIONS = 64  # choices kept, most recently used first out of this many
 _DEFAULTS: OrderedDict[tuple, Any] = OrderedDict()  # choices -> Hydra's DefaultsList
