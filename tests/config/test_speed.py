@@ -196,8 +196,9 @@ def _write_aged(path, text, seconds_ago=60):
 
 @pytest.fixture
 def stamp_now(monkeypatch):
-    """Files stamped however recent their change (the folders a test writes were changed in
-    the last seconds, so none of their compositions would be kept otherwise)."""
+    """Files stamped however recent their change (what a test writes changed in the last
+    seconds, and its change time cannot be set back, so none of its compositions would be kept
+    otherwise); YAML parses kept however recent too."""
     monkeypatch.setattr(speed, "KEEP_AFTER_SECONDS", 0)
 
 
@@ -209,14 +210,11 @@ def test_a_kept_composition_is_made_again_when_its_files_change(tmp_path, stamp_
     group.mkdir()
     _write_aged(tmp_path / "main.yaml", "defaults:\n  - size: small\n  - _self_\nname: a\n")
     _write_aged(group / "small.yaml", "width: 1\n")
-    _aged(group)
-    _aged(tmp_path)
     assert _compose_from(tmp_path, ["name=b"]).size.width == 1
     assert _compose_from(tmp_path, ["name=c"]).name == "c"
     _write_aged(group / "small.yaml", "width: 2\n", 50)  # the same size
     assert _compose_from(tmp_path, []).size.width == 2
     _write_aged(group / "large.yaml", "width: 30\n", 40)  # a new choice in the group
-    _aged(group, 40)
     assert _compose_from(tmp_path, ["size=large"]).size.width == 30
     ConfigStore.instance().store(name="tiny", node={"width": 5}, group="size")
     assert _compose_from(tmp_path, ["size=tiny"]).size.width == 5
@@ -249,12 +247,10 @@ def test_defaults_picked_by_a_resolver_are_picked_again(tmp_path, stamp_now, mon
     group choices: its defaults list is made at each composition."""
     group = tmp_path / "size"
     group.mkdir()
-    _write_aged(tmp_path / "main.yaml",
-                "defaults:\n  - size: ${oc.env:SEQF_SIZE,small}\n  - _self_\n")
-    _write_aged(group / "small.yaml", "width: 1\n")
-    _write_aged(group / "large.yaml", "width: 30\n")
-    _aged(group)
-    _aged(tmp_path)
+    (tmp_path / "main.yaml").write_text(
+        "defaults:\n  - size: ${oc.env:SEQF_SIZE,small}\n  - _self_\n")
+    (group / "small.yaml").write_text("width: 1\n")
+    (group / "large.yaml").write_text("width: 30\n")
     widths = []
     for size in ("small", "large", "small"):
         monkeypatch.setenv("SEQF_SIZE", size)
@@ -267,11 +263,8 @@ def test_a_folder_the_stamp_cannot_walk_composes_as_hydra_does(tmp_path, stamp_n
     Hydra composes it, without a stamp (a walk would fail on either)."""
     group = tmp_path / "size"
     group.mkdir()
-    _write_aged(tmp_path / "main.yaml", "defaults:\n  - size: small\n  - _self_\n")
-    _write_aged(group / "small.yaml", "width: 1\n")
+    (tmp_path / "main.yaml").write_text("defaults:\n  - size: small\n  - _self_\n")
+    (group / "small.yaml").write_text("width: 1\n")
     (group / "gone.yaml").symlink_to(tmp_path / "nowhere.yaml")
     (group / "up").symlink_to(tmp_path)
-    os.utime(group / "gone.yaml", ns=(1, 1), follow_symlinks=False)
-    _aged(group)
-    _aged(tmp_path)
     assert [_compose_from(tmp_path, [f"+n={i}"]).size.width for i in range(2)] == [1, 1]
